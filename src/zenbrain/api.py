@@ -1,0 +1,43 @@
+"""Opening a memory: the usual entry point."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .clock import Clock
+from .config import Config
+from .coordinator import MemoryCoordinator
+from .providers.base import Embedder
+
+
+def default_path() -> str:
+    return os.environ.get("ZENBRAIN_PATH", os.path.join(os.path.expanduser("~"), ".zenbrain", "memory.db"))
+
+
+def _resolve_embedder(embedder: Embedder | str | None) -> Embedder:
+    if embedder is None or isinstance(embedder, str):
+        from .providers.factory import make_embedder
+
+        return make_embedder(embedder or os.environ.get("ZENBRAIN_EMBEDDER", "minilm"))
+    return embedder
+
+
+def open_memory(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    embedder: Embedder | str | None = None,
+    config: Config | None = None,
+    clock: Clock | None = None,
+    **store_options: Any,
+) -> MemoryCoordinator:
+    """Open (or create) a memory store on disk and return its coordinator.
+
+    ``embedder`` is an Embedder or a spec such as ``"minilm"`` (default),
+    ``"hashing:384"`` or ``"openai:text-embedding-3-small@https://host/v1"``.
+    """
+    from .storage.sqlite import SQLiteStore
+
+    emb = _resolve_embedder(embedder)
+    store = SQLiteStore(path or default_path(), embedder_name=emb.name, dim=emb.dim, **store_options)
+    return MemoryCoordinator(store, emb, config=config, clock=clock)

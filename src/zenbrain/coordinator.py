@@ -1,0 +1,553 @@
+"""The MemoryCoordinator: the one place that sequences mechanisms and touches the store.
+
+Public operations: store, store_many, recall, get, update, forget, history, episodes,
+end_session, consolidate, decay, review, review_queue, record_outcome, sleep, stats.
+Every call names a Scope; nothing it reads or writes leaves that scope's partition
+(user, agent), its session (for working and short-term memory) or its context
+(unless the configuration links contexts).
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .clock import DAY, Clock, SystemClock
+from .config import Config
+from .errors import NotFoundError, ValidationError
+from .layers.routing import classify_kind, reroute, route, session_end_target
+from .model import Edge, HistoryEvent, Kind, Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
+from .providers.base import Embedder
+from .results import RecallResult, Report
+from .retrieval.query import classify
+from .storage.base import Filter, Partition, Store
+from .text import content_hash, entities, jaccard, token_set
+from .validation import check_content, check_k, check_metadata, check_number
+
+
+@dataclass
+class _Pending:
+    """A memory being stored, before its transaction."""
+
+    item: MemoryItem
+    vector: np.ndarray
+
+
+class MemoryCoordinator:
+    """Seven memory layers and the mechanisms of the paper behind one facade."""
+
+    def __init__(self, store: Store, embedder: Embedder, *, config: Config | None = None, clock: Clock | None = None):
+        if embedder.dim != store.dim:
+            raise ValidationError(f"embedder dim {embedder.dim} does not match the store's dim {store.dim}")
+        self._db = store
+        self.embedder = embedder
+        self.config = config or Config()
+        self.clock = clock or SystemClock()
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._rng = np.random.default_rng(self.config.seed)
+
+    @property
+    def storage(self) -> Store:
+        return self._db
+
+    # ------------------------------------------------------------------ helpers
+    def _on(self, mechanism: str) -> bool:
+        return self.config.mechanisms.on(mechanism)
+
+    @staticmethod
+    def _part(scope: Scope) -> Partition:
+        if not isinstance(scope, Scope):
+            raise ValidationError(f"scope must be a zenbrain.Scope, got {type(scope).__name__}")
+        return (scope.user_id, scope.agent_id)
+
+    def _contexts(self, scope: Scope) -> frozenset[str]:
+        """The contexts a reader in ``scope`` may see."""
+        if not self.config.context_links:
+            return frozenset({scope.context})
+        seen = {scope.context}
+        for reader, source in self.config.context_links:
+            if reader in (scope.context, "*") and source != "*":
+                seen.add(source)
+        if any(reader in (scope.context, "*") and source == "*" for reader, source in self.config.context_links):
+            return frozenset()  # empty means "every context" (resolved by callers)
+        return frozenset(seen)
+
+    def _read_filter(self, scope: Scope, **kw: Any) -> Filter:
+        contexts = self._contexts(scope)
+        return Filter(contexts=contexts or None, session_id=scope.session_id, **kw)
+
+    def _embed_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, list[str], dict[str, np.ndarray]]:
+        """Vectors for texts, using the store's content-hash cache; returns the new ones to persist."""
+        hashes = [content_hash(t) for t in texts]
+        cached = self._db.cached_embeddings(self.embedder.name, hashes)
+        missing: dict[str, str] = {}
+        for h, t in zip(hashes, texts):
+            if h not in cached and h not in missing:
+                missing[h] = t
+        fresh: dict[str, np.ndarray] = {}
+        if missing:
+            vecs = self.embedder.embed(list(missing.values()))
+            fresh = dict(zip(missing.keys(), vecs))
+        out = np.stack([cached[h] if h in cached else fresh[h] for h in hashes]) if texts else np.zeros((0, self._db.dim), np.float32)
+        return out.astype(np.float32, copy=False), hashes, fresh
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        v = self._query_cache.get(query)
+        if v is None:
+            v = self.embedder.embed([query])[0]
+            self._query_cache[query] = v
+            if len(self._query_cache) > 2048:
+                self._query_cache.popitem(last=False)
+        else:
+            self._query_cache.move_to_end(query)
+        return v
+
+    def _get_one(self, scope: Scope, memory_id: str) -> MemoryItem:
+        if not isinstance(memory_id, str) or not memory_id:
+            raise ValidationError(f"memory id must be a non-empty string, got {memory_id!r}")
+        items = self._db.get(self._part(scope), [memory_id])
+        if not items or not self.config.context_allowed(scope.context, items[0].context):
+            raise NotFoundError(f"no memory {memory_id!r} in this scope")
+        item = items[0]
+        if item.layer in (Layer.WORKING, Layer.SHORT_TERM) and item.session_id != scope.session_id:
+            raise NotFoundError(f"no memory {memory_id!r} in this scope")
+        return item
+
+    # ------------------------------------------------------------------ store
+    def store(
+        self,
+        content: str,
+        scope: Scope,
+        *,
+        kind: Kind | str | None = None,
+        layer: Layer | str | None = None,
+        metadata: dict[str, Any] | None = None,
+        event_time: float | None = None,
+        importance: float | None = None,
+    ) -> MemoryItem:
+        """Store one memory and return it as stored."""
+        return self.store_many(
+            [dict(content=content, kind=kind, layer=layer, metadata=metadata, event_time=event_time, importance=importance)],
+            scope,
+        )[0]
+
+    def store_many(self, records: Sequence[dict[str, Any]], scope: Scope) -> list[MemoryItem]:
+        """Store many memories in one transaction with one embedding batch.
+
+        Each record is a dict with ``content`` and optional ``kind``, ``layer``,
+        ``metadata``, ``event_time``, ``importance``. All records are validated
+        before anything is written.
+        """
+        part = self._part(scope)
+        if not isinstance(records, Sequence) or isinstance(records, (str, bytes)):
+            raise ValidationError("records must be a sequence of dicts")
+        now = self.clock.now()
+        drafts: list[MemoryItem] = []
+        for rec in records:
+            if not isinstance(rec, dict):
+                raise ValidationError(f"each record must be a dict, got {type(rec).__name__}")
+            unknown = set(rec) - {"content", "kind", "layer", "metadata", "event_time", "importance"}
+            if unknown:
+                raise ValidationError(f"unknown record field(s): {sorted(unknown)}")
+            drafts.append(self._draft(rec, scope, now))
+        if not drafts:
+            return []
+        vectors, hashes, fresh = self._embed_texts([d.content for d in drafts])
+        pending = [_Pending(d, vectors[i]) for i, d in enumerate(drafts)]
+        for p in pending:
+            self._encode(p, now)
+        with self._db.transaction() as tx:
+            if fresh:
+                tx.put_embeddings(self.embedder.name, list(fresh), np.stack(list(fresh.values())))
+            for p in pending:
+                tx.put_memory(p.item)
+                tx.log(part, HistoryEvent(p.item.id, now, "created", {"layer": p.item.layer.value, "kind": p.item.kind.value}))
+            self._link_new(tx, part, pending, now)
+            self._enforce_working_capacity(tx, part, scope, pending, now)
+        return [p.item for p in pending]
+
+    def _draft(self, rec: dict[str, Any], scope: Scope, now: float) -> MemoryItem:
+        content = check_content(rec.get("content"), self.config.max_content_chars)
+        metadata = check_metadata(rec.get("metadata"))
+        kind_in = rec.get("kind") or metadata.get("kind")
+        if kind_in is not None:
+            try:
+                kind = Kind(kind_in) if not isinstance(kind_in, Kind) else kind_in
+            except ValueError:
+                raise ValidationError(f"unknown kind {kind_in!r}; kinds are {[k.value for k in Kind]}") from None
+        else:
+            kind = classify_kind(content)
+        layer_in = rec.get("layer")
+        if layer_in is not None:
+            layer = Layer.parse(layer_in)
+        else:
+            layer = reroute(route(kind, session_bound=scope.session_id is not None), self.config.disabled_layers)
+        if layer in (Layer.WORKING, Layer.SHORT_TERM) and scope.session_id is None:
+            raise ValidationError(f"the {layer.value} layer is bound to a session: give the scope a session_id")
+        event_time = rec.get("event_time")
+        if event_time is None and "event_time" in metadata:
+            event_time = metadata["event_time"]
+        if event_time is not None:
+            event_time = check_number("event_time", event_time, 0.0, 1e11)
+        importance = rec.get("importance")
+        importance = 0.5 if importance is None else check_number("importance", importance, 0.0, 1.0)
+        return MemoryItem(
+            id=uuid.uuid4().hex,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            context=scope.context,
+            layer=layer,
+            kind=kind,
+            content=content,
+            content_hash=content_hash(content),
+            metadata=metadata,
+            created_at=now,
+            updated_at=now,
+            event_time=event_time if event_time is not None else (now if layer is Layer.EPISODIC else None),
+            last_access=now,
+            importance=importance,
+        )
+
+    def _encode(self, p: _Pending, now: float) -> None:
+        """Encoding-time mechanisms: they set strength, stability and state of a new memory."""
+        item = p.item
+        item.stability = 1.0  # paper: initial stability S = 1.0 day
+        item.strength = 1.0
+
+    def _link_new(self, tx: Any, part: Partition, pending: list[_Pending], now: float) -> None:
+        """Knowledge-graph edges from each new memory to co-active ones (paper: store step 5)."""
+
+    def _enforce_working_capacity(self, tx: Any, part: Partition, scope: Scope, pending: list[_Pending], now: float) -> None:
+        if not any(p.item.layer is Layer.WORKING for p in pending):
+            return
+        flt = Filter(layers=frozenset({Layer.WORKING}), session_id=scope.session_id, contexts=frozenset({scope.context}))
+        current = self._db.query(part, flt, order_by="last_access")
+        # The new rows are visible inside this transaction already; count each item once.
+        by_id = {i.id: i for i in current if i.session_id == scope.session_id}
+        by_id.update({p.item.id: p.item for p in pending if p.item.layer is Layer.WORKING})
+        items = list(by_id.values())
+        overflow = len(items) - self.config.layers.working_capacity
+        if overflow <= 0:
+            return
+        items.sort(key=lambda i: (i.last_access, i.created_at))
+        evict = items[:overflow]
+        ids = [i.id for i in evict]
+        tx.update_columns(part, ids, layer=[Layer.SHORT_TERM.value] * len(ids), updated_at=[now] * len(ids))
+        for i in evict:
+            i.layer = Layer.SHORT_TERM
+            tx.log(part, HistoryEvent(i.id, now, "moved", {"from": "working", "to": "short_term", "why": "capacity"}))
+
+    # ------------------------------------------------------------------ recall
+    def recall(
+        self,
+        query: str,
+        scope: Scope,
+        k: int = 10,
+        *,
+        layers: Iterable[Layer | str] | None = None,
+        time_range: tuple[float | None, float | None] | None = None,
+        include_archived: bool = False,
+        touch: bool = True,
+    ) -> RecallResult:
+        """The top-k memories for a query, each with a score breakdown.
+
+        ``touch=False`` makes recall read-only (no access counts, no learning).
+        """
+        query = check_content(query, self.config.max_content_chars)
+        k = check_k(k)
+        part = self._part(scope)
+        now = self.clock.now()
+        info = classify(query)
+        qtype = info.type
+        layer_set = frozenset(Layer.parse(x) for x in layers) if layers is not None else None
+        if self.config.disabled_layers:
+            base = layer_set if layer_set is not None else frozenset(Layer)
+            layer_set = base - self.config.disabled_layers
+        after = before = None
+        if time_range is not None:
+            after, before = time_range
+            after = None if after is None else check_number("time_range start", after)
+            before = None if before is None else check_number("time_range end", before)
+        flt = self._read_filter(scope, layers=layer_set, include_archived=include_archived, event_after=after, event_before=before)
+        qvec = self._embed_query(query)
+        rp = self.config.recall
+        per_layer = max(rp.per_layer_k, rp.candidate_factor * k)
+
+        # 1. Candidates: dense top-K of every layer, and BM25 top-K.
+        dense = dict(self._db.vector_search(part, qvec, per_layer, flt, per_layer=True))
+        lexical: dict[str, float] = {}
+        if self._on("bm25_hybrid") and rp.lexical_k > 0:
+            lexical = dict(self._db.lexical_search(part, query, rp.lexical_k, flt))
+        cand_ids = list(dict.fromkeys([*dense, *lexical]))
+        core_items = [] if Layer.CORE in self.config.disabled_layers else self._db.query(
+            part, self._read_filter(scope, layers=frozenset({Layer.CORE}))
+        )
+        for c in core_items:
+            if c.id not in dense and c.id not in lexical:
+                cand_ids.append(c.id)
+        if not cand_ids:
+            return RecallResult([], query_type=qtype, core=core_items, info={"candidates": 0})
+        items = {i.id: i for i in self._db.get(part, cand_ids)}
+        cand_ids = [c for c in cand_ids if c in items]
+        # Dense similarity for lexical-only candidates, from the index.
+        missing = [c for c in cand_ids if c not in dense]
+        if missing:
+            vecs = self._db.vectors(part, missing)
+            for c, v in zip(missing, vecs @ qvec):
+                dense[c] = float(v)
+
+        # 2. Fusion: hybrid similarity times the query type's layer weight (max over layers).
+        lex_max = max(lexical.values()) if lexical else 0.0
+        weights = self.config.layer_weights.get(qtype, {}) if self._on("query_aware_fusion") else {}
+        lw = rp.lexical_weight if lexical else 0.0
+        hits: list[RecallHit] = []
+        for cid in cand_ids:
+            item = items[cid]
+            d = max(0.0, dense.get(cid, 0.0))
+            lx = (lexical.get(cid, 0.0) / lex_max) if lex_max > 0 else 0.0
+            sim = (1.0 - lw) * d + lw * lx
+            w = float(weights.get(item.layer, 1.0))
+            if item.context != scope.context:
+                w *= rp.cross_context_weight
+            why = ScoreBreakdown(dense=d, lexical=lx, layer_weight=w, fused=w * sim)
+            hits.append(RecallHit(item, w * sim, why))
+
+        # 3. Time-aware adjustment for temporal queries.
+        self._temporal_adjust(hits, info)
+        # 4. Mechanism hooks: Two-Factor boost, retrievability, priority.
+        self._hebbian_boost(part, hits)
+        self._retrievability_weight(hits, now)
+        for h in hits:
+            b = h.why
+            h.score = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority
+            b.final = h.score
+        hits.sort(key=lambda h: (-h.score, h.item.id))
+        # 5. De-duplicate near-identical content, keep the better one.
+        out: list[RecallHit] = []
+        kept_tokens: list[frozenset[str]] = []
+        for h in hits:
+            toks = token_set(h.item.content)
+            if any(jaccard(toks, t) > rp.dedup_jaccard for t in kept_tokens):
+                continue
+            out.append(h)
+            kept_tokens.append(toks)
+            if len(out) == k:
+                break
+        if touch and out:
+            self._after_recall(part, scope, query, qvec, out, now)
+        return RecallResult(
+            out,
+            query_type=qtype,
+            core=core_items,
+            info={"candidates": len(cand_ids), "dense": len(dense), "lexical": len(lexical), "window": info.window, "direction": info.direction},
+        )
+
+    def _temporal_adjust(self, hits: list[RecallHit], info: Any) -> None:
+        rp = self.config.recall
+        if info.window is not None and rp.temporal_boost > 0:
+            w = info.window
+            for h in hits:
+                t = h.item.event_time if h.item.event_time is not None else h.item.created_at
+                inside = (w.start is None or t >= w.start) and (w.end is None or t <= w.end)
+                if inside:
+                    h.why.temporal *= 1.0 + rp.temporal_boost
+        if info.direction is not None and rp.recency_boost > 0 and hits:
+            times = np.array([h.item.event_time if h.item.event_time is not None else h.item.created_at for h in hits])
+            span = times.max() - times.min()
+            if span > 0:
+                rel = (times - times.min()) / span
+                if info.direction == "early":
+                    rel = 1.0 - rel
+                for h, r in zip(hits, rel):
+                    h.why.temporal *= 1.0 + rp.recency_boost * float(r)
+
+    def _hebbian_boost(self, part: Partition, hits: list[RecallHit]) -> None:
+        """Two-Factor boost hook (filled by the two_factor_hebbian mechanism)."""
+
+    def _retrievability_weight(self, hits: list[RecallHit], now: float) -> None:
+        """Retrievability hook (filled by ebbinghaus_decay / triple_copy)."""
+
+    def _after_recall(self, part: Partition, scope: Scope, query: str, qvec: np.ndarray, hits: list[RecallHit], now: float) -> None:
+        """Side effects that keep memory alive: access counts and learning from use."""
+        ids = [h.item.id for h in hits]
+        with self._db.transaction() as tx:
+            tx.update_columns(
+                part,
+                ids,
+                access_count=[h.item.access_count + 1 for h in hits],
+                last_access=[now] * len(ids),
+            )
+        for h in hits:
+            h.item.access_count += 1
+            h.item.last_access = now
+
+    # ------------------------------------------------------------------ read / update / erase
+    def get(self, memory_id: str, scope: Scope) -> MemoryItem:
+        return self._get_one(scope, memory_id)
+
+    def episodes(self, scope: Scope, start: float | None = None, end: float | None = None, *, limit: int | None = None) -> list[MemoryItem]:
+        """Episodic memories whose event time lies in [start, end], oldest first."""
+        flt = self._read_filter(scope, layers=frozenset({Layer.EPISODIC}), event_after=start, event_before=end)
+        return self._db.query(self._part(scope), flt, order_by="event_time", limit=limit)
+
+    def list(self, scope: Scope, *, layer: Layer | str | None = None, include_archived: bool = False, limit: int | None = None) -> list[MemoryItem]:
+        layers = frozenset({Layer.parse(layer)}) if layer is not None else None
+        return self._db.query(self._part(scope), self._read_filter(scope, layers=layers, include_archived=include_archived), limit=limit)
+
+    def update(
+        self,
+        memory_id: str,
+        scope: Scope,
+        *,
+        content: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        importance: float | None = None,
+        layer: Layer | str | None = None,
+    ) -> MemoryItem:
+        """Change a memory. The previous version is kept in its history."""
+        part = self._part(scope)
+        item = self._get_one(scope, memory_id)
+        if content is not None:
+            content = check_content(content, self.config.max_content_chars)
+        if metadata is not None:
+            metadata = check_metadata(metadata)
+        if importance is not None:
+            importance = check_number("importance", importance, 0.0, 1.0)
+        new_layer = Layer.parse(layer) if layer is not None else None
+        now = self.clock.now()
+        snapshot = {"content": item.content, "metadata": item.metadata, "layer": item.layer.value, "version": item.version}
+        fresh: dict[str, np.ndarray] = {}
+        if content is not None and content != item.content:
+            _, hashes, fresh = self._embed_texts([content])
+            item.content = content
+            item.content_hash = hashes[0]
+        if metadata is not None:
+            item.metadata = metadata
+        if importance is not None:
+            item.importance = importance
+        if new_layer is not None:
+            item.layer = new_layer
+        item.version += 1
+        item.updated_at = now
+        with self._db.transaction() as tx:
+            if fresh:
+                tx.put_embeddings(self.embedder.name, list(fresh), np.stack(list(fresh.values())))
+            tx.update_memory(item)
+            tx.log(part, HistoryEvent(item.id, now, "updated", {"before": snapshot}))
+        return item
+
+    def forget(self, memory_id: str, scope: Scope) -> None:
+        """Erase a memory: its row, text, vector (unless shared), lexical entry, edges,
+        history and snapshots, and memories derived from it. Nothing stays readable."""
+        part = self._part(scope)
+        item = self._get_one(scope, memory_id)
+        derived = [
+            d.id
+            for d in self._db.query(part, Filter(include_archived=True, session_id=scope.session_id, contexts=None))
+            if item.id in (d.metadata.get("evidence_ids") or [])
+        ]
+        with self._db.transaction() as tx:
+            for mid in [item.id, *derived]:
+                tx.delete_memory(part, mid)
+
+    def forget_scope(self, scope: Scope) -> int:
+        """Erase every memory of the scope's user and agent (all sessions and contexts)."""
+        part = self._part(scope)
+        ids = self._db.all_ids(part)
+        with self._db.transaction() as tx:
+            for mid in ids:
+                tx.delete_memory(part, mid)
+        return len(ids)
+
+    def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
+        self._get_one(scope, memory_id)
+        return self._db.history(self._part(scope), memory_id)
+
+    # ------------------------------------------------------------------ lifecycle
+    def end_session(self, scope: Scope) -> Report:
+        """Consolidate a session's working and short-term memory into the long-term layers."""
+        if scope.session_id is None:
+            raise ValidationError("end_session needs a scope with a session_id")
+        part = self._part(scope)
+        now = self.clock.now()
+        report = Report("end_session", now)
+        flt = Filter(layers=frozenset({Layer.WORKING, Layer.SHORT_TERM}), session_id=scope.session_id, contexts=frozenset({scope.context}))
+        items = [i for i in self._db.query(part, flt) if i.session_id == scope.session_id]
+        moved: dict[str, int] = {}
+        with self._db.transaction() as tx:
+            for i in items:
+                target = reroute(session_end_target(i.kind), self.config.disabled_layers)
+                tx.update_columns(part, [i.id], layer=[target.value], updated_at=[now])
+                tx.log(part, HistoryEvent(i.id, now, "moved", {"from": i.layer.value, "to": target.value, "why": "session end"}))
+                moved[target.value] = moved.get(target.value, 0) + 1
+        report.stage("moved").update(moved)
+        return report
+
+    def consolidate(self, scope: Scope) -> Report:
+        """Migrate and abstract memories across layers (episodic -> semantic)."""
+        return Report("consolidate", self.clock.now())
+
+    def decay(self, scope: Scope) -> Report:
+        """Apply forgetting: archive memories whose retrievability fell below threshold."""
+        return Report("decay", self.clock.now())
+
+    def restore(self, memory_id: str, scope: Scope) -> MemoryItem:
+        """Bring an archived memory back into recall."""
+        part = self._part(scope)
+        items = self._db.get(part, [memory_id])
+        if not items or not self.config.context_allowed(scope.context, items[0].context):
+            raise NotFoundError(f"no memory {memory_id!r} in this scope")
+        item = items[0]
+        now = self.clock.now()
+        with self._db.transaction() as tx:
+            tx.update_columns(part, [item.id], archived=[False], last_access=[now], strength=[max(item.strength, 0.5)])
+            tx.log(part, HistoryEvent(item.id, now, "restored", {}))
+        item.archived = False
+        item.last_access = now
+        return item
+
+    def review(self, memory_id: str, scope: Scope, grade: int | str) -> MemoryItem:
+        """Record explicit feedback on a memory (FSRS review)."""
+        return self._get_one(scope, memory_id)
+
+    def review_queue(self, scope: Scope, limit: int = 20) -> list[MemoryItem]:
+        """Memories due for review, most overdue first."""
+        return []
+
+    def sleep(self, scope: Scope) -> Report:
+        """Offline consolidation: runs every enabled sleep-time mechanism and reports each change."""
+        report = Report("sleep", self.clock.now())
+        report.stages["end_sessions"] = {}
+        report.stages["consolidate"] = self.consolidate(scope).stages
+        report.stages["decay"] = self.decay(scope).stages
+        return report
+
+    def stats(self, scope: Scope | None = None) -> dict[str, Any]:
+        s = self._db.stats(self._part(scope) if scope is not None else None)
+        return {
+            "memories": s.memories,
+            "archived": s.archived,
+            "edges": s.edges,
+            "by_layer": s.by_layer,
+            "by_context": s.by_context,
+            "cached_embeddings": s.cached_embeddings,
+            "file_bytes": s.file_bytes,
+            "embedder": self.embedder.name,
+            "mechanisms_off": sorted(self.config.mechanisms.disabled),
+        }
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "MemoryCoordinator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

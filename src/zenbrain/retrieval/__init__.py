@@ -1,0 +1,1 @@
+"""Query understanding and score fusion for recall."""

@@ -1,0 +1,130 @@
+"""The storage contract. The coordinator talks to storage only through this protocol,
+so a PostgreSQL backend can replace SQLite without touching it.
+
+A *partition* is (user_id, agent_id): every read and write names one, and no call
+can reach another partition's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..model import Edge, HistoryEvent, Layer, MemoryItem
+
+Partition = tuple[str, str]  # (user_id, agent_id)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which memories of a partition a read may see. ``None`` means "no restriction"."""
+
+    layers: frozenset[Layer] | None = None
+    contexts: frozenset[str] | None = None
+    session_id: str | None = None  # restricts WORKING and SHORT_TERM items to this session
+    include_archived: bool = False
+    kinds: frozenset[str] | None = None
+    event_after: float | None = None
+    event_before: float | None = None
+    ids: frozenset[str] | None = None
+
+
+@dataclass
+class StoreStats:
+    memories: int = 0
+    archived: int = 0
+    edges: int = 0
+    by_layer: dict[str, int] = field(default_factory=dict)
+    by_context: dict[str, int] = field(default_factory=dict)
+    cached_embeddings: int = 0
+    file_bytes: int = 0
+
+
+class Transaction(Protocol):
+    """Writes of one operation. Everything commits together or not at all."""
+
+    def put_memory(self, item: MemoryItem) -> None: ...
+
+    def update_memory(self, item: MemoryItem) -> None: ...
+
+    def update_columns(self, partition: Partition, ids: Sequence[str], **columns: Sequence[Any]) -> None:
+        """Vectorised update of plain columns (strength, stability, archived, ...) for many rows."""
+        ...
+
+    def delete_memory(self, partition: Partition, memory_id: str) -> None:
+        """Erase: the row, its lexical entry, its edges, its history and snapshots, an orphaned vector."""
+        ...
+
+    def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None: ...
+
+    def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None: ...
+
+    def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None: ...
+
+    def log(self, partition: Partition, event: HistoryEvent) -> None: ...
+
+    def kv_put(self, partition: Partition, key: str, value: Any) -> None: ...
+
+
+class Store(Protocol):
+    """A memory store. Implementations: ``SQLiteStore`` (embedded default)."""
+
+    embedder_name: str
+    dim: int
+
+    def transaction(self) -> AbstractContextManager[Transaction]: ...
+
+    def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]: ...
+
+    def query(
+        self,
+        partition: Partition,
+        flt: Filter = Filter(),
+        *,
+        order_by: str = "created_at",
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[MemoryItem]: ...
+
+    def vector_search(
+        self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *, per_layer: bool = False
+    ) -> list[tuple[str, float]]:
+        """Top-k (id, cosine) over the partition; with ``per_layer`` top-k of every layer."""
+        ...
+
+    def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
+        """Top-k (id, BM25 score, higher is better)."""
+        ...
+
+    def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray: ...
+
+    def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def edges(self, partition: Partition, ids: Iterable[str] | None = None) -> list[Edge]:
+        """Edges touching any of ``ids`` (all edges of the partition when None)."""
+        ...
+
+    def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]: ...
+
+    def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any: ...
+
+    def all_ids(self, partition: Partition) -> list[str]: ...
+
+    def due(self, partition: Partition, now: float, limit: int, flt: Filter = Filter()) -> list[MemoryItem]:
+        """Memories whose review is due at ``now``, most overdue first."""
+        ...
+
+    def partitions(self) -> list[Partition]: ...
+
+    def stats(self, partition: Partition | None = None) -> StoreStats: ...
+
+    def close(self) -> None: ...
+
+
+def iter_chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(seq), size):
+        yield seq[i : i + size]

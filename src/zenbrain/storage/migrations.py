@@ -1,0 +1,100 @@
+"""Ordered, named schema migrations for the SQLite store. Append only; never edit one
+that has shipped. Each runs in its own transaction and is recorded in schema_migrations."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE memories (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            session_id TEXT,
+            context TEXT NOT NULL,
+            layer TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            event_time REAL,
+            last_access REAL NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            importance REAL NOT NULL,
+            valence REAL NOT NULL,
+            arousal REAL NOT NULL,
+            stability REAL NOT NULL,
+            strength REAL NOT NULL,
+            conf_alpha REAL NOT NULL,
+            conf_beta REAL NOT NULL,
+            archived INTEGER NOT NULL DEFAULT 0,
+            version INTEGER NOT NULL DEFAULT 1,
+            due_at REAL,
+            state TEXT NOT NULL
+        );
+        CREATE INDEX memories_partition ON memories(user_id, agent_id, layer, archived);
+        CREATE INDEX memories_event ON memories(user_id, agent_id, event_time);
+        CREATE INDEX memories_due ON memories(user_id, agent_id, due_at);
+        CREATE INDEX memories_hash ON memories(content_hash);
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, memory_id UNINDEXED, user_id UNINDEXED, agent_id UNINDEXED,
+            tokenize = 'porter unicode61'
+        );
+
+        CREATE TABLE embeddings (
+            model TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (model, hash)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE edges (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            src TEXT NOT NULL,
+            dst TEXT NOT NULL,
+            relation TEXT NOT NULL,
+            weight REAL NOT NULL,
+            variance REAL NOT NULL,
+            activations INTEGER NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (user_id, agent_id, src, dst, relation)
+        ) WITHOUT ROWID;
+        CREATE INDEX edges_dst ON edges(user_id, agent_id, dst);
+
+        CREATE TABLE history (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            at REAL NOT NULL,
+            action TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+        CREATE INDEX history_memory ON history(user_id, agent_id, memory_id);
+
+        CREATE TABLE kv (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (user_id, agent_id, key)
+        ) WITHOUT ROWID;
+
+        -- Every committed change to a memory row, so in-memory indexes of every
+        -- process can follow the database exactly.
+        CREATE TABLE changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL
+        );
+        """,
+    ),
+]

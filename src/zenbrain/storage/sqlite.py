@@ -1,0 +1,612 @@
+"""The embedded default store: one SQLite file in WAL mode.
+
+* Every operation's writes run in one ``BEGIN IMMEDIATE`` transaction.
+* Lexical search is FTS5 BM25 (porter stemming); vectors live in a content-hash keyed
+  embedding table that doubles as the embedding cache, so no text is embedded twice.
+* Dense search uses an exact in-memory index per partition (``vector_index``) that is
+  derived from committed rows and follows the ``changes`` log, so several processes can
+  share one file and a crash can never leave the index disagreeing with the data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, StorageError
+from ..model import Edge, HistoryEvent, Kind, Layer, MemoryItem
+from .base import Filter, Partition, StoreStats, iter_chunks
+from .migrations import MIGRATIONS
+from .vector_index import PartitionIndex, Row
+
+_COLUMNS = (
+    "id", "user_id", "agent_id", "session_id", "context", "layer", "kind", "content", "content_hash",
+    "metadata", "created_at", "updated_at", "event_time", "last_access", "access_count", "importance",
+    "valence", "arousal", "stability", "strength", "conf_alpha", "conf_beta", "archived", "version",
+    "due_at", "state",
+)
+_UPDATABLE = frozenset(_COLUMNS) - {"id", "user_id", "agent_id", "content", "content_hash", "metadata", "state"}
+_FTS_TOKEN = re.compile(r"[\w]+", re.UNICODE)
+_STOPWORDS = frozenset(
+    "a an and are as at be by did do does for from had has have he her hers him his how i in is it its "
+    "me my of on or our she so that the their them they this to was we were what when where which who "
+    "whom why will with you your".split()
+)
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 OR-query of the text's distinct words (stopwords dropped), each quoted."""
+    words = []
+    seen = set()
+    for w in _FTS_TOKEN.findall(text.lower()):
+        if w in _STOPWORDS or w in seen:
+            continue
+        seen.add(w)
+        words.append('"' + w.replace('"', "") + '"')
+    if not words:
+        return None
+    return " OR ".join(words)
+
+
+def _item_from_row(row: sqlite3.Row) -> MemoryItem:
+    return MemoryItem(
+        id=row["id"],
+        user_id=row["user_id"],
+        agent_id=row["agent_id"],
+        session_id=row["session_id"],
+        context=row["context"],
+        layer=Layer(row["layer"]),
+        kind=Kind(row["kind"]),
+        content=row["content"],
+        content_hash=row["content_hash"],
+        metadata=json.loads(row["metadata"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        event_time=row["event_time"],
+        last_access=row["last_access"],
+        access_count=row["access_count"],
+        importance=row["importance"],
+        valence=row["valence"],
+        arousal=row["arousal"],
+        stability=row["stability"],
+        strength=row["strength"],
+        conf_alpha=row["conf_alpha"],
+        conf_beta=row["conf_beta"],
+        archived=bool(row["archived"]),
+        version=row["version"],
+        state=json.loads(row["state"]),
+    )
+
+
+def _item_values(item: MemoryItem) -> tuple[Any, ...]:
+    due = item.state.get("due_at")
+    return (
+        item.id, item.user_id, item.agent_id, item.session_id, item.context, item.layer.value,
+        item.kind.value, item.content, item.content_hash, json.dumps(item.metadata, sort_keys=True),
+        item.created_at, item.updated_at, item.event_time, item.last_access, item.access_count,
+        item.importance, item.valence, item.arousal, item.stability, item.strength, item.conf_alpha,
+        item.conf_beta, int(item.archived), item.version, due, json.dumps(item.state, sort_keys=True),
+    )
+
+
+class SQLiteTransaction:
+    def __init__(self, store: "SQLiteStore") -> None:
+        self._store = store
+        self._db = store._db
+        self.touched: set[tuple[str, str, str]] = set()
+
+    def _changed(self, partition: Partition, memory_id: str) -> None:
+        self.touched.add((partition[0], partition[1], memory_id))
+
+    def put_memory(self, item: MemoryItem) -> None:
+        placeholders = ",".join("?" * len(_COLUMNS))
+        self._db.execute(f"INSERT INTO memories ({','.join(_COLUMNS)}) VALUES ({placeholders})", _item_values(item))
+        self._db.execute(
+            "INSERT INTO memories_fts (content, memory_id, user_id, agent_id) VALUES (?,?,?,?)",
+            (self._store.lexical_text(item), item.id, item.user_id, item.agent_id),
+        )
+        self._changed((item.user_id, item.agent_id), item.id)
+
+    def update_memory(self, item: MemoryItem) -> None:
+        old = self._db.execute(
+            "SELECT content, metadata FROM memories WHERE id=? AND user_id=? AND agent_id=?",
+            (item.id, item.user_id, item.agent_id),
+        ).fetchone()
+        if old is None:
+            raise StorageError(f"memory {item.id} vanished during update")
+        sets = ",".join(f"{c}=?" for c in _COLUMNS[3:])
+        self._db.execute(
+            f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?",
+            (*_item_values(item)[3:], item.id, item.user_id, item.agent_id),
+        )
+        new_lex = self._store.lexical_text(item)
+        self._db.execute("DELETE FROM memories_fts WHERE memory_id=? AND user_id=?", (item.id, item.user_id))
+        self._db.execute(
+            "INSERT INTO memories_fts (content, memory_id, user_id, agent_id) VALUES (?,?,?,?)",
+            (new_lex, item.id, item.user_id, item.agent_id),
+        )
+        self._changed((item.user_id, item.agent_id), item.id)
+
+    def update_columns(self, partition: Partition, ids: Sequence[str], **columns: Sequence[Any]) -> None:
+        if not ids:
+            return
+        bad = set(columns) - _UPDATABLE
+        if bad:
+            raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
+        names = list(columns)
+        sets = ",".join(f"{c}=?" for c in names)
+        rows = []
+        for i, mid in enumerate(ids):
+            vals = []
+            for c in names:
+                v = columns[c][i]
+                if isinstance(v, (np.floating, np.integer, np.bool_)):
+                    v = v.item()
+                if c == "archived":
+                    v = int(bool(v))
+                vals.append(v)
+            rows.append((*vals, mid, partition[0], partition[1]))
+        self._db.executemany(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?", rows)
+        for mid in ids:
+            self._changed(partition, mid)
+
+    def update_state(self, partition: Partition, memory_id: str, state: dict[str, Any]) -> None:
+        self._db.execute(
+            "UPDATE memories SET state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?",
+            (json.dumps(state, sort_keys=True), state.get("due_at"), memory_id, *partition),
+        )
+
+    def delete_memory(self, partition: Partition, memory_id: str) -> None:
+        user, agent = partition
+        row = self._db.execute(
+            "SELECT content_hash FROM memories WHERE id=? AND user_id=? AND agent_id=?", (memory_id, user, agent)
+        ).fetchone()
+        self._db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?", (memory_id, user, agent))
+        self._db.execute("DELETE FROM memories_fts WHERE memory_id=? AND user_id=? AND agent_id=?", (memory_id, user, agent))
+        self._db.execute(
+            "DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)", (user, agent, memory_id, memory_id)
+        )
+        self._db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?", (user, agent, memory_id))
+        if row is not None:
+            still_used = self._db.execute(
+                "SELECT 1 FROM memories WHERE content_hash=? LIMIT 1", (row["content_hash"],)
+            ).fetchone()
+            if still_used is None:
+                self._db.execute("DELETE FROM embeddings WHERE hash=?", (row["content_hash"],))
+        self._changed(partition, memory_id)
+        self._store._erased = True
+
+    def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        self._db.executemany(
+            "INSERT OR IGNORE INTO embeddings (model, hash, vector) VALUES (?,?,?)",
+            [(model, h, vectors[i].tobytes()) for i, h in enumerate(hashes)],
+        )
+
+    def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
+        self._db.executemany(
+            "INSERT INTO edges (user_id, agent_id, src, dst, relation, weight, variance, activations, updated_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(user_id, agent_id, src, dst, relation) DO UPDATE SET "
+            "weight=excluded.weight, variance=excluded.variance, activations=excluded.activations, "
+            "updated_at=excluded.updated_at",
+            [
+                (*partition, e.src, e.dst, e.relation, float(e.weight), float(e.variance), int(e.activations), float(e.updated_at))
+                for e in edges
+            ],
+        )
+
+    def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:
+        self._db.executemany(
+            "DELETE FROM edges WHERE user_id=? AND agent_id=? AND src=? AND dst=? AND relation=?",
+            [(*partition, s, d, r) for s, d, r in keys],
+        )
+
+    def log(self, partition: Partition, event: HistoryEvent) -> None:
+        self._db.execute(
+            "INSERT INTO history (user_id, agent_id, memory_id, at, action, detail) VALUES (?,?,?,?,?,?)",
+            (*partition, event.memory_id, event.at, event.action, json.dumps(event.detail, sort_keys=True, default=float)),
+        )
+
+    def kv_put(self, partition: Partition, key: str, value: Any) -> None:
+        self._db.execute(
+            "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
+            "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
+            (*partition, key, json.dumps(value, sort_keys=True, default=float)),
+        )
+
+
+class SQLiteStore:
+    """One SQLite file. Safe to open from several processes at once."""
+
+    def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0) -> None:
+        self.path = str(path)
+        self.embedder_name = embedder_name
+        self.dim = int(dim)
+        self._lock = threading.RLock()
+        self._indexes: dict[Partition, PartitionIndex] = {}
+        self._seen_seq = 0
+        self._erased = False
+        if self.path != ":memory:":
+            parent = os.path.dirname(os.path.abspath(self.path))
+            os.makedirs(parent, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open {self.path}: {exc}") from exc
+        self._db.row_factory = sqlite3.Row
+        self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if self.path != ":memory:" and mode.lower() != "wal":
+            raise StorageError(f"{self.path}: could not enable WAL (journal_mode={mode})")
+        # FULL: a committed memory survives a power cut too, not only a process crash.
+        self._db.execute("PRAGMA synchronous=FULL")
+        # Overwrite deleted content with zeros so erasure also leaves the file.
+        self._db.execute("PRAGMA secure_delete=ON")
+        self._migrate()
+        self._check_meta()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)"
+                )
+                done = {r[0] for r in self._db.execute("SELECT name FROM schema_migrations")}
+                known = {name for name, _ in MIGRATIONS}
+                unknown = done - known
+                if unknown:
+                    raise StorageError(
+                        f"{self.path} was written by a newer zenbrain (migrations {sorted(unknown)}); upgrade zenbrain"
+                    )
+                for version, (name, sql) in enumerate(MIGRATIONS, start=1):
+                    if name in done:
+                        continue
+                    for stmt in _split_sql(sql):
+                        self._db.execute(stmt)
+                    self._db.execute("INSERT INTO schema_migrations (version, name) VALUES (?,?)", (version, name))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def _check_meta(self) -> None:
+        with self._lock:
+            rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            if not rows:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('embedder', ?), ('dim', ?)",
+                    (self.embedder_name, str(self.dim)),
+                )
+                self._db.execute("COMMIT")
+                rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            if rows.get("embedder") != self.embedder_name or int(rows.get("dim", -1)) != self.dim:
+                raise ConfigError(
+                    f"{self.path} holds vectors of embedder {rows.get('embedder')!r} (dim {rows.get('dim')}); "
+                    f"it cannot be opened with {self.embedder_name!r} (dim {self.dim}). Open it with the same "
+                    "embedder, or create a new store."
+                )
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+
+    # -- writes ------------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[SQLiteTransaction]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StorageError(f"cannot start a write on {self.path}: {exc}") from exc
+            tx = SQLiteTransaction(self)
+            try:
+                yield tx
+                self._db.executemany(
+                    "INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)", sorted(tx.touched)
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                try:
+                    self._db.execute("ROLLBACK")
+                finally:
+                    self._erased = False
+                raise
+            if self._erased:
+                self._erased = False
+                self._scrub()
+
+    def _scrub(self) -> None:
+        """After an erasure: rewrite the FTS index without the deleted rows and truncate the WAL."""
+        self._db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def lexical_text(self, item: MemoryItem) -> str:
+        extra = item.metadata.get("lexical_extra")
+        return item.content if not extra else f"{item.content}\n{extra}"
+
+    # -- reads -------------------------------------------------------------------------------
+    def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        out: dict[str, MemoryItem] = {}
+        with self._lock:
+            for chunk in iter_chunks(list(ids), 500):
+                q = ",".join("?" * len(chunk))
+                for row in self._db.execute(
+                    f"SELECT * FROM memories WHERE user_id=? AND agent_id=? AND id IN ({q})", (*partition, *chunk)
+                ):
+                    out[row["id"]] = _item_from_row(row)
+        return [out[i] for i in ids if i in out]
+
+    def _where(self, partition: Partition, flt: Filter, alias: str = "") -> tuple[str, list[Any]]:
+        p = f"{alias}." if alias else ""
+        clauses = [f"{p}user_id=?", f"{p}agent_id=?"]
+        args: list[Any] = list(partition)
+        if not flt.include_archived:
+            clauses.append(f"{p}archived=0")
+        if flt.layers is not None:
+            clauses.append(f"{p}layer IN ({','.join('?' * len(flt.layers))})")
+            args.extend(sorted(layer.value for layer in flt.layers))
+        if flt.contexts is not None:
+            clauses.append(f"{p}context IN ({','.join('?' * len(flt.contexts))})")
+            args.extend(sorted(flt.contexts))
+        if flt.kinds is not None:
+            clauses.append(f"{p}kind IN ({','.join('?' * len(flt.kinds))})")
+            args.extend(sorted(flt.kinds))
+        eph = f"{p}layer IN ('working','short_term')"
+        if flt.session_id is None:
+            clauses.append(f"NOT {eph}")
+        else:
+            clauses.append(f"(NOT {eph} OR {p}session_id=?)")
+            args.append(flt.session_id)
+        if flt.event_after is not None:
+            clauses.append(f"COALESCE({p}event_time, {p}created_at) >= ?")
+            args.append(flt.event_after)
+        if flt.event_before is not None:
+            clauses.append(f"COALESCE({p}event_time, {p}created_at) <= ?")
+            args.append(flt.event_before)
+        if flt.ids is not None:
+            clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
+            args.extend(sorted(flt.ids))
+        return " AND ".join(clauses), args
+
+    def query(
+        self,
+        partition: Partition,
+        flt: Filter = Filter(),
+        *,
+        order_by: str = "created_at",
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        if order_by not in {"created_at", "event_time", "last_access", "due_at", "strength", "updated_at"}:
+            raise StorageError(f"cannot order by {order_by}")
+        where, args = self._where(partition, flt)
+        order = f"COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
+        sql = f"SELECT * FROM memories WHERE {where} ORDER BY {order} {'DESC' if descending else 'ASC'}, id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        with self._lock:
+            return [_item_from_row(r) for r in self._db.execute(sql, args)]
+
+    def due(self, partition: Partition, now: float, limit: int, flt: Filter = Filter()) -> list[MemoryItem]:
+        where, args = self._where(partition, flt)
+        sql = f"SELECT * FROM memories WHERE {where} AND due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?"
+        with self._lock:
+            return [_item_from_row(r) for r in self._db.execute(sql, (*args, now, limit))]
+
+    def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
+        q = fts_query(text)
+        if q is None or k <= 0:
+            return []
+        where, args = self._where(partition, flt, alias="m")
+        sql = (
+            "SELECT f.memory_id AS id, -bm25(memories_fts) AS score FROM memories_fts f "
+            "JOIN memories m ON m.id = f.memory_id "
+            f"WHERE memories_fts MATCH ? AND f.user_id=? AND f.agent_id=? AND {where} "
+            "ORDER BY bm25(memories_fts) LIMIT ?"
+        )
+        with self._lock:
+            try:
+                rows = self._db.execute(sql, (q, *partition, *args, int(k))).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise StorageError(f"lexical search failed: {exc}") from exc
+        return [(r["id"], float(r["score"])) for r in rows]
+
+    # -- vectors -----------------------------------------------------------------------------
+    def _index(self, partition: Partition) -> PartitionIndex:
+        with self._lock:
+            self._sync()
+            idx = self._indexes.get(partition)
+            if idx is None:
+                idx = PartitionIndex(self.dim)
+                self._db.execute("BEGIN")
+                try:
+                    rows = self._db.execute(
+                        "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
+                        "COALESCE(m.event_time, m.created_at) AS t, e.vector FROM memories m "
+                        "JOIN embeddings e ON e.model=? AND e.hash=m.content_hash "
+                        "WHERE m.user_id=? AND m.agent_id=?",
+                        (self.embedder_name, *partition),
+                    ).fetchall()
+                finally:
+                    self._db.execute("COMMIT")
+                for r in rows:
+                    idx.upsert(self._row(r))
+                # Changes committed after the sync above are already in these rows; the
+                # next sync re-applies them, which is harmless (upserts are idempotent).
+                self._indexes[partition] = idx
+            return idx
+
+    def _row(self, r: sqlite3.Row) -> Row:
+        return Row(
+            id=r["id"],
+            vector=np.frombuffer(r["vector"], dtype=np.float32),
+            layer=Layer(r["layer"]),
+            context=r["context"],
+            session_id=r["session_id"],
+            archived=bool(r["archived"]),
+            kind=r["kind"],
+            event_time=r["t"],
+        )
+
+    def _sync(self) -> None:
+        """Bring loaded indexes up to the database's committed state (this or any process)."""
+        latest = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
+        if latest <= self._seen_seq:
+            return
+        changed = self._db.execute(
+            "SELECT DISTINCT user_id, agent_id, memory_id FROM changes WHERE seq > ? AND seq <= ?",
+            (self._seen_seq, latest),
+        ).fetchall()
+        by_part: dict[Partition, list[str]] = {}
+        for r in changed:
+            part = (r["user_id"], r["agent_id"])
+            if part in self._indexes:
+                by_part.setdefault(part, []).append(r["memory_id"])
+        for part, ids in by_part.items():
+            idx = self._indexes[part]
+            found = set()
+            for chunk in iter_chunks(ids, 500):
+                q = ",".join("?" * len(chunk))
+                for r in self._db.execute(
+                    "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
+                    "COALESCE(m.event_time, m.created_at) AS t, e.vector FROM memories m "
+                    "JOIN embeddings e ON e.model=? AND e.hash=m.content_hash "
+                    f"WHERE m.user_id=? AND m.agent_id=? AND m.id IN ({q})",
+                    (self.embedder_name, *part, *chunk),
+                ):
+                    idx.upsert(self._row(r))
+                    found.add(r["id"])
+            for mid in ids:
+                if mid not in found:
+                    idx.remove(mid)
+        self._seen_seq = latest
+
+    def vector_search(
+        self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *, per_layer: bool = False
+    ) -> list[tuple[str, float]]:
+        idx = self._index(partition)
+        mask = idx.mask(
+            layers=flt.layers,
+            contexts=flt.contexts,
+            session_id=flt.session_id,
+            include_archived=flt.include_archived,
+            kinds=flt.kinds,
+            event_after=flt.event_after,
+            event_before=flt.event_before,
+            ids=flt.ids,
+        )
+        return idx.search(query, k, mask, per_layer=per_layer)
+
+    def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:
+        idx = self._index(partition)
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        for i, mid in enumerate(ids):
+            v = idx.vector(mid)
+            if v is not None:
+                out[i] = v
+        return out
+
+    def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for chunk in iter_chunks(list(dict.fromkeys(hashes)), 500):
+                q = ",".join("?" * len(chunk))
+                for r in self._db.execute(
+                    f"SELECT hash, vector FROM embeddings WHERE model=? AND hash IN ({q})", (model, *chunk)
+                ):
+                    out[r["hash"]] = np.frombuffer(r["vector"], dtype=np.float32)
+        return out
+
+    # -- graph, history, kv ------------------------------------------------------------------
+    def edges(self, partition: Partition, ids: Iterable[str] | None = None) -> list[Edge]:
+        with self._lock:
+            if ids is None:
+                rows = self._db.execute("SELECT * FROM edges WHERE user_id=? AND agent_id=?", partition).fetchall()
+            else:
+                idl = list(dict.fromkeys(ids))
+                rows = []
+                for chunk in iter_chunks(idl, 400):
+                    q = ",".join("?" * len(chunk))
+                    rows.extend(
+                        self._db.execute(
+                            f"SELECT * FROM edges WHERE user_id=? AND agent_id=? AND (src IN ({q}) OR dst IN ({q}))",
+                            (*partition, *chunk, *chunk),
+                        ).fetchall()
+                    )
+        seen = set()
+        out = []
+        for r in rows:
+            key = (r["src"], r["dst"], r["relation"])
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(
+                Edge(r["src"], r["dst"], r["relation"], r["weight"], r["variance"], r["activations"], r["updated_at"])
+            )
+        return out
+
+    def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM history WHERE user_id=? AND agent_id=? AND memory_id=? ORDER BY seq",
+                (*partition, memory_id),
+            ).fetchall()
+        return [HistoryEvent(r["memory_id"], r["at"], r["action"], json.loads(r["detail"])) for r in rows]
+
+    def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?", (*partition, key)
+            ).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def all_ids(self, partition: Partition) -> list[str]:
+        """Every memory id of the partition, whatever its layer, session, context or state."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?", partition)]
+
+    def partitions(self) -> list[Partition]:
+        with self._lock:
+            return [tuple(r) for r in self._db.execute("SELECT DISTINCT user_id, agent_id FROM memories ORDER BY 1, 2")]
+
+    def stats(self, partition: Partition | None = None) -> StoreStats:
+        where, args = ("user_id=? AND agent_id=?", list(partition)) if partition else ("1=1", [])
+        s = StoreStats()
+        with self._lock:
+            for r in self._db.execute(
+                f"SELECT layer, archived, COUNT(*) AS n FROM memories WHERE {where} GROUP BY layer, archived", args
+            ):
+                s.memories += r["n"]
+                if r["archived"]:
+                    s.archived += r["n"]
+                s.by_layer[r["layer"]] = s.by_layer.get(r["layer"], 0) + r["n"]
+            for r in self._db.execute(f"SELECT context, COUNT(*) AS n FROM memories WHERE {where} GROUP BY context", args):
+                s.by_context[r["context"]] = r["n"]
+            s.edges = self._db.execute(f"SELECT COUNT(*) FROM edges WHERE {where}", args).fetchone()[0]
+            s.cached_embeddings = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        if self.path != ":memory:":
+            s.file_bytes = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+        return s
+
+    def raw_connection(self) -> sqlite3.Connection:
+        """For tests and maintenance tools only."""
+        return self._db
+
+
+def _split_sql(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";") if s.strip() and not all(line.strip().startswith("--") for line in s.strip().splitlines())]
