@@ -1,0 +1,1 @@
+"""A replica of *the paper's simulation protocol, not zenbrain*.
