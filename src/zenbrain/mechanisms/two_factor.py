@@ -1,0 +1,204 @@
+"""Two-Factor Hebbian knowledge-graph edges: weight w plus consolidation variance sigma^2.
+
+Co-activation (recall or store of two linked memories)::
+
+    k'   = k + 1
+    eta  = learning_rate * (1 - lock_gate * L)               L: StabilityProtector lock in [0, 1]
+    w'   = clip(w + eta * tag * amplitude, min_weight, max_weight)
+    s2'  = max(min_variance, s2 * (1 - maturation_rate / (1 + maturation_decay * k')))
+    I    = 1 / s2                                            Fisher-information proxy
+
+EWC: a proposed change dw to an edge costs lambda/2 * I * dw^2. ``constrain_change``
+accepts the change that minimises (1/2) p (dw_acc - dw)^2 + (lambda/2) I dw_acc^2, i.e.
+dw_acc = dw * p / (p + lambda I) (p: evidence precision): the exact MAP step under the
+paper's quadratic penalty, so a fresh edge (I = 1) keeps 2/3 of a change and a mature
+one (I = 100) keeps 2%.
+
+Decay (sleep / decay()): r_eff = r / (1 + gain * I); w' = w (1 - r_eff)^days; edges
+that fall below ``prune_threshold`` are reported for pruning (the paper prunes; the
+authors' code floors at 0.05 and keeps dead edges forever).
+
+Recall boost: 1 + alpha_boost * w / (w + w_half) * I^0.1, in [1, 1 + alpha_boost *
+min_variance^-0.1) = [1, 1.317) by default. The saturating w / (w + w_half) replaces
+the raw weight of the paper (which would give boosts up to 1 + 0.2 * 10 * 1.58) and
+the plain w / w_max (under which a fresh edge of weight 1 would boost by only 2%).
+
+All functions broadcast over numpy arrays of edges and return floats for scalars.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..params import Params, bounded
+
+
+@dataclass(frozen=True)
+class TwoFactorParams(Params):
+    learning_rate: float = bounded(0.1, 0.0, 1.0, "eta: weight step per co-activation (paper table 0.1)")
+    maturation_rate: float = bounded(0.15, 0.0, 0.99, "beta: variance shrink per co-activation")
+    maturation_decay: float = bounded(0.1, 0.0, 10.0, "n(k) = 1 / (1 + maturation_decay * k)")
+    min_variance: float = bounded(0.01, 1e-6, 1.0, "sigma^2 floor, so importance <= 1 / min_variance")
+    initial_weight: float = bounded(1.0, 0.0, 100.0, "weight of a new edge")
+    initial_variance: float = bounded(1.0, 1e-6, 100.0, "variance of a new edge")
+    min_weight: float = bounded(0.05, 0.0, 100.0, "floor for weights after a co-activation update")
+    max_weight: float = bounded(10.0, 0.01, 1000.0, "cap for weights")
+    lock_gate: float = bounded(0.5, 0.0, 1.0, "eta_eff = eta * (1 - lock_gate * L)")
+    ewc_lambda: float = bounded(0.5, 0.0, 100.0, "lambda of the EWC penalty")
+    evidence_precision: float = bounded(1.0, 1e-3, 1e3, "p: how strongly a proposed change is trusted")
+    decay_rate: float = bounded(0.02, 0.0, 1.0, "base weight decay per day (authors' production rate)")
+    decay_importance_gain: float = bounded(0.1, 0.0, 10.0, "r_eff = r / (1 + gain * I)")
+    prune_threshold: float = bounded(0.05, 0.0, 100.0, "decayed edges below this weight are pruned")
+    boost_alpha: float = bounded(0.2, 0.0, 2.0, "alpha_boost of the recall boost")
+    boost_half_weight: float = bounded(1.0, 0.01, 100.0, "weight at which the boost is half its maximum")
+    boost_importance_exponent: float = bounded(0.1, 0.0, 1.0, "exponent of I in the recall boost")
+    legacy_variance_slope: float = bounded(0.5, 0.0, 10.0, "legacy sigma^2 = 1 / (1 + slope * w)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.min_weight > self.max_weight:
+            raise ConfigError("TwoFactorParams.min_weight must not exceed max_weight")
+        if not self.min_weight <= self.initial_weight <= self.max_weight:
+            raise ConfigError("TwoFactorParams.initial_weight must lie in [min_weight, max_weight]")
+        if self.initial_variance < self.min_variance:
+            raise ConfigError("TwoFactorParams.initial_variance must be at least min_variance")
+
+
+DEFAULTS = TwoFactorParams()
+
+
+def _out(x: np.ndarray, *inputs: Any) -> Any:
+    if all(np.ndim(v) == 0 for v in inputs):
+        return x.item()
+    return x
+
+
+def new_edge(*, params: TwoFactorParams = DEFAULTS) -> tuple[float, float, int]:
+    """(weight, variance, count) of a freshly created edge."""
+    return params.initial_weight, params.initial_variance, 0
+
+
+def importance(variance: Any) -> Any:
+    """I = 1 / sigma^2 (the Fisher-information proxy)."""
+    v = np.maximum(np.asarray(variance, dtype=float), 1e-12)
+    return _out(1.0 / v, variance)
+
+
+def variance_lock(variance: Any) -> Any:
+    """The StabilityProtector's variance lock L = 1 - clip(sigma^2, 0, 1): mature edges lock."""
+    return _out(1.0 - np.clip(np.asarray(variance, dtype=float), 0.0, 1.0), variance)
+
+
+def update(
+    weight: Any,
+    variance: Any,
+    count: Any,
+    tag: Any,
+    amplitude: Any,
+    lock: Any = 0.0,
+    *,
+    params: TwoFactorParams = DEFAULTS,
+) -> tuple[Any, Any, Any]:
+    """One co-activation of the edge(s): returns (weight, variance, count).
+
+    ``tag`` is the co-activation score and ``amplitude`` the cosine-based co-activation
+    strength, both clipped to [0, 1]; ``lock`` is the StabilityProtector lock (0 = none).
+    """
+    w = np.asarray(weight, dtype=float)
+    s2 = np.asarray(variance, dtype=float)
+    k = np.asarray(count)
+    t = np.clip(np.asarray(tag, dtype=float), 0.0, 1.0)
+    a = np.clip(np.asarray(amplitude, dtype=float), 0.0, 1.0)
+    lk = np.clip(np.asarray(lock, dtype=float), 0.0, 1.0)
+    k_new = k + 1
+    eta = params.learning_rate * (1.0 - params.lock_gate * lk)
+    w_new = np.clip(w + eta * t * a, params.min_weight, params.max_weight)
+    n = 1.0 / (1.0 + params.maturation_decay * k_new)
+    s2_new = np.maximum(params.min_variance, s2 * (1.0 - params.maturation_rate * n))
+    ins = (weight, variance, count, tag, amplitude, lock)
+    return _out(w_new, *ins), _out(s2_new, *ins), _out(np.asarray(k_new), *ins)
+
+
+def ewc_penalty(variance: Any, delta_w: Any, *, params: TwoFactorParams = DEFAULTS) -> Any:
+    """EWC cost of changing the weight by ``delta_w``: lambda/2 * I * delta_w^2."""
+    i = np.asarray(importance(variance), dtype=float)
+    d = np.asarray(delta_w, dtype=float)
+    return _out(0.5 * params.ewc_lambda * i * d * d, variance, delta_w)
+
+
+def constrain_change(variance: Any, delta_w: Any, *, params: TwoFactorParams = DEFAULTS) -> Any:
+    """The part of a proposed change that survives the EWC penalty (same sign, never larger).
+
+    delta_acc = delta_w * p / (p + lambda * I): the minimiser of
+    p/2 (x - delta_w)^2 + lambda/2 I x^2. Use it for changes that do not come from
+    co-activation (sleep LTP/LTD, reconsolidation, contradiction handling).
+    """
+    i = np.asarray(importance(variance), dtype=float)
+    d = np.asarray(delta_w, dtype=float)
+    p = params.evidence_precision
+    return _out(d * (p / (p + params.ewc_lambda * i)), variance, delta_w)
+
+
+def decay(
+    weight: Any, variance: Any, *, days: Any = 1.0, params: TwoFactorParams = DEFAULTS
+) -> tuple[Any, Any]:
+    """Importance-gated decay over ``days``: returns (new weight, prune mask).
+
+    w' = w * (1 - r / (1 + gain * I)) ** days. Edges with w' < prune_threshold should be
+    deleted by the caller; the others are returned unfloored (they are >= the threshold).
+    """
+    w = np.asarray(weight, dtype=float)
+    i = np.asarray(importance(variance), dtype=float)
+    d = np.maximum(0.0, np.asarray(days, dtype=float))
+    r_eff = params.decay_rate / (1.0 + params.decay_importance_gain * i)
+    w_new = np.minimum(w * (1.0 - r_eff) ** d, params.max_weight)
+    prune = w_new < params.prune_threshold
+    return _out(w_new, weight, variance, days), _out(prune, weight, variance, days)
+
+
+def recall_boost(weight: Any, variance: Any, *, params: TwoFactorParams = DEFAULTS) -> Any:
+    """Score multiplier for a recalled memory reached through an edge of this weight/variance.
+
+    1 + alpha * w / (w + w_half) * I^e; exactly 1 for w <= 0 (no edge); below
+    1 + alpha * min_variance^-e. Pass the strongest edge linking the memory to the
+    query's other hits (or 0 when it has none).
+    """
+    w = np.maximum(0.0, np.asarray(weight, dtype=float))
+    s2 = np.maximum(np.asarray(variance, dtype=float), params.min_variance)
+    f = w / (w + params.boost_half_weight)
+    b = 1.0 + params.boost_alpha * f * (1.0 / s2) ** params.boost_importance_exponent
+    return _out(b, weight, variance)
+
+
+def max_recall_boost(*, params: TwoFactorParams = DEFAULTS) -> float:
+    """The supremum of ``recall_boost`` (never reached: w / (w + w_half) < 1)."""
+    return 1.0 + params.boost_alpha * params.min_variance ** (-params.boost_importance_exponent)
+
+
+def from_legacy_weight(weight: Any, *, params: TwoFactorParams = DEFAULTS) -> tuple[Any, Any, Any]:
+    """(weight, variance, count) for an edge that only had a weight: heavier = more mature.
+
+    sigma^2 = max(min_variance, 1 / (1 + slope * w)); count 0.
+    """
+    w = np.clip(np.asarray(weight, dtype=float), params.min_weight, params.max_weight)
+    s2 = np.maximum(params.min_variance, 1.0 / (1.0 + params.legacy_variance_slope * np.maximum(w, 0.0)))
+    return _out(w, weight), _out(s2, weight), _out(np.zeros_like(w, dtype=np.int64), weight)
+
+
+__all__ = [
+    "TwoFactorParams",
+    "new_edge",
+    "importance",
+    "variance_lock",
+    "update",
+    "ewc_penalty",
+    "constrain_change",
+    "decay",
+    "recall_boost",
+    "max_recall_boost",
+    "from_legacy_weight",
+]
