@@ -188,6 +188,7 @@ def run_competitive(seeds: Sequence[int] = SEEDS) -> dict:
             "cohens_d": protocol_cohens_d(full_p5, simple_p5),
         },
         "simple_memory_forgotten_fraction_day14": js_mean(simple_forgotten),
+        "simple_memory_p5_drop_vs_static": 1 - js_mean(simple_p5) / js_mean(static_p5),
         "long_horizon": {
             "days": list(LONG_HORIZON_DAYS),
             "systems": long_horizon,

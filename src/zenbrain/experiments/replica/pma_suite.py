@@ -12,7 +12,7 @@ What each number really measures:
   with the same thresholds as the prediction (correct by construction) plus 8 hand-
   written sentence pairs, of which only some classify as their authors intended.
 * TripleCopy - the strength composite of one trace with S0 ~ U(0.8, 1), against
-  Ebbinghaus with S = 1 day; "91.2% at 30 d" is mean(S0) * tanh(30/7).
+  Ebbinghaus with S = 1 day; the 30-day figure is just mean(S0) * tanh(30/7).
 * PriorityMap NDCG@10 - ground truth nearly equals the scorer's own weights; the
   "chronological" baseline is an arbitrary order.
 * StabilityProtector false-positive rate, MetacognitiveMonitor precision/recall,

@@ -188,22 +188,28 @@ def advance_day(
     neuromod = "neuromodulator" in on
     stability = "stability_protector" in on
 
-    r = np.full(n, base_decay)
-    if neuromod:
-        r = np.where(state.arousal > EMOTIONAL_AROUSAL, r * rules.emotional_decay_factor, r)
-    if "vmpfc_fsrs" in on:
-        r = r * VMPFC_FACTOR
-    if "two_factor_hebbian" in on:
-        importance = 1.0 / (1.0 + 0.01 * acc)
-        if rules.neuromod_gates_two_factor:
-            if neuromod:
-                novelty = 1.3 if acc < 3 else 1.0
-                factor = importance / (novelty * np.where(state.arousal > 0.5, 1.1, 1.0))
+    # Steps 1-4 of the decay rate depend only on arousal and the access count, which do
+    # not change while aging, so they are evaluated once (same operations, same order).
+    key = ("r_pre", base_decay, on, rules, acc)
+    r = state.extra.get(key)
+    if r is None:
+        r = np.full(n, base_decay)
+        if neuromod:
+            r = np.where(state.arousal > EMOTIONAL_AROUSAL, r * rules.emotional_decay_factor, r)
+        if "vmpfc_fsrs" in on:
+            r = r * VMPFC_FACTOR
+        if "two_factor_hebbian" in on:
+            importance = 1.0 / (1.0 + 0.01 * acc)
+            if rules.neuromod_gates_two_factor:
+                if neuromod:
+                    novelty = 1.3 if acc < 3 else 1.0
+                    factor = importance / (novelty * np.where(state.arousal > 0.5, 1.1, 1.0))
+                else:
+                    factor = importance / 1.0
+                r = r * factor
             else:
-                factor = importance / 1.0
-            r = r * factor
-        else:
-            r = r * importance
+                r = r * importance
+        state.extra = {key: r}
     if "ib_budget" in on:
         r = np.where(s > IB_THRESHOLD, r * IB_FACTOR, r)
     if stability:
@@ -288,5 +294,27 @@ def ablation_score_matrix(cos: np.ndarray, state: MemoryState, on: frozenset[str
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best per row, descending, ties in fact order (a stable sort)."""
-    return np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    """Indices of the k best per row, descending, ties in fact order.
+
+    Equal to ``np.argsort(-scores, axis=1, kind="stable")[:, :k]`` - what JavaScript's
+    stable ``Array.sort`` with ``(a, b) => b.score - a.score`` yields - but selects the
+    candidates with a partition first. Rows with a tie at the k-th value fall back to
+    the full stable sort.
+    """
+    n_rows, n_cols = scores.shape
+    if n_cols <= k:
+        return np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    kth = np.partition(scores, n_cols - k, axis=1)[:, n_cols - k]
+    mask = scores >= kth[:, None]
+    counts = mask.sum(axis=1)
+    out = np.empty((n_rows, k), dtype=np.intp)
+    exact = counts == k
+    if exact.any():
+        rows = np.flatnonzero(exact)
+        cand = np.nonzero(mask[rows])[1].reshape(len(rows), k)  # ascending fact index
+        vals = np.take_along_axis(scores[rows], cand, axis=1)
+        order = np.argsort(-vals, axis=1, kind="stable")
+        out[rows] = np.take_along_axis(cand, order, axis=1)
+    for r in np.flatnonzero(~exact):
+        out[r] = np.argsort(-scores[r], kind="stable")[:k]
+    return out
