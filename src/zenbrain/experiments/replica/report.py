@@ -6,7 +6,8 @@ figures come from :mod:`zenbrain.experiments.published` (the only file holding t
 Matching rule: a replica value matches a printed figure when rounding it to the printed
 number of decimals gives that figure - either directly, or via the harness's own
 4-digit summary (``toFixed(4)``) first, since several printed figures are rounded
-twice (e.g. 0.21447 -> 0.2145 -> 0.215).
+twice (a value just below a rounding boundary at three decimals, such as x.xxx49, is
+first rounded up to x.xxx5 and then to the next third decimal).
 """
 
 from __future__ import annotations
