@@ -5,7 +5,8 @@ episodes *generated* from surprising failures. A failed episode f (reward < fail
 and |delta_TD| > failed_td) is recombined with its most similar successful episode s
 (reward >= success_reward, cosine >= min_similarity; without embeddings: its strongest
 successful graph neighbour, similarity w / (w + 1)). With a mixing share mu ~ U(mix_low,
-mix_high) drawn from ``rng`` the counterfactual "f, handled the way s was" gets
+mix_high) = U(0.3, 0.7) drawn from ``rng`` (a genuine blend, never a copy of either parent)
+the counterfactual "f, handled the way s was" gets
 
     vector   = normalise((1 - mu) e_f + mu e_s)                     (when embeddings are given)
     reward   = R_f + mu * sim * (R_s - R_f)                          (transfer discounted by similarity)
@@ -25,8 +26,10 @@ LTD; in between: skipped. At most ``max_ltp`` candidates (highest TAG first) get
 when that cap is positive.
 
 LTP / LTD act on a real episode's strength (+0.10 / -0.05, within [strength_floor,
-strength_cap]) and on all its edges (+-, summed over both endpoints); a counterfactual
-acts on its bridge edge only. When edge variances are given, each edge's summed change
+strength_cap]) and on all its edges (+-, summed over both endpoints). A selected
+counterfactual strengthens its bridge edge (or proposes a new one of weight Delta_LTP); an
+unselected one is skipped, not depressed, since LTD would weaken a real edge on the
+evidence of something that never happened. When edge variances are given, each edge's summed change
 passes through the Two-Factor EWC constraint, so mature edges move less. Finally every
 edge whose weight is below tau (0.05) is pruned.
 
@@ -67,8 +70,8 @@ class SleepParams(Params):
     failed_td: float = bounded(0.6, 0.0, 1.0, "failed episodes need |delta_TD| above this to be replayed")
     success_reward: float = bounded(0.7, 0.0, 1.0, "neighbours need reward at or above this")
     min_similarity: float = bounded(0.3, -1.0, 1.0, "neighbours need cosine at or above this")
-    mix_low: float = bounded(0.5, 0.0, 1.0, "lower bound of the mixing share mu")
-    mix_high: float = bounded(1.0, 0.0, 1.0, "upper bound of the mixing share mu")
+    mix_low: float = bounded(0.3, 0.0, 1.0, "lower bound of the mixing share mu")
+    mix_high: float = bounded(0.7, 0.0, 1.0, "upper bound of the mixing share mu")
     max_counterfactuals: int = bounded(50, 0, 100_000, "most counterfactuals generated per sleep")
 
     def __post_init__(self) -> None:
@@ -106,7 +109,7 @@ class Counterfactual:
     reward: float
     novelty: float
     tag: float
-    action: str  # "ltp", "ltd" or "skip"
+    action: str  # "ltp" or "skip"
     bridge_edges: tuple[Hashable, ...]  # existing edges between the two; () if a new one is proposed
     vector: np.ndarray | None = field(default=None, repr=False, compare=False)
 
@@ -130,7 +133,7 @@ class SleepPlan:
             "candidates": len(self.tags) + len(self.counterfactuals),
             "counterfactuals": len(self.counterfactuals),
             "ltp": len(self.ltp_ids) + sum(c.action == LTP for c in self.counterfactuals),
-            "ltd": len(self.ltd_ids) + sum(c.action == LTD for c in self.counterfactuals),
+            "ltd": len(self.ltd_ids),
             "skipped": len(self.skipped_ids) + sum(c.action == SKIP for c in self.counterfactuals),
             "strengths_changed": len(self.strengths),
             "edges_changed": len(self.edge_weights),
@@ -268,10 +271,12 @@ def plan_sleep(
     new_edges: dict[tuple[str, str], float] = {}
     counterfactuals: list[Counterfactual] = []
     for row, a in zip(cf_rows, act_cf):
-        action = LTP if a == 1 else LTD if a == -1 else SKIP
+        # An unselected counterfactual is skipped, never depressed: LTD would weaken a real edge
+        # on the evidence of something that did not happen.
+        action = LTP if a == 1 else SKIP
         bridge = row["bridge"]
-        if action != SKIP and bridge:
-            edge_delta[list(bridge)] += params.ltp_step if action == LTP else -params.ltd_step
+        if action == LTP and bridge:
+            edge_delta[list(bridge)] += params.ltp_step
         elif action == LTP and params.ltp_step >= params.prune_threshold and params.ltp_step > 0:
             new_edges[(row["source_id"], row["neighbour_id"])] = min(params.ltp_step, params.max_weight)
         counterfactuals.append(
