@@ -317,3 +317,9 @@ def test_a_graph_without_signal_adds_nothing():
     params = B.BayesianParams(prior_alpha=2.0, prior_beta=2.0, supports_coupling=0.0, contradicts_coupling=0.0)
     res = B.propagate(alpha=2.0 + pos, beta=2.0 + neg, src=i, dst=j, relation=rel, params=params)
     np.testing.assert_allclose(res.belief, res.local)
+
+
+def test_credible_level_comes_from_params_by_default():
+    p = B.BayesianParams(credible_level=0.9)
+    assert B.credible_interval(1.0, 1.0, params=p) == (pytest.approx(0.05), pytest.approx(0.95))
+    assert B.credible_interval(1.0, 1.0, level=0.8, params=p) == (pytest.approx(0.1), pytest.approx(0.9))

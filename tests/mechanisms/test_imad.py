@@ -248,3 +248,15 @@ def test_fact_from_memory_item():
     f = I.Fact.from_item(item, np.ones(3), support=2)
     assert (f.id, f.text, f.alpha, f.beta, f.support, f.updated_at, f.source_reliability) == (
         "m1", "Alice lives in Berlin", 5.0, 2.0, 2, NOW - DAY, 0.9)
+
+
+def test_candidates_may_be_tuples_or_mappings_but_need_vectors():
+    emb = HashingEmbedder(384)
+    new = "Alice lives in Paris"
+    as_tuple = ("s1", "Alice lives in Berlin", emb.embed(["Alice lives in Berlin"])[0], 3.0, 1.0)
+    as_dict = {"id": "s2", "text": "Alice lives in Rome", "vector": emb.embed(["Alice lives in Rome"])[0]}
+    got = I.find_contradictions(new_text=new, new_vec=emb.embed([new])[0], candidates=[as_tuple, as_dict])
+    assert {c.id for c in got} == {"s1", "s2"}
+    assert next(c for c in got if c.id == "s1").fact.alpha == 3.0
+    with pytest.raises(ValidationError):
+        I.find_contradictions(new_text=new, new_vec=emb.embed([new])[0], candidates=[I.Fact("s3", "x")])

@@ -128,8 +128,12 @@ def mean(alpha: Any, beta: Any) -> Any:
     return float(m) if m.ndim == 0 else m
 
 
-def credible_interval(alpha: Any, beta: Any, *, level: float = 0.95) -> tuple[Any, Any]:
-    """Equal-tailed credible interval of Beta(alpha, beta) (``scipy.stats.beta.ppf``)."""
+def credible_interval(
+    alpha: Any, beta: Any, *, level: float | None = None, params: BayesianParams = BayesianParams()
+) -> tuple[Any, Any]:
+    """Equal-tailed credible interval of Beta(alpha, beta) (``scipy.stats.beta.ppf``);
+    ``level`` defaults to ``params.credible_level``."""
+    level = params.credible_level if level is None else level
     if not 0.0 < level < 1.0:
         raise ValidationError("level must be in (0, 1)")
     a = _as_float_array("alpha", alpha)

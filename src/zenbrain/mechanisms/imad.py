@@ -263,22 +263,37 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
     return tuple(dict.fromkeys(cues))
 
 
+def _as_fact(c: Any) -> Fact:
+    if isinstance(c, Fact):
+        return c
+    if isinstance(c, Mapping):
+        return Fact(**c)
+    if isinstance(c, (tuple, list)):
+        return Fact(*c)
+    raise ValidationError(f"a candidate must be a Fact, a mapping or a tuple, got {type(c).__name__}")
+
+
 def find_contradictions(
     *,
     new_text: str,
     new_vec: Any,
-    candidates: Sequence[Fact],
+    candidates: Sequence[Fact | tuple | Mapping[str, Any]],
     params: IMADParams = IMADParams(),
 ) -> list[Contradiction]:
     """Stored facts that contradict the new one, most similar first.
 
-    ``candidates`` are stored facts with their vectors (same embedder as ``new_vec``);
-    typically the top-k neighbours of the new fact in the semantic layer.
+    ``candidates`` are stored facts with their vectors (same embedder as ``new_vec``),
+    typically the top-k neighbours of the new fact in the semantic layer: ``Fact`` objects,
+    or tuples / mappings in ``Fact``'s field order (id, text, vector, alpha, beta, support,
+    updated_at, source_reliability).
     """
     if not isinstance(new_text, str) or not new_text.strip():
         raise ValidationError("new_text must be non-empty text")
     if not candidates:
         return []
+    candidates = [_as_fact(c) for c in candidates]
+    if any(c.vector is None for c in candidates) or new_vec is None:
+        raise ValidationError("every candidate and the new fact need a vector")
     q = np.asarray(new_vec, dtype=np.float64).reshape(-1)
     mat = np.asarray([np.asarray(c.vector, dtype=np.float64).reshape(-1) for c in candidates])
     if mat.shape[1] != q.shape[0]:
