@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-from conftest import REAL_LOCOMO, REAL_LONGMEMEVAL, lme_data, locomo_data
+from bench_data import REAL_LOCOMO, REAL_LONGMEMEVAL, lme_data, locomo_data
 
 from zenbrain.bench.locomo import (
     clean_evidence,

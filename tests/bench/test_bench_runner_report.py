@@ -4,7 +4,7 @@ import copy
 import json
 
 import pytest
-from conftest import REAL_LOCOMO, lme_data, locomo_data
+from bench_data import REAL_LOCOMO, lme_data, locomo_data
 
 from zenbrain.bench.baselines import BM25System, DenseSystem, NoMemorySystem
 from zenbrain.bench.locomo import load_locomo, parse_locomo
