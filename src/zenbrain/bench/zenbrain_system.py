@@ -1,0 +1,88 @@
+"""zenbrain itself as a benchmark system: every document becomes an episodic memory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+
+from ..clock import SimulatedClock
+from ..config import Config
+from ..coordinator import MemoryCoordinator
+from ..model import Kind, Layer, Scope
+from ..providers.base import Embedder
+from ..storage.sqlite import SQLiteStore
+from .base import Doc
+
+
+class ZenBrainSystem:
+    """Ingests docs as episodic memories (speaker, session date and doc id in metadata)
+    and answers with ``MemoryCoordinator.recall``. Recall is the real one, side effects
+    included, so what one question does to memory can affect the next, as in use."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        config: Config | None = None,
+        name: str = "zenbrain",
+        workdir: str | None = None,
+        touch: bool = True,
+    ) -> None:
+        self.name = name
+        self.embedder = embedder
+        self.config = config or Config()
+        self.touch = touch
+        self._own_dir = workdir is None
+        self._dir = workdir or tempfile.mkdtemp(prefix="zenbrain-bench-")
+        self._n = 0
+        self.scope = Scope("bench")
+        self.clock = SimulatedClock()
+        self._open()
+
+    def _open(self) -> None:
+        self._n += 1
+        path = os.path.join(self._dir, f"store-{self._n}.db")
+        store = SQLiteStore(path, embedder_name=self.embedder.name, dim=self.embedder.dim)
+        self.memory = MemoryCoordinator(store, self.embedder, config=self.config, clock=self.clock)
+        self._doc_of: dict[str, str] = {}
+
+    def reset(self) -> None:
+        old = self.memory
+        old.close()
+        for suffix in ("", "-wal", "-shm"):
+            p = os.path.join(self._dir, f"store-{self._n}.db{suffix}")
+            if os.path.exists(p):
+                os.remove(p)
+        self._open()
+
+    def add(self, docs: Sequence[Doc]) -> None:
+        if not docs:
+            return
+        latest = max((d.time for d in docs if d.time is not None), default=None)
+        if latest is not None and latest > self.clock.now():
+            # The conversation happened in the past: let "now" be just after its last turn.
+            self.clock.set(latest + 3600.0)
+        records = []
+        for d in docs:
+            meta = {"doc_id": d.id}
+            if d.speaker:
+                meta["speaker"] = d.speaker
+            if d.session:
+                meta["session"] = d.session
+            records.append(
+                dict(content=d.text, kind=Kind.EPISODE, layer=Layer.EPISODIC, metadata=meta, event_time=d.time)
+            )
+        items = self.memory.store_many(records, self.scope)
+        for item in items:
+            self._doc_of[item.id] = item.metadata["doc_id"]
+
+    def search(self, query: str, k: int, *, query_time: float | None = None) -> list[str]:
+        hits = self.memory.recall(query, self.scope, k=k, touch=self.touch)
+        return [self._doc_of[h.item.id] for h in hits if h.item.id in self._doc_of]
+
+    def close(self) -> None:
+        self.memory.close()
+        if self._own_dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
