@@ -272,3 +272,9 @@ def test_defaults_follow_the_paper():
     p = SleepParams()
     assert (p.w_td, p.w_reward, p.w_novelty, p.w_emotion) == (0.40, 0.35, 0.25, 0.0)
     assert (p.select_threshold, p.ltp_step, p.ltd_step, p.prune_threshold) == (0.5, 0.10, 0.05, 0.05)
+
+
+def test_no_episodes_still_prunes_weak_edges():
+    plan = ss.plan_sleep(memory_ids=[], strengths=[], td_errors=[], rewards=[], related_counts=[],
+                         edges=[("a", "b"), ("c", "d")], edge_weights=[0.01, 1.0], rng=rng())
+    assert plan.pruned_edges == [("a", "b")] and plan.edge_weights == {} and plan.tags == {}

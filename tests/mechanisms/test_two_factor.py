@@ -61,6 +61,7 @@ def test_ewc_penalty_golden():
     assert tf.ewc_penalty(1.0, 0.1) == pytest.approx(0.0025)
     # ratio mature / fresh = 100
     assert tf.ewc_penalty(0.01, 0.1) / tf.ewc_penalty(1.0, 0.1) == pytest.approx(100.0)
+    assert tf.ewc_penalty(0.01, 0.1, lam=1.0) == pytest.approx(0.5)
 
 
 def test_constrain_change_is_the_map_step():

@@ -84,6 +84,9 @@ def test_apply_vectorised_and_refuses_bad_factor():
         vmpfc.apply(due=DAY, last_review=0.0, factor=-1.0)
     with pytest.raises(ValidationError):
         vmpfc.apply(due=DAY, last_review=0.0, factor=float("inf"))
+    with pytest.raises(ValidationError):
+        vmpfc.prediction_error(c_prev=[1.0, 0.0], c_now=[1.0, 0.0, 0.0])
+    assert vmpfc.apply(10 * DAY, 0.0, 0.5) == pytest.approx(5 * DAY)  # positional form
 
 
 # ---- properties ----------------------------------------------------------------------

@@ -265,9 +265,9 @@ def plan_sleep(
 
     # Edges: sum the deltas of both endpoints, then the counterfactual bridges.
     edge_delta = np.zeros(m)
-    if m:
-        edge_delta += np.where(src >= 0, node_delta[np.maximum(src, 0)], 0.0)
-        edge_delta += np.where(dst >= 0, node_delta[np.maximum(dst, 0)], 0.0)
+    if m and n:
+        padded = np.append(node_delta, 0.0)  # index -1 (endpoint not among the episodes) reads 0
+        edge_delta += padded[src] + padded[dst]
     new_edges: dict[tuple[str, str], float] = {}
     counterfactuals: list[Counterfactual] = []
     for row, a in zip(cf_rows, act_cf):

@@ -123,11 +123,15 @@ def update(
     return _out(w_new, *ins), _out(s2_new, *ins), _out(np.asarray(k_new), *ins)
 
 
-def ewc_penalty(variance: Any, delta_w: Any, *, params: TwoFactorParams = DEFAULTS) -> Any:
-    """EWC cost of changing the weight by ``delta_w``: lambda/2 * I * delta_w^2."""
+def ewc_penalty(
+    variance: Any, delta_w: Any, *, lam: float | None = None, params: TwoFactorParams = DEFAULTS
+) -> Any:
+    """EWC cost of changing the weight by ``delta_w``: lambda/2 * I * delta_w^2 (lambda from params
+    unless ``lam`` is given)."""
     i = np.asarray(importance(variance), dtype=float)
     d = np.asarray(delta_w, dtype=float)
-    return _out(0.5 * params.ewc_lambda * i * d * d, variance, delta_w)
+    lam = params.ewc_lambda if lam is None else float(lam)
+    return _out(0.5 * lam * i * d * d, variance, delta_w)
 
 
 def constrain_change(variance: Any, delta_w: Any, *, params: TwoFactorParams = DEFAULTS) -> Any:

@@ -65,6 +65,8 @@ def prediction_error(*, c_prev: Any, c_now: Any, params: VmpfcParams = DEFAULTS)
     b = np.asarray(c_now, dtype=float)
     if a.ndim == 0 or b.ndim == 0:
         raise ValidationError("context vectors must have at least one dimension")
+    if a.shape[-1] != b.shape[-1]:
+        raise ValidationError(f"context vectors differ in dimension: {a.shape[-1]} vs {b.shape[-1]}")
     dot = np.sum(a * b, axis=-1)
     norm = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
     ok = norm > 1e-12
@@ -86,7 +88,7 @@ def interval_factor(*, pe: Any, params: VmpfcParams = DEFAULTS) -> Any:
     return _out(f, pe)
 
 
-def apply(*, due: Any, last_review: Any, factor: Any, params: VmpfcParams = DEFAULTS) -> Any:
+def apply(due: Any, last_review: Any, factor: Any, *, params: VmpfcParams = DEFAULTS) -> Any:
     """New due time (epoch seconds): the interval since ``last_review`` scaled by ``factor``.
 
     Shortening never goes below ``min_interval_seconds`` (an interval already shorter than
