@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--file", default=None, help="LoCoMo JSON file (default: locomo_dev.json in the data folder)")
     ap.add_argument("--mode", choices=("per_conversation", "pooled"), default="per_conversation")
     ap.add_argument("--ks", default="5,10", help="comma-separated cut-offs")
+    ap.add_argument("--categories", default=None, help="comma-separated QA categories to keep, e.g. 1,2,3,4")
     ap.add_argument("--out", default="results/locomo_baselines", help="output folder")
     ap.add_argument("--minilm", choices=("auto", "yes", "no"), default="auto")
     ap.add_argument("--no-hybrid", action="store_true", help="skip the BM25 + hashing RRF fusion")
@@ -86,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         systems.append(DenseSystem(minilm))
     systems.append(NoMemorySystem())
 
-    results = run_locomo(systems, convs, ks=ks, mode=args.mode, progress=not args.no_progress)
+    categories = tuple(int(c) for c in args.categories.split(",")) if args.categories else None
+    results = run_locomo(
+        systems, convs, ks=ks, mode=args.mode, progress=not args.no_progress, categories=categories
+    )
     print(locomo_table(results, ci=True))
     paths = write_report(results, Path(args.out))
     print(f"\nwrote {paths['markdown']} and {paths['json']}")
