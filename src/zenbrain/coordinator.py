@@ -23,7 +23,7 @@ from .config import Config
 from .errors import NotFoundError, ValidationError
 from .layers.routing import classify_kind, reroute, route, session_end_target
 from .model import Edge, HistoryEvent, Kind, Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
-from .providers.base import Embedder
+from .providers.base import ChatModel, Embedder
 from .results import RecallResult, Report
 from .retrieval.query import classify
 from .storage.base import Filter, Partition, Store
@@ -42,7 +42,15 @@ class _Pending:
 class MemoryCoordinator:
     """Seven memory layers and the mechanisms of the paper behind one facade."""
 
-    def __init__(self, store: Store, embedder: Embedder, *, config: Config | None = None, clock: Clock | None = None):
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        config: Config | None = None,
+        clock: Clock | None = None,
+        chat: ChatModel | None = None,
+    ):
         if embedder.dim != store.dim:
             raise ValidationError(f"embedder dim {embedder.dim} does not match the store's dim {store.dim}")
         self._db = store
@@ -51,6 +59,7 @@ class MemoryCoordinator:
         self.clock = clock or SystemClock()
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._rng = np.random.default_rng(self.config.seed)
+        self.chat = chat  # optional LLM for System-2 abstraction and iMAD debates
 
     @property
     def storage(self) -> Store:
@@ -492,11 +501,15 @@ class MemoryCoordinator:
 
     def consolidate(self, scope: Scope) -> Report:
         """Migrate and abstract memories across layers (episodic -> semantic)."""
-        return Report("consolidate", self.clock.now())
+        from . import lifecycle
+
+        return lifecycle.run_consolidate(self, scope)
 
     def decay(self, scope: Scope) -> Report:
         """Apply forgetting: archive memories whose retrievability fell below threshold."""
-        return Report("decay", self.clock.now())
+        from . import lifecycle
+
+        return lifecycle.run_decay(self, scope)
 
     def restore(self, memory_id: str, scope: Scope) -> MemoryItem:
         """Bring an archived memory back into recall."""
@@ -523,11 +536,9 @@ class MemoryCoordinator:
 
     def sleep(self, scope: Scope) -> Report:
         """Offline consolidation: runs every enabled sleep-time mechanism and reports each change."""
-        report = Report("sleep", self.clock.now())
-        report.stages["end_sessions"] = {}
-        report.stages["consolidate"] = self.consolidate(scope).stages
-        report.stages["decay"] = self.decay(scope).stages
-        return report
+        from . import lifecycle
+
+        return lifecycle.run_sleep(self, scope)
 
     def stats(self, scope: Scope | None = None) -> dict[str, Any]:
         s = self._db.stats(self._part(scope) if scope is not None else None)
