@@ -68,7 +68,8 @@ def test_confirmation_bias_detection_against_planted_scenarios():
 def test_recency_bias_and_efficiency():
     s = MonitorState()
     for i in range(10):
-        s = log_retrieval(s, at=T0 + i, returned=5, used=1 if i < 3 else 0, query_kind="keyword" if i < 6 else "semantic",
+        kind = "keyword" if i < 6 else "semantic"
+        s = log_retrieval(s, at=T0 + i, returned=5, used=1 if i < 3 else 0, query_kind=kind,
                           recent_share=0.8, recent_base=0.3)
     sig = signals(s, now=T0 + 60)
     assert sig.recency_bias == pytest.approx(0.5)

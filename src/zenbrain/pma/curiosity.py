@@ -23,7 +23,6 @@ gap detector has no slope at all. The ranked gaps feed the review queue.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any

@@ -226,7 +226,10 @@ def prediction_error(
     """(raw PE in [0, 1], contradiction flag). ``contradiction=None`` runs the heuristic."""
     if correction:
         return 1.0, True if contradiction is None else bool(contradiction)
-    flag = detect_contradiction(old_content, new_content, params=params) if contradiction is None else bool(contradiction)
+    if contradiction is None:
+        flag = detect_contradiction(old_content, new_content, params=params)
+    else:
+        flag = bool(contradiction)
     pe = jaccard_distance(old_content, new_content) + (params.contradiction_bonus if flag else 0.0)
     return min(1.0, pe), flag
 
