@@ -1,0 +1,94 @@
+"""Shared memory dynamics: how retrievable each memory is now, and the keys of the
+per-memory and per-partition state that mechanisms keep.
+
+Retrievability combines the forgetting mechanisms that are switched on:
+Ebbinghaus R = exp(-t / (S m)) and the TripleCopy composite max(fast, medium, deep).
+With both on, a memory is as retrievable as its best trace; with neither, nothing
+fades. Core memories never decay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .clock import DAY
+from .mechanisms import ebbinghaus
+from .model import Layer, MemoryItem
+from .pma import triple_copy
+
+if TYPE_CHECKING:
+    from .registry import Mechanisms
+
+# Per-memory state keys (MemoryItem.state).
+FSRS = "fsrs"  # FSRS card state (fsrs_schedule.CardState)
+COPIES = "copies"  # TripleCopy CopyState.to_dict()
+PRIORITY = "priority"  # PriorityMap score in [0, 1]
+SIGNIFICANCE = "significance"  # emotional significance in [0, 1]
+LABILE_UNTIL = "labile_until"  # end of the reconsolidation window (epoch seconds)
+REVIEW_CTX = "review_ctx"  # context vector at the last review (vmPFC), float16 hex
+OUTCOMES = "outcomes"  # procedural use: {"ok": n, "fail": n}
+RESCUED = "rescued"  # STC rescue count
+
+# Per-partition key-value state.
+KV_NEURO = "neuromodulator"
+KV_METACOG = "metacognition"
+KV_HYPER = "hyperagent"
+KV_COMPOSITIONAL = "compositional"
+KV_INTENTIONS = "intentions"
+KV_WORKSPACE = "workspace"
+KV_CONTEXT = "context_vector"
+KV_DEBATES = "debates"
+KV_SPECTRAL = "spectral"
+KV_CURIOSITY = "curiosity"
+
+
+def encode_vec(v: np.ndarray) -> str:
+    return np.asarray(v, dtype=np.float16).tobytes().hex()
+
+
+def decode_vec(s: str) -> np.ndarray:
+    return np.frombuffer(bytes.fromhex(s), dtype=np.float16).astype(np.float32)
+
+
+def retrievability(
+    items: Sequence[MemoryItem],
+    now: float,
+    mechanisms: "Mechanisms",
+    *,
+    ebb: ebbinghaus.EbbinghausParams = ebbinghaus.DEFAULTS,
+    copies: triple_copy.TripleCopyParams = triple_copy.DEFAULT_PARAMS,
+) -> np.ndarray:
+    """R in [0, 1] for every item, vectorised."""
+    n = len(items)
+    if n == 0:
+        return np.zeros(0)
+    core = np.fromiter((i.layer is Layer.CORE for i in items), dtype=bool, count=n)
+    use_ebb = mechanisms.on("ebbinghaus_decay")
+    use_copies = mechanisms.on("triple_copy")
+    if not use_ebb and not use_copies:
+        return np.ones(n)
+    r = np.zeros(n)
+    if use_ebb:
+        elapsed = np.maximum(0.0, (now - np.fromiter((i.last_access for i in items), float, n)) / DAY)
+        r = np.asarray(
+            ebbinghaus.retrievability(
+                elapsed_days=elapsed,
+                stability=np.fromiter((i.stability for i in items), float, n),
+                arousal=np.fromiter((i.arousal for i in items), float, n),
+                valence=np.fromiter((i.valence for i in items), float, n),
+                significance=np.fromiter((float(i.state.get(SIGNIFICANCE, 0.0)) for i in items), float, n),
+                params=ebb,
+            ),
+            dtype=float,
+        )
+    if use_copies:
+        have = [j for j, i in enumerate(items) if COPIES in i.state]
+        if have:
+            states = [triple_copy.CopyState.from_dict(items[j].state[COPIES]) for j in have]
+            comp = np.asarray(triple_copy.evaluate_many(states, now=now, params=copies).composite, dtype=float)
+            idx = np.array(have)
+            r[idx] = np.maximum(r[idx], comp)
+    return np.where(core, 1.0, np.clip(r, 0.0, 1.0))
