@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .errors import ConfigError
 from .model import Layer
@@ -12,6 +13,8 @@ from .retrieval.query import FACTUAL, GENERAL, IDENTITY, PROCEDURAL, TEMPORAL
 
 MAX_CONTENT_CHARS = 32_000  # documented limit: longer content is refused, not truncated
 MAX_METADATA_BYTES = 64_000
+
+P = TypeVar("P", bound=Params)
 
 _ONE = {layer: 1.0 for layer in Layer}
 
@@ -65,6 +68,8 @@ class Config:
     disabled_layers: frozenset[Layer] = frozenset()
     max_content_chars: int = MAX_CONTENT_CHARS
     seed: int = 0
+    # Per-mechanism parameter overrides, by registry name (e.g. {"ebbinghaus_decay": EbbinghausParams(...)}).
+    params: dict[str, Params] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for qtype, weights in self.layer_weights.items():
@@ -75,6 +80,16 @@ class Config:
             if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
                 raise ConfigError(f"context_links entries must be (reader, source) pairs, got {pair!r}")
         object.__setattr__(self, "disabled_layers", frozenset(Layer.parse(x) for x in self.disabled_layers))
+        from .registry import check_names
+
+        check_names(self.params)
+
+    def param(self, mechanism: str, default: P) -> P:
+        """The parameters of a mechanism: the override if one was given, else ``default``."""
+        value = self.params.get(mechanism, default)
+        if not isinstance(value, type(default)):
+            raise ConfigError(f"params[{mechanism!r}] must be a {type(default).__name__}, got {type(value).__name__}")
+        return value
 
     def context_allowed(self, reader: str, source: str) -> bool:
         if reader == source:
