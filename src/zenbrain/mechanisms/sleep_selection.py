@@ -92,9 +92,8 @@ class SleepParams(Params):
 
 DEFAULTS = SleepParams()
 
-LTP = "ltp"
-LTD = "ltd"
-SKIP = "skip"
+LTP = "ltp"  # a counterfactual's action when selected
+SKIP = "skip"  # ... and when not (counterfactuals are never depressed)
 
 
 @dataclass(frozen=True)
@@ -390,7 +389,6 @@ __all__ = [
     "SleepPlan",
     "Counterfactual",
     "LTP",
-    "LTD",
     "SKIP",
     "novelty",
     "tag_score",
