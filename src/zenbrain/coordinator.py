@@ -13,12 +13,12 @@ import math
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .clock import DAY, Clock, SystemClock
+from . import encoding
 from .config import Config
 from .errors import NotFoundError, ValidationError
 from .layers.routing import classify_kind, reroute, route, session_end_target
@@ -29,14 +29,6 @@ from .retrieval.query import classify
 from .storage.base import Filter, Partition, Store
 from .text import content_hash, entities, jaccard, token_set
 from .validation import check_content, check_k, check_metadata, check_number
-
-
-@dataclass
-class _Pending:
-    """A memory being stored, before its transaction."""
-
-    item: MemoryItem
-    vector: np.ndarray
 
 
 class MemoryCoordinator:
@@ -168,18 +160,20 @@ class MemoryCoordinator:
         if not drafts:
             return []
         vectors, hashes, fresh = self._embed_texts([d.content for d in drafts])
-        pending = [_Pending(d, vectors[i]) for i, d in enumerate(drafts)]
-        for p in pending:
-            self._encode(p, now)
+        batch = encoding.Batch(drafts, vectors)
+        kv = encoding.prepare(self, part, batch, now)
         with self._db.transaction() as tx:
             if fresh:
                 tx.put_embeddings(self.embedder.name, list(fresh), np.stack(list(fresh.values())))
-            for p in pending:
-                tx.put_memory(p.item)
-                tx.log(part, HistoryEvent(p.item.id, now, "created", {"layer": p.item.layer.value, "kind": p.item.kind.value}))
-            self._link_new(tx, part, pending, now)
-            self._enforce_working_capacity(tx, part, scope, pending, now)
-        return [p.item for p in pending]
+            link_report = encoding.link(self, tx, part, batch, now)
+            for item in drafts:
+                tx.put_memory(item)
+                tx.log(part, HistoryEvent(item.id, now, "created", {"layer": item.layer.value, "kind": item.kind.value}))
+            for key, value in kv.items():
+                tx.kv_put(part, key, value)
+            self._enforce_working_capacity(tx, part, scope, drafts, now)
+        self.last_store_report = link_report
+        return drafts
 
     def _draft(self, rec: dict[str, Any], scope: Scope, now: float) -> MemoryItem:
         content = check_content(rec.get("content"), self.config.max_content_chars)
@@ -224,23 +218,14 @@ class MemoryCoordinator:
             importance=importance,
         )
 
-    def _encode(self, p: _Pending, now: float) -> None:
-        """Encoding-time mechanisms: they set strength, stability and state of a new memory."""
-        item = p.item
-        item.stability = 1.0  # paper: initial stability S = 1.0 day
-        item.strength = 1.0
-
-    def _link_new(self, tx: Any, part: Partition, pending: list[_Pending], now: float) -> None:
-        """Knowledge-graph edges from each new memory to co-active ones (paper: store step 5)."""
-
-    def _enforce_working_capacity(self, tx: Any, part: Partition, scope: Scope, pending: list[_Pending], now: float) -> None:
-        if not any(p.item.layer is Layer.WORKING for p in pending):
+    def _enforce_working_capacity(self, tx: Any, part: Partition, scope: Scope, new: list[MemoryItem], now: float) -> None:
+        if not any(i.layer is Layer.WORKING for i in new):
             return
         flt = Filter(layers=frozenset({Layer.WORKING}), session_id=scope.session_id, contexts=frozenset({scope.context}))
         current = self._db.query(part, flt, order_by="last_access")
         # The new rows are visible inside this transaction already; count each item once.
         by_id = {i.id: i for i in current if i.session_id == scope.session_id}
-        by_id.update({p.item.id: p.item for p in pending if p.item.layer is Layer.WORKING})
+        by_id.update({i.id: i for i in new if i.layer is Layer.WORKING})
         items = list(by_id.values())
         overflow = len(items) - self.config.layers.working_capacity
         if overflow <= 0:

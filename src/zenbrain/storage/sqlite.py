@@ -252,6 +252,14 @@ class SQLiteStore:
         self._db.execute("PRAGMA secure_delete=ON")
         self._migrate()
         self._check_meta()
+        # Indexes are built and synced through a second connection, which only ever sees
+        # committed rows, so they cannot pick up a write that is later rolled back.
+        if self.path == ":memory:":
+            self._reader = self._db
+        else:
+            self._reader = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._reader.row_factory = sqlite3.Row
+            self._reader.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -299,10 +307,11 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
-            try:
-                self._db.close()
-            except sqlite3.Error:
-                pass
+            for conn in {id(self._db): self._db, id(self._reader): self._reader}.values():
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
 
     # -- writes ------------------------------------------------------------------------------
     @contextmanager
@@ -433,9 +442,9 @@ class SQLiteStore:
             idx = self._indexes.get(partition)
             if idx is None:
                 idx = PartitionIndex(self.dim)
-                self._db.execute("BEGIN")
+                self._reader.execute("BEGIN")
                 try:
-                    rows = self._db.execute(
+                    rows = self._reader.execute(
                         "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
                         "COALESCE(m.event_time, m.created_at) AS t, e.vector FROM memories m "
                         "JOIN embeddings e ON e.model=? AND e.hash=m.content_hash "
@@ -443,7 +452,7 @@ class SQLiteStore:
                         (self.embedder_name, *partition),
                     ).fetchall()
                 finally:
-                    self._db.execute("COMMIT")
+                    self._reader.execute("COMMIT")
                 for r in rows:
                     idx.upsert(self._row(r))
                 # Changes committed after the sync above are already in these rows; the
@@ -465,10 +474,10 @@ class SQLiteStore:
 
     def _sync(self) -> None:
         """Bring loaded indexes up to the database's committed state (this or any process)."""
-        latest = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
+        latest = self._reader.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
         if latest <= self._seen_seq:
             return
-        changed = self._db.execute(
+        changed = self._reader.execute(
             "SELECT DISTINCT user_id, agent_id, memory_id FROM changes WHERE seq > ? AND seq <= ?",
             (self._seen_seq, latest),
         ).fetchall()
@@ -482,7 +491,7 @@ class SQLiteStore:
             found = set()
             for chunk in iter_chunks(ids, 500):
                 q = ",".join("?" * len(chunk))
-                for r in self._db.execute(
+                for r in self._reader.execute(
                     "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
                     "COALESCE(m.event_time, m.created_at) AS t, e.vector FROM memories m "
                     "JOIN embeddings e ON e.model=? AND e.hash=m.content_hash "
