@@ -14,7 +14,7 @@ from zenbrain.errors import ConfigError, ValidationError
 from zenbrain.mechanisms import bayesian as B
 from zenbrain.model import Edge
 
-PROPS = settings(derandomize=True, max_examples=40, deadline=None)
+PROPS = settings(derandomize=True, max_examples=30, deadline=None)
 
 
 # --------------------------------------------------------------------------- params

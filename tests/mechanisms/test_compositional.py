@@ -35,6 +35,17 @@ def _planted(seed=0, dim=48, shared_dim=4, specific_dim=4, per_context=150, nois
     return np.vstack(rows), labels, shared, own
 
 
+@pytest.fixture(scope="module")
+def planted():
+    return _planted()
+
+
+@pytest.fixture(scope="module")
+def fitted(planted):
+    x, labels, *_ = planted
+    return C.fit(vectors=x, contexts=labels, params=C.CompositionalParams(per_context_dim=8, specific_dim=4))
+
+
 def test_params_validation():
     C.CompositionalParams()
     for bad in ({"agreement": 0.5}, {"per_context_dim": 0}, {"top_k": 1.5}, {"min_similarity": 2.0}):
@@ -42,9 +53,9 @@ def test_params_validation():
             C.CompositionalParams(**bad)
 
 
-def test_fit_recovers_the_planted_shared_subspace():
-    x, labels, shared, own = _planted()
-    state = C.fit(vectors=x, contexts=labels, params=C.CompositionalParams(per_context_dim=8, specific_dim=4))
+def test_fit_recovers_the_planted_shared_subspace(planted, fitted):
+    x, labels, shared, own = planted
+    state = fitted
     assert state.shared_dim == 4
     assert np.degrees(subspace_angles(state.shared, shared)).max() < 3.0
     assert np.all(state.agreement > 0.99)
@@ -56,8 +67,8 @@ def test_fit_recovers_the_planted_shared_subspace():
     assert state.context_sizes == {c: 150 for c in CONTEXTS}
 
 
-def test_nothing_is_shared_with_fewer_than_two_contexts():
-    x, labels, *_ = _planted()
+def test_nothing_is_shared_with_fewer_than_two_contexts(planted):
+    x, labels, *_ = planted
     one = C.fit(vectors=x[:150], contexts=labels[:150])
     assert one.shared_dim == 0 and "work" in one.specific
     small = C.fit(vectors=x[:152], contexts=labels[:152])  # 'personal' has 2 < min_context_size vectors
@@ -66,9 +77,9 @@ def test_nothing_is_shared_with_fewer_than_two_contexts():
                                   state=one, policy="*") == []
 
 
-def test_encode_splits_into_orthogonal_shared_and_specific_parts():
-    x, labels, shared, own = _planted()
-    state = C.fit(vectors=x, contexts=labels, params=C.CompositionalParams(per_context_dim=8, specific_dim=4))
+def test_encode_splits_into_orthogonal_shared_and_specific_parts(planted, fitted):
+    x, labels, shared, own = planted
+    state = fitted
     v = x[3]
     sh, sp = C.encode(v, "work", state=state)
     np.testing.assert_allclose(sh, state.shared @ (state.shared.T @ v))
@@ -84,9 +95,9 @@ def test_encode_splits_into_orthogonal_shared_and_specific_parts():
         C.encode(np.ones(3), "work", state=state)
 
 
-def test_cross_context_similarity_sees_only_the_shared_part():
-    x, labels, shared, own = _planted()
-    state = C.fit(vectors=x, contexts=labels, params=C.CompositionalParams(per_context_dim=8))
+def test_cross_context_similarity_sees_only_the_shared_part(planted, fitted):
+    x, labels, shared, own = planted
+    state = fitted
     rng = np.random.default_rng(1)
     core = shared @ rng.normal(size=4)
     q = core + own["work"] @ rng.normal(size=4)
@@ -125,9 +136,9 @@ def test_allowed_rejects_malformed_policies():
         C.allowed("a", "b", [("a",)])
 
 
-def test_cross_context_recall_respects_policy_threshold_and_k():
-    x, labels, shared, own = _planted()
-    state = C.fit(vectors=x, contexts=labels, params=C.CompositionalParams(per_context_dim=8))
+def test_cross_context_recall_respects_policy_threshold_and_k(planted, fitted):
+    x, labels, shared, own = planted
+    state = fitted
     q = x[0]  # a 'work' memory
     p = C.CompositionalParams(top_k=5, min_similarity=0.3)
     hits = C.cross_context_recall(query_vec=q, query_context="work", vectors=x, contexts=labels, state=state,
@@ -149,9 +160,8 @@ def test_cross_context_recall_respects_policy_threshold_and_k():
     assert {labels[i] for i, _ in everyone} == {"personal", "health"} and len(everyone) == 300
 
 
-def test_state_round_trips_through_json_exactly():
-    x, labels, *_ = _planted()
-    state = C.fit(vectors=x, contexts=labels, params=C.CompositionalParams(per_context_dim=8))
+def test_state_round_trips_through_json_exactly(fitted):
+    state = fitted
     again = C.CompositionalState.from_json(json.loads(json.dumps(state.to_json())))
     assert again.dim == state.dim and again.context_sizes == state.context_sizes
     np.testing.assert_array_equal(again.shared, state.shared)
@@ -165,7 +175,7 @@ def test_state_round_trips_through_json_exactly():
 
 
 def test_fit_is_deterministic():
-    x, labels, *_ = _planted()
+    x, labels, *_ = _planted(seed=2, per_context=40)
     a = C.fit(vectors=x, contexts=labels)
     b = C.fit(vectors=x, contexts=labels)
     assert json.dumps(a.to_json()) == json.dumps(b.to_json())

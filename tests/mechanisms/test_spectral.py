@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from zenbrain.errors import ConfigError, ValidationError
 from zenbrain.mechanisms import spectral as S
 
-PROPS = settings(derandomize=True, max_examples=60, deadline=None)
+PROPS = settings(derandomize=True, max_examples=40, deadline=None)
 
 
 def _path(n):

@@ -134,7 +134,9 @@ def fit(
     """Learn the shared basis and the per-context specific bases from labelled vectors.
 
     Contexts with fewer than ``min_context_size`` vectors are ignored; with fewer than two
-    qualifying contexts nothing is shared (the shared basis is empty).
+    qualifying contexts nothing is shared (the shared basis is empty). Keep ``per_context_dim``
+    well below the vector width: if each context's span covers the whole space, every
+    direction looks shared.
     """
     x = _unit_rows(vectors)
     if len(contexts) != x.shape[0]:
