@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .clock import DAY, Clock, SystemClock
-from . import encoding
+from . import dynamics, encoding, reinforcement, revision
 from .config import Config
 from .errors import NotFoundError, ValidationError
 from .layers.routing import classify_kind, reroute, route, session_end_target
@@ -315,9 +315,12 @@ class MemoryCoordinator:
 
         # 3. Time-aware adjustment for temporal queries.
         self._temporal_adjust(hits, info)
-        # 4. Mechanism hooks: Two-Factor boost, retrievability, priority.
-        self._hebbian_boost(part, hits)
-        self._retrievability_weight(hits, now)
+        # 4. Mechanism hooks: compositional cross-context similarity, Two-Factor boost,
+        #    retrievability (Ebbinghaus / TripleCopy), priority.
+        reinforcement.cross_context_similarity(self, part, qvec, hits, scope.context)
+        reinforcement.hebbian_boost(self, part, hits, k)
+        reinforcement.retrievability_weight(self, hits, now)
+        reinforcement.priority_weight(self, hits)
         for h in hits:
             b = h.why
             h.score = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority
@@ -334,13 +337,15 @@ class MemoryCoordinator:
             kept_tokens.append(toks)
             if len(out) == k:
                 break
+        extra: dict[str, Any] = {}
         if touch and out:
-            self._after_recall(part, scope, query, qvec, out, now)
+            extra = reinforcement.after_recall(self, part, scope, query, qvec, out, now)
         return RecallResult(
             out,
             query_type=qtype,
             core=core_items,
-            info={"candidates": len(cand_ids), "dense": len(dense), "lexical": len(lexical), "window": info.window, "direction": info.direction},
+            info={"candidates": len(cand_ids), "dense": len(dense), "lexical": len(lexical), "window": info.window,
+                  "direction": info.direction, **extra},
         )
 
     def _temporal_adjust(self, hits: list[RecallHit], info: Any) -> None:
@@ -361,26 +366,6 @@ class MemoryCoordinator:
                     rel = 1.0 - rel
                 for h, r in zip(hits, rel):
                     h.why.temporal *= 1.0 + rp.recency_boost * float(r)
-
-    def _hebbian_boost(self, part: Partition, hits: list[RecallHit]) -> None:
-        """Two-Factor boost hook (filled by the two_factor_hebbian mechanism)."""
-
-    def _retrievability_weight(self, hits: list[RecallHit], now: float) -> None:
-        """Retrievability hook (filled by ebbinghaus_decay / triple_copy)."""
-
-    def _after_recall(self, part: Partition, scope: Scope, query: str, qvec: np.ndarray, hits: list[RecallHit], now: float) -> None:
-        """Side effects that keep memory alive: access counts and learning from use."""
-        ids = [h.item.id for h in hits]
-        with self._db.transaction() as tx:
-            tx.update_columns(
-                part,
-                ids,
-                access_count=[h.item.access_count + 1 for h in hits],
-                last_access=[now] * len(ids),
-            )
-        for h in hits:
-            h.item.access_count += 1
-            h.item.last_access = now
 
     # ------------------------------------------------------------------ read / update / erase
     def get(self, memory_id: str, scope: Scope) -> MemoryItem:
@@ -405,8 +390,9 @@ class MemoryCoordinator:
         importance: float | None = None,
         layer: Layer | str | None = None,
     ) -> MemoryItem:
-        """Change a memory. The previous version is kept in its history."""
-        part = self._part(scope)
+        """Change a memory directly (an explicit edit). The previous version is kept in its
+        history; ``rollback`` restores it. Use ``revise`` for new information that should
+        pass through reconsolidation."""
         item = self._get_one(scope, memory_id)
         if content is not None:
             content = check_content(content, self.config.max_content_chars)
@@ -415,6 +401,13 @@ class MemoryCoordinator:
         if importance is not None:
             importance = check_number("importance", importance, 0.0, 1.0)
         new_layer = Layer.parse(layer) if layer is not None else None
+        return self._apply_revision(scope, item, content, action="updated", detail={}, metadata=metadata,
+                                    importance=importance, layer=new_layer)
+
+    def _apply_revision(self, scope: Scope, item: MemoryItem, content: str | None, *, action: str, detail: dict[str, Any],
+                        metadata: dict[str, Any] | None = None, importance: float | None = None,
+                        layer: Layer | None = None) -> MemoryItem:
+        part = self._part(scope)
         now = self.clock.now()
         snapshot = {"content": item.content, "metadata": item.metadata, "layer": item.layer.value, "version": item.version}
         fresh: dict[str, np.ndarray] = {}
@@ -426,16 +419,28 @@ class MemoryCoordinator:
             item.metadata = metadata
         if importance is not None:
             item.importance = importance
-        if new_layer is not None:
-            item.layer = new_layer
+        if layer is not None:
+            item.layer = layer
         item.version += 1
         item.updated_at = now
         with self._db.transaction() as tx:
             if fresh:
                 tx.put_embeddings(self.embedder.name, list(fresh), np.stack(list(fresh.values())))
             tx.update_memory(item)
-            tx.log(part, HistoryEvent(item.id, now, "updated", {"before": snapshot}))
+            tx.log(part, HistoryEvent(item.id, now, action, {"before": snapshot, **detail}))
         return item
+
+    def revise(self, memory_id: str, scope: Scope, content: str, *, correction: bool = False) -> dict[str, Any]:
+        """New information about a memory, gated by reconsolidation: returns the mode
+        (confirmed, selective_edit, integration, new_episode, blocked, protected), the
+        memory, and the new memory if one was created."""
+        item = self._get_one(scope, memory_id)
+        content = check_content(content, self.config.max_content_chars)
+        return revision.revise(self, scope, item, content, correction=bool(correction))
+
+    def rollback(self, memory_id: str, scope: Scope) -> MemoryItem:
+        """Restore the content a memory had before its last update or revision."""
+        return revision.rollback(self, scope, self._get_one(scope, memory_id))
 
     def forget(self, memory_id: str, scope: Scope) -> None:
         """Erase a memory: its row, text, vector (unless shared), lexical entry, edges,
@@ -512,12 +517,32 @@ class MemoryCoordinator:
         return item
 
     def review(self, memory_id: str, scope: Scope, grade: int | str) -> MemoryItem:
-        """Record explicit feedback on a memory (FSRS review)."""
-        return self._get_one(scope, memory_id)
+        """Record explicit feedback on a memory: 1-4 or again/hard/good/easy (FSRS review,
+        vmPFC-adjusted interval, Ebbinghaus stability, TripleCopy reinforcement)."""
+        item = self._get_one(scope, memory_id)
+        return reinforcement.review(self, self._part(scope), item, grade, self.clock.now())
 
     def review_queue(self, scope: Scope, limit: int = 20) -> list[MemoryItem]:
-        """Memories due for review, most overdue first."""
-        return []
+        """Memories due for review, most overdue first, then knowledge gaps ranked by the
+        curiosity engine (uncertain and still being learned)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError(f"limit must be a positive integer, got {limit!r}")
+        part = self._part(scope)
+        due = self._db.due(part, self.clock.now(), limit, self._read_filter(scope)) if self._on("fsrs") else []
+        if len(due) < limit and self._on("curiosity"):
+            queued = self._db.kv_get(part, dynamics.KV_CURIOSITY) or []
+            ids = [q["id"] if isinstance(q, dict) else q[0] for q in queued]
+            seen = {d.id for d in due}
+            extra = [i for i in self._db.get(part, [x for x in ids if x not in seen]) if self.config.context_allowed(scope.context, i.context)]
+            due += extra[: limit - len(due)]
+        return due
+
+    def record_outcome(self, memory_id: str, scope: Scope, success: bool) -> MemoryItem:
+        """Report that a procedure (or any memory) was used, successfully or not."""
+        if not isinstance(success, bool):
+            raise ValidationError("success must be True or False")
+        item = self._get_one(scope, memory_id)
+        return reinforcement.record_outcome(self, self._part(scope), item, success, self.clock.now())
 
     def sleep(self, scope: Scope) -> Report:
         """Offline consolidation: runs every enabled sleep-time mechanism and reports each change."""

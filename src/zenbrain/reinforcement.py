@@ -1,0 +1,277 @@
+"""Recall-time mechanisms: how stored state shapes a ranking, and how being recalled
+(or reviewed, or used) changes a memory afterwards."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import dynamics as dyn
+from .clock import DAY, HOUR
+from .mechanisms import compositional, ebbinghaus, fsrs_schedule, two_factor, vmpfc
+from .model import Edge, HistoryEvent, Layer, MemoryItem, RecallHit
+from .pma import metacognition, neuromodulator, prospective, reconsolidation, stability, triple_copy
+from .storage.base import Partition
+
+if TYPE_CHECKING:
+    from .coordinator import MemoryCoordinator
+
+COACTIVE_TOP = 5  # hits whose pairwise edges learn from one recall
+BOOST_POOL = 3  # the boost looks at edges to the top (BOOST_POOL x k) candidates
+CONTEXT_RATE = 0.2  # how fast the partition's context vector follows new queries
+
+
+# --------------------------------------------------------------------------- ranking hooks
+def hebbian_boost(coord: "MemoryCoordinator", part: Partition, hits: list[RecallHit], k: int) -> None:
+    """Two-Factor boost: a candidate linked by strong, mature edges to other strong
+    candidates of this query gets score x (1 + alpha * f(w) * I^0.1)."""
+    if not coord._on("two_factor_hebbian") or len(hits) < 2:
+        return
+    tp = coord.config.param("two_factor_hebbian", two_factor.DEFAULTS)
+    ranked = sorted(hits, key=lambda h: -h.why.fused)[: max(BOOST_POOL * k, 10)]
+    pool = {h.item.id for h in ranked}
+    best: dict[str, tuple[float, float]] = {}
+    for e in coord.storage.edges(part, pool):
+        if e.src in pool and e.dst in pool and e.relation != "contradicts":
+            for node in (e.src, e.dst):
+                if node not in best or e.weight > best[node][0]:
+                    best[node] = (e.weight, e.variance)
+    for h in hits:
+        if h.item.id in best:
+            w, var = best[h.item.id]
+            h.why.hebbian_boost = float(two_factor.recall_boost(w, var, params=tp))
+
+
+def retrievability_weight(coord: "MemoryCoordinator", hits: list[RecallHit], now: float) -> None:
+    if not hits:
+        return
+    r = dyn.retrievability([h.item for h in hits], now, coord.config.mechanisms,
+                           ebb=coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS),
+                           copies=coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS))
+    floor = coord.config.recall.retrievability_floor
+    for h, ri in zip(hits, r):
+        h.why.retrievability = float(floor + (1.0 - floor) * ri)
+
+
+def priority_weight(coord: "MemoryCoordinator", hits: list[RecallHit]) -> None:
+    """PriorityMap feeds ranking: score x (0.9 + 0.2 P), P in [0, 1]."""
+    if not coord._on("priority_map"):
+        return
+    for h in hits:
+        p = float(h.item.state.get(dyn.PRIORITY, 0.5))
+        h.why.priority = 0.9 + 0.2 * p
+
+
+def cross_context_similarity(coord: "MemoryCoordinator", part: Partition, qvec: np.ndarray, hits: list[RecallHit], reader: str) -> None:
+    """Compositional context: a memory from another (allowed) context is compared through
+    the shared component only, so context-specific detail does not cross the boundary."""
+    foreign = [h for h in hits if h.item.context != reader]
+    if not foreign or not coord._on("compositional_context"):
+        return
+    raw = coord.storage.kv_get(part, dyn.KV_COMPOSITIONAL)
+    if not raw:
+        return
+    state = compositional.CompositionalState.from_json(raw)
+    vecs = coord.storage.vectors(part, [h.item.id for h in foreign])
+    sims = np.atleast_1d(np.asarray(compositional.cross_context_similarity(qvec, vecs, state=state), dtype=float))
+    for h, s in zip(foreign, sims):
+        old = h.why.dense
+        h.why.other["cross_context_shared_sim"] = float(s)
+        h.why.dense = max(0.0, float(s))
+        h.why.fused = h.why.fused - h.why.layer_weight * (1 - coord.config.recall.lexical_weight) * (old - h.why.dense)
+
+
+# --------------------------------------------------------------------------- after recall
+def _context_vector(coord: "MemoryCoordinator", part: Partition) -> np.ndarray | None:
+    raw = coord.storage.kv_get(part, dyn.KV_CONTEXT)
+    return dyn.decode_vec(raw) if raw else None
+
+
+def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query: str, qvec: np.ndarray,
+                 hits: list[RecallHit], now: float) -> dict[str, Any]:
+    """Side effects that keep memory alive. One transaction."""
+    info: dict[str, Any] = {}
+    ids = [h.item.id for h in hits]
+    ctx_prev = _context_vector(coord, part)
+    ctx_now = qvec if ctx_prev is None else (1 - CONTEXT_RATE) * ctx_prev + CONTEXT_RATE * qvec
+    ctx_now = ctx_now / max(float(np.linalg.norm(ctx_now)), 1e-12)
+    ebb_p = coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
+    fsrs_p = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
+    vm_p = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
+    rc_p = coord.config.param("reconsolidation", reconsolidation.DEFAULT_PARAMS)
+    kv: dict[str, Any] = {dyn.KV_CONTEXT: dyn.encode_vec(ctx_now)}
+    states: dict[str, dict[str, Any]] = {}
+    stab = []
+    for rank, h in enumerate(hits, start=1):
+        item = h.item
+        st = dict(item.state)
+        spaced = now - item.last_access >= HOUR  # massed repetition does not build stability
+        s = item.stability
+        if coord._on("ebbinghaus_decay") and spaced and item.layer is not Layer.CORE:
+            s = float(ebbinghaus.review_stability(stability=s, success=True, params=ebb_p))
+        stab.append(s)
+        if coord._on("fsrs") and item.layer not in (Layer.CORE, Layer.WORKING) and spaced:
+            rating = fsrs_schedule.grade_from_recall(rank, h.why.dense, params=fsrs_p)
+            card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fsrs_p)
+            if coord._on("vmpfc_fsrs"):
+                c_prev = dyn.decode_vec(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
+                pe = vm_p.missing_context_pe if c_prev is None else float(vmpfc.prediction_error(c_prev=c_prev, c_now=ctx_now, params=vm_p))
+                factor = float(vmpfc.interval_factor(pe=pe, params=vm_p))
+                due = float(vmpfc.apply(due, now, factor, params=vm_p))
+                card = fsrs_schedule.with_due(card, due)
+                st["vmpfc"] = {"pe": pe, "factor": factor}
+            st[dyn.FSRS] = card
+            st["due_at"] = due
+            st[dyn.REVIEW_CTX] = dyn.encode_vec(ctx_now)
+        if coord._on("triple_copy") and dyn.COPIES in st:
+            cs = triple_copy.CopyState.from_dict(st[dyn.COPIES])
+            st[dyn.COPIES] = triple_copy.reinforce(cs, now=now, quality=min(1.0, max(0.0, h.why.dense))).to_dict()
+        if coord._on("reconsolidation"):
+            st[dyn.LABILE_UNTIL] = reconsolidation.open_window(now=now, params=rc_p)
+        states[item.id] = st
+
+    edges = _coactivation(coord, part, hits, now) if coord._on("two_factor_hebbian") else []
+
+    if coord._on("neuromodulator"):
+        ns = _neuro(coord, part, now)
+        top = hits[0].why.dense if hits else 0.0
+        event, mag = ("confirmation", top) if top >= 0.5 else ("prediction_error", 1.0 - top)
+        ns = neuromodulator.emit(ns, event=event, magnitude=float(min(1.0, max(0.05, mag))), now=now,
+                                 params=coord.config.param("neuromodulator", neuromodulator.DEFAULT_PARAMS))
+        kv[dyn.KV_NEURO] = ns.to_dict()
+    if coord._on("metacognitive_monitor"):
+        raw = coord.storage.kv_get(part, dyn.KV_METACOG)
+        ms = metacognition.MonitorState.from_dict(raw) if raw else metacognition.MonitorState()
+        top = hits[0].score if hits else 0.0
+        # "Used" proxy until feedback arrives: hits scoring at least half the best one.
+        used = sum(1 for h in hits if h.score >= 0.5 * top) if top > 0 else 0
+        ms = metacognition.log_retrieval(ms, at=now, returned=len(hits), used=used, query_kind=_query_kind(query, coord))
+        if hits:
+            ms = metacognition.log_prediction_error(ms, at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)))
+        kv[dyn.KV_METACOG] = ms.to_dict()
+    if coord._on("prospective_memory"):
+        fired, kv_int = _check_intentions(coord, part, now, text=query, embedding=qvec)
+        if fired:
+            info["intentions"] = fired
+        if kv_int is not None:
+            kv[dyn.KV_INTENTIONS] = kv_int
+
+    with coord.storage.transaction() as tx:
+        tx.update_columns(part, ids, access_count=[h.item.access_count + 1 for h in hits], last_access=[now] * len(ids), stability=stab)
+        for mid, st in states.items():
+            tx.update_state(part, mid, st)
+        if edges:
+            tx.put_edges(part, edges)
+        for key, value in kv.items():
+            tx.kv_put(part, key, value)
+    for h, s in zip(hits, stab):
+        h.item.access_count += 1
+        h.item.last_access = now
+        h.item.stability = s
+        h.item.state = states[h.item.id]
+    return info
+
+
+def _query_kind(query: str, coord: "MemoryCoordinator") -> str:
+    from .retrieval.query import classify
+
+    return classify(query).type
+
+
+def _neuro(coord: "MemoryCoordinator", part: Partition, now: float) -> neuromodulator.NeuromodulatorState:
+    raw = coord.storage.kv_get(part, dyn.KV_NEURO)
+    return neuromodulator.NeuromodulatorState.from_dict(raw) if raw else neuromodulator.initial_state(now=now)
+
+
+def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[RecallHit], now: float) -> list[Edge]:
+    """Hebbian learning: the top hits of one recall were active together."""
+    tp = coord.config.param("two_factor_hebbian", two_factor.DEFAULTS)
+    top = hits[:COACTIVE_TOP]
+    if len(top) < 2:
+        return []
+    ids = [h.item.id for h in top]
+    vecs = coord.storage.vectors(part, ids)
+    existing = {(e.src, e.dst): e for e in coord.storage.edges(part, ids) if e.relation == "co_recall"}
+    best = max(h.score for h in top) or 1.0
+    out = []
+    for i in range(len(top)):
+        for j in range(i + 1, len(top)):
+            a, b = ids[i], ids[j]
+            e = existing.get((a, b)) or existing.get((b, a))
+            if e is None:
+                w0, v0, k0 = two_factor.new_edge(params=tp)
+                e = Edge(a, b, "co_recall", w0, v0, k0, now)
+            amp = float(max(0.0, vecs[i] @ vecs[j]))
+            tag = float(min(1.0, (top[i].score + top[j].score) / (2 * best)))
+            lock = 0.0
+            if coord._on("stability_protector"):
+                lock = float(two_factor.variance_lock(e.variance))
+            w, var, k = two_factor.update(e.weight, e.variance, e.activations, tag, amp, lock, params=tp)
+            out.append(Edge(e.src, e.dst, "co_recall", float(w), float(var), int(k), now))
+    return out
+
+
+def _check_intentions(coord, part, now, *, text=None, embedding=None):
+    raw = coord.storage.kv_get(part, dyn.KV_INTENTIONS)
+    if not raw:
+        return [], None
+    intents = [prospective.Intention.from_dict(d) for d in raw]
+    new, firings = prospective.check(intents, now=now, text=text, embedding=None if embedding is None else list(map(float, embedding)),
+                                     params=coord.config.param("prospective_memory", prospective.ProspectiveParams()))
+    return [f.to_dict() for f in firings], [i.to_dict() for i in new]
+
+
+# --------------------------------------------------------------------------- review / use
+def review(coord: "MemoryCoordinator", part: Partition, item: MemoryItem, grade: Any, now: float) -> MemoryItem:
+    """Explicit feedback: FSRS review (vmPFC-adjusted), Ebbinghaus stability, TripleCopy."""
+    rating = fsrs_schedule.grade_from_feedback(grade)
+    success = int(rating) >= 2
+    st = dict(item.state)
+    if coord._on("ebbinghaus_decay") and item.layer is not Layer.CORE:
+        item.stability = float(ebbinghaus.review_stability(stability=item.stability, success=success,
+                                                           params=coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)))
+    if coord._on("fsrs"):
+        fp = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
+        card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fp)
+        ctx = _context_vector(coord, part)
+        if coord._on("vmpfc_fsrs") and ctx is not None:
+            vp = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
+            c_prev = dyn.decode_vec(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
+            pe = vp.missing_context_pe if c_prev is None else float(vmpfc.prediction_error(c_prev=c_prev, c_now=ctx, params=vp))
+            factor = float(vmpfc.interval_factor(pe=pe, params=vp))
+            due = float(vmpfc.apply(due, now, factor, params=vp))
+            card = fsrs_schedule.with_due(card, due)
+            st["vmpfc"] = {"pe": pe, "factor": factor}
+            st[dyn.REVIEW_CTX] = dyn.encode_vec(ctx)
+        st[dyn.FSRS] = card
+        st["due_at"] = due
+    if coord._on("triple_copy") and dyn.COPIES in st and success:
+        st[dyn.COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[dyn.COPIES]), now=now).to_dict()
+    item.state = st
+    item.last_access = now
+    with coord.storage.transaction() as tx:
+        tx.update_columns(part, [item.id], stability=[item.stability], last_access=[now])
+        tx.update_state(part, item.id, st)
+        tx.log(part, HistoryEvent(item.id, now, "reviewed", {"rating": int(rating), "due_at": st.get("due_at")}))
+    return item
+
+
+def record_outcome(coord: "MemoryCoordinator", part: Partition, item: MemoryItem, success: bool, now: float) -> MemoryItem:
+    """Procedural memory: successful use strengthens a skill, failure weakens it."""
+    st = dict(item.state)
+    out = dict(st.get(dyn.OUTCOMES, {"ok": 0, "fail": 0}))
+    out["ok" if success else "fail"] += 1
+    st[dyn.OUTCOMES] = out
+    item.strength = float(min(1.0, item.strength + 0.1 * (1 - item.strength)) if success else max(0.05, item.strength * 0.8))
+    if coord._on("ebbinghaus_decay"):
+        item.stability = float(ebbinghaus.review_stability(stability=item.stability, success=success,
+                                                           params=coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)))
+    if coord._on("triple_copy") and dyn.COPIES in st and success:
+        st[dyn.COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[dyn.COPIES]), now=now).to_dict()
+    item.state = st
+    with coord.storage.transaction() as tx:
+        tx.update_columns(part, [item.id], strength=[item.strength], stability=[item.stability], last_access=[now])
+        tx.update_state(part, item.id, st)
+        tx.log(part, HistoryEvent(item.id, now, "used", {"success": bool(success), "outcomes": out}))
+    return item
