@@ -550,6 +550,43 @@ class MemoryCoordinator:
 
         return lifecycle.run_sleep(self, scope)
 
+    def assemble_context(self, query: str, scope: Scope, *, budget_tokens: int = 1200, k: int = 10) -> dict[str, Any]:
+        """A token-budgeted context for an LLM prompt, assembled by the global workspace."""
+        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
+            raise ValidationError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+        from .context import assemble_context
+
+        return assemble_context(self, query, scope, budget_tokens=budget_tokens, k=check_k(k))
+
+    def intend(self, action: str, scope: Scope, *, cue: str | None = None, due_at: float | None = None,
+               repeat_every_s: float | None = None) -> dict[str, Any]:
+        """Prospective memory: fire ``action`` when ``cue`` comes up in a recall, or at ``due_at``."""
+        from .context import intend
+
+        action = check_content(action, self.config.max_content_chars)
+        if cue is not None:
+            cue = check_content(cue, self.config.max_content_chars)
+        if due_at is not None:
+            due_at = check_number("due_at", due_at, 0.0, 1e11)
+        if repeat_every_s is not None:
+            repeat_every_s = check_number("repeat_every_s", repeat_every_s, 1.0, 1e9)
+        if cue is None and due_at is None:
+            raise ValidationError("an intention needs a cue or a due time")
+        return intend(self, scope, action, cue=cue, due_at=due_at, repeat_every_s=repeat_every_s)
+
+    def due_intentions(self, scope: Scope) -> list[dict[str, Any]]:
+        """Time-triggered intentions that fire now."""
+        from .context import due_intentions
+
+        return due_intentions(self, scope)
+
+    def set_goal(self, goal: str, scope: Scope) -> None:
+        """The current goal: PriorityMap raises the priority of memories aligned with it."""
+        goal = check_content(goal, self.config.max_content_chars)
+        vec = self.embedder.embed([goal])[0]
+        with self._db.transaction() as tx:
+            tx.kv_put(self._part(scope), "goal_vector", dynamics.encode_vec(vec))
+
     def stats(self, scope: Scope | None = None) -> dict[str, Any]:
         s = self._db.stats(self._part(scope) if scope is not None else None)
         return {
