@@ -1,6 +1,15 @@
-"""zenbrain: a long-term memory engine for LLM agents."""
+"""zenbrain: a long-term memory engine for LLM agents.
 
+    from zenbrain import open_memory, Scope
+    memory = open_memory("memory.db")
+    memory.store("Alice prefers tea over coffee", Scope("alice"))
+    hits = memory.recall("what does Alice drink?", Scope("alice"))
+"""
+
+from .api import open_memory
 from .clock import Clock, SimulatedClock, SystemClock
+from .config import Config, LayerParams, RecallParams
+from .coordinator import MemoryCoordinator
 from .errors import (
     ConfigError,
     NotFoundError,
@@ -11,15 +20,33 @@ from .errors import (
     ValidationError,
     ZenBrainError,
 )
-from .model import Edge, Kind, Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
+from .model import Edge, HistoryEvent, Kind, Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
 from .registry import ALL_MECHANISMS, Mechanisms
+from .results import RecallResult, Report
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "open_memory",
+    "MemoryCoordinator",
+    "Config",
+    "RecallParams",
+    "LayerParams",
+    "Mechanisms",
+    "ALL_MECHANISMS",
     "Clock",
     "SimulatedClock",
     "SystemClock",
+    "Scope",
+    "Layer",
+    "Kind",
+    "MemoryItem",
+    "Edge",
+    "HistoryEvent",
+    "RecallHit",
+    "RecallResult",
+    "ScoreBreakdown",
+    "Report",
     "ZenBrainError",
     "ValidationError",
     "ScopeError",
@@ -28,13 +55,4 @@ __all__ = [
     "NotFoundError",
     "StorageError",
     "ProviderError",
-    "Edge",
-    "Kind",
-    "Layer",
-    "MemoryItem",
-    "RecallHit",
-    "Scope",
-    "ScoreBreakdown",
-    "ALL_MECHANISMS",
-    "Mechanisms",
 ]

@@ -19,7 +19,7 @@ def _resolve_embedder(embedder: Embedder | str | None) -> Embedder:
     if embedder is None or isinstance(embedder, str):
         from .providers.factory import make_embedder
 
-        return make_embedder(embedder or os.environ.get("ZENBRAIN_EMBEDDER", "minilm"))
+        return make_embedder(embedder or os.environ.get("ZENBRAIN_EMBEDDER") or None)
     return embedder
 
 
@@ -33,8 +33,9 @@ def open_memory(
 ) -> MemoryCoordinator:
     """Open (or create) a memory store on disk and return its coordinator.
 
-    ``embedder`` is an Embedder or a spec such as ``"minilm"`` (default),
-    ``"hashing:384"`` or ``"openai:text-embedding-3-small@https://host/v1"``.
+    ``embedder`` is an Embedder or a spec such as ``"minilm-onnx"`` (the default,
+    see ``zenbrain.providers.factory``), ``"minilm"``, ``"hashing:384"`` or
+    ``"openai:text-embedding-3-small@https://host/v1"``.
     """
     from .storage.sqlite import SQLiteStore
 
