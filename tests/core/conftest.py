@@ -1,0 +1,71 @@
+"""Fixtures for the core engine tests: a coordinator on a temporary file, a simulated
+clock, a fast deterministic embedder and a few scopes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+# Test modules and child processes import the helpers as ``core_helpers``.
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from core_helpers import DIM, T0, CountingEmbedder, open_mem  # noqa: E402
+
+from zenbrain import Scope, SimulatedClock  # noqa: E402
+from zenbrain.providers.hashing import HashingEmbedder  # noqa: E402
+
+
+@pytest.fixture
+def clock() -> SimulatedClock:
+    return SimulatedClock(T0)
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    return HashingEmbedder(DIM)
+
+
+@pytest.fixture
+def counting() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    return str(tmp_path / "memory.db")
+
+
+@pytest.fixture
+def mem(db_path, embedder, clock):
+    m = open_mem(db_path, embedder=embedder, clock=clock)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def make_mem(db_path, embedder, clock):
+    """Open further coordinators (other configs, same or other file); all closed at teardown."""
+    opened = []
+
+    def make(config=None, *, path=None, emb=None, clk=None):
+        m = open_mem(path or db_path, embedder=emb or embedder, config=config, clock=clk or clock)
+        opened.append(m)
+        return m
+
+    yield make
+    for m in opened:
+        m.close()
+
+
+@pytest.fixture
+def scope() -> Scope:
+    return Scope("alice", "assistant")
+
+
+@pytest.fixture
+def session() -> Scope:
+    return Scope("alice", "assistant", "s1")

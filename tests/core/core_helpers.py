@@ -1,0 +1,166 @@
+"""Helpers for the core tests that child processes import too (so no pytest here)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+import numpy as np
+
+from zenbrain.providers.hashing import HashingEmbedder
+
+DIM = 64
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp()
+
+
+def ts(*parts: int) -> float:
+    return datetime(*parts, tzinfo=timezone.utc).timestamp()
+
+
+class CountingEmbedder:
+    """Wraps an embedder and counts the texts it is asked to embed."""
+
+    def __init__(self, inner=None) -> None:
+        self.inner = inner or HashingEmbedder(DIM)
+        self.name = self.inner.name
+        self.dim = self.inner.dim
+        self.calls = 0
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+class TableEmbedder:
+    """Vectors chosen by the test: the first listed substring found in a text picks its vector.
+
+    Texts matching nothing get a deterministic pseudo-random unit vector.
+    """
+
+    def __init__(self, rules: Sequence[tuple[str, np.ndarray]], dim: int = DIM, name: str = "table:64") -> None:
+        self.rules = [(s, np.asarray(v, dtype=np.float32)) for s, v in rules]
+        self.dim = dim
+        self.name = name
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for needle, vec in self.rules:
+                if needle in t:
+                    out[i] = vec
+                    break
+            else:
+                seed = int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
+                out[i] = np.random.default_rng(seed).standard_normal(self.dim)
+            n = np.linalg.norm(out[i])
+            out[i] /= n if n else 1.0
+        return out
+
+
+def open_mem(path: str, *, embedder=None, config=None, clock=None):
+    from zenbrain.api import open_memory
+
+    return open_memory(path, embedder=embedder or HashingEmbedder(DIM), config=config, clock=clock)
+
+
+def writer(path: str, user: str, prefix: str, n: int, barrier=None) -> list[str]:
+    """Store n memories as separate operations (one transaction each); return their ids."""
+    from zenbrain import Scope
+
+    mem = open_mem(path)
+    if barrier is not None:
+        barrier.wait(timeout=60)
+    scope = Scope(user, "agent")
+    ids = []
+    try:
+        for i in range(n):
+            ids.append(mem.store(f"{prefix} memory number {i} about topic {prefix}{i}x", scope).id)
+    finally:
+        mem.close()
+    return ids
+
+
+def write_one(path: str, user: str, content: str) -> str:
+    from zenbrain import Scope
+
+    with open_mem(path) as mem:
+        return mem.store(content, Scope(user, "agent")).id
+
+
+def table_rows(con: sqlite3.Connection) -> dict[str, list[tuple]]:
+    """Every row of every table (virtual FTS table and its shadow tables included)."""
+    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+    return {n: [tuple(r) for r in con.execute(f'SELECT * FROM "{n}"')] for n in names}
+
+
+def tables_containing(con: sqlite3.Connection, needle: str) -> dict[str, int]:
+    """Tables with a text or blob cell containing needle (case-insensitive), and how many cells."""
+    low = needle.lower().encode()
+    found: dict[str, int] = {}
+    for name, rows in table_rows(con).items():
+        for row in rows:
+            for v in row:
+                if isinstance(v, str):
+                    v = v.encode()
+                if isinstance(v, (bytes, memoryview)) and low in bytes(v).lower():
+                    found[name] = found.get(name, 0) + 1
+    return found
+
+
+def files_containing(path: str, needle: str) -> dict[str, int]:
+    """Files of the database (main, -wal, -shm, -journal) whose bytes contain needle."""
+    out = {}
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        p = path + suffix
+        if os.path.exists(p):
+            with open(p, "rb") as f:
+                data = f.read().lower()
+            c = data.count(needle.lower().encode())
+            if c:
+                out[os.path.basename(p)] = c
+    return out
+
+
+def file_digest(path: str) -> dict[str, str]:
+    """sha256 of the database file and its WAL (what a failed call must not change)."""
+    out = {}
+    for suffix in ("", "-wal"):
+        p = path + suffix
+        if os.path.exists(p):
+            with open(p, "rb") as f:
+                out[suffix or "db"] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def writer_proc(path: str, user: str, prefix: str, n: int, barrier, out_q) -> None:
+    """Child process body: wait for the sibling, then write n memories."""
+    out_q.put((prefix, writer(path, user, prefix, n, barrier)))
+
+
+def follower_proc(path: str, to_parent, from_parent) -> None:
+    """Child process body for the index-following test.
+
+    Opens the store (dense recall only), builds its index, writes one memory and
+    reports its id; then recalls the parent's memory without reopening and reports
+    the top hit; closes only when the parent says so.
+    """
+    from zenbrain import Scope
+    from zenbrain.config import Config
+
+    scope = Scope("alice", "agent")
+    mem = open_mem(path, config=Config().without("bm25_hybrid"))
+    try:
+        mem.recall("anything at all", scope, touch=False)  # loads the vector index
+        mid = mem.store("the violinist repaired a harpsichord in vienna", scope).id
+        to_parent.put(("stored", mid))
+        parent_id = from_parent.get(timeout=60)
+        hits = mem.recall("astronomer polishing telescope mirrors", scope, k=1, touch=False)
+        to_parent.put(("recalled", hits[0].id if hits else None, parent_id))
+        from_parent.get(timeout=60)  # "bye"
+    finally:
+        mem.close()
