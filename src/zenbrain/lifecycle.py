@@ -1,9 +1,67 @@
-"""Offline lifecycle of memory: decay, consolidation and sleep."""
+"""Offline lifecycle of memory: decay, consolidation and sleep.
+
+Every function works on the scope's whole partition (all contexts of its user and
+agent; working and short-term memory are session-bound and left to ``end_session``)
+and returns a :class:`~zenbrain.results.Report` whose ``stages`` map a stage name to
+a dict of what changed: counts *and* the ids and values changed. A stage whose
+mechanism is switched off reports ``{"skipped": "switched off"}`` and changes nothing.
+
+``run_decay`` stages: ``retrievability``, ``stc_rescue``, ``archive``, ``restore``,
+``review`` (see :mod:`zenbrain.lifecycle_decay`).
+
+``run_consolidate`` stages: ``dual_process_cot``, ``ib_budget``, ``procedures``
+(see :mod:`zenbrain.lifecycle_consolidate`).
+
+``run_sleep`` stages, in order:
+
+1. ``neuromodulator``: homeostasis of the tonic levels to now (kv ``neuromodulator``);
+   its consolidation patience (5HT) moves the replay selection threshold theta_v.
+2. ``two_factor_hebbian``: importance-gated decay of association edges for the time
+   since the last pass; edges below the prune threshold are deleted. Time passes first,
+   then replay acts on the decayed weights.
+3. ``simulation_selection_sleep``: replay pool = the most recent real episodes plus
+   counterfactuals generated from surprising failures (``coord._rng``); TAG selects LTP
+   or LTD on memory strengths and on edge weights (through the EWC constraint when
+   Two-Factor is on); a selected counterfactual strengthens or creates its bridge edge;
+   edges below tau are pruned.
+4. ``triple_copy``: every replayed memory (LTP, or an endpoint of a selected
+   counterfactual) consolidates: its deep copy's target grows by its TAG.
+5. ``dual_process_cot``, ``ib_budget``, ``procedures``: as ``run_consolidate``.
+6. ``bayesian_confidence``: belief propagation over the semantic facts' supports /
+   contradicts / ... edges, updating conf_alpha / conf_beta.
+7. ``spectral_kg_health``: Fiedler value per context graph; a fragmented graph gets the
+   proposed ``bridge`` edges; before/after reported, the last lambda_2 kept in kv.
+8. ``compositional_context``: shared and per-context bases fitted over the partition's
+   vectors, saved in kv ``compositional``.
+9. ``curiosity``: knowledge gaps ranked, the queue saved in kv ``curiosity``.
+10. ``metacognitive_hyperagent``: signals from the MetacognitiveMonitor log (kv
+    ``metacognition``), one HyperAgent step, state and change log saved in kv ``hyperagent``.
+11. ``retrievability``, ``stc_rescue``, ``archive``, ``restore``, ``review``: as ``run_decay``.
+
+Each stage writes in its own transaction (schemas are created through
+``coord.store_many``), so a failure leaves the earlier stages applied and the later
+ones untouched. Caps that keep sleep fast are in :class:`LifecycleLimits`; pass
+``limits=`` to override them.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .lifecycle_common import LIMITS, LifecycleLimits
+from .lifecycle_consolidate import consolidate_stages
+from .lifecycle_decay import decay_stages
+from .lifecycle_sleep import (
+    bayesian_stage,
+    compositional_stage,
+    curiosity_stage,
+    edge_decay_stage,
+    hyperagent_stage,
+    neuromodulator_stage,
+    selection_stage,
+    spectral_stage,
+    triple_copy_stage,
+)
 from .results import Report
 
 if TYPE_CHECKING:
@@ -11,16 +69,41 @@ if TYPE_CHECKING:
     from .model import Scope
 
 
-def run_decay(coord: "MemoryCoordinator", scope: "Scope") -> Report:
-    return Report("decay", coord.clock.now())
-
-
-def run_consolidate(coord: "MemoryCoordinator", scope: "Scope") -> Report:
-    return Report("consolidate", coord.clock.now())
-
-
-def run_sleep(coord: "MemoryCoordinator", scope: "Scope") -> Report:
-    report = Report("sleep", coord.clock.now())
-    report.stages["consolidate"] = run_consolidate(coord, scope).stages
-    report.stages["decay"] = run_decay(coord, scope).stages
+def run_decay(coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLimits = LIMITS) -> Report:
+    """Forgetting: R of every memory, STC rescue, then archive / restore / review."""
+    report = Report("decay", coord.clock.now())
+    report.stages.update(decay_stages(coord, scope, limits))
     return report
+
+
+def run_consolidate(coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLimits = LIMITS) -> Report:
+    """Episodes to schemas (dual process), the IB budget over covered episodes, procedures."""
+    report = Report("consolidate", coord.clock.now())
+    report.stages.update(consolidate_stages(coord, scope, limits))
+    return report
+
+
+def run_sleep(coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLimits = LIMITS) -> Report:
+    """The whole offline pipeline; see the module docstring for the order."""
+    part = coord._part(scope)
+    report = Report("sleep", coord.clock.now())
+    st = report.stages
+
+    def now() -> float:
+        return coord.clock.now()
+
+    st["neuromodulator"], neuro = neuromodulator_stage(coord, part, now())
+    st["two_factor_hebbian"] = edge_decay_stage(coord, part, now())
+    st["simulation_selection_sleep"], replayed = selection_stage(coord, part, now(), limits, neuro)
+    st["triple_copy"] = triple_copy_stage(coord, part, now(), replayed)
+    st.update(consolidate_stages(coord, scope, limits))
+    st["bayesian_confidence"] = bayesian_stage(coord, part, now())
+    st["spectral_kg_health"] = spectral_stage(coord, part, now(), scope.context)
+    st["compositional_context"] = compositional_stage(coord, part, now(), limits)
+    st["curiosity"] = curiosity_stage(coord, part, now(), limits)
+    st["metacognitive_hyperagent"] = hyperagent_stage(coord, part, now())
+    st.update(decay_stages(coord, scope, limits))
+    return report
+
+
+__all__ = ["LIMITS", "LifecycleLimits", "run_consolidate", "run_decay", "run_sleep"]

@@ -1,0 +1,190 @@
+"""Shared pieces of the offline lifecycle (decay, consolidate, sleep).
+
+Limits that keep the offline passes fast, the per-memory state keys and per-partition
+key-value keys the lifecycle writes (beside those of ``dynamics``), and small helpers
+for loading a partition and turning values into JSON-safe report entries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import dynamics
+from .mechanisms import ebbinghaus
+from .model import Edge, Layer, MemoryItem
+from .params import Params, bounded
+from .pma import triple_copy
+from .storage.base import Filter, Partition
+
+if TYPE_CHECKING:
+    from .coordinator import MemoryCoordinator
+
+# ---------------------------------------------------------------------------- keys
+# Per-memory state keys (MemoryItem.state) written by the lifecycle.
+ARCHIVED_BY = "archived_by"  # which stage archived the memory: "decay" or "ib_budget"
+RESCUED_AT = "rescued_at"  # time of the last STC rescue (epoch seconds); dynamics.RESCUED counts them
+CONSOLIDATED_INTO = "consolidated_into"  # id of the schema that carries this episode's gist
+CONF_LOCAL = "conf_local"  # [alpha, beta]: local Beta evidence, the unary factor of propagation
+CONF_WRITTEN = "conf_written"  # [alpha, beta]: what propagation last wrote to conf_alpha/conf_beta
+CONF_HISTORY = "conf_history"  # [[t, confidence], ...]: recent confidence points (curiosity's slope)
+
+# Per-partition key-value keys written by the lifecycle.
+KV_EDGE_DECAY = "edge_decay"  # {"at": time of the last Two-Factor edge decay}
+
+# Edge relations the lifecycle creates or treats specially.
+EVIDENCE_OF = "evidence_of"  # episode -> schema: provenance, never decayed, depressed or pruned
+BRIDGE = "bridge"  # spectral health: joins two components of the graph
+COUNTERFACTUAL = "counterfactual"  # sleep: a selected counterfactual's new bridge edge
+PROVENANCE = frozenset({EVIDENCE_OF})
+
+SKIPPED = "switched off"
+
+# Memory metadata keys an application may set to feed sleep selection (optional).
+META_REWARD = "reward"  # task outcome in [0, 1]
+META_TD_ERROR = "td_error"  # |delta_TD| in [0, 1]
+META_STEPS = "steps"  # list of step strings of a procedure-like memory
+
+
+def skipped(reason: str = SKIPPED) -> dict[str, Any]:
+    return {"skipped": reason}
+
+
+@dataclass(frozen=True)
+class LifecycleLimits(Params):
+    """Caps and couplings of the offline passes (not mechanism parameters of the paper)."""
+
+    sleep_max_episodes: int = bounded(5000, 1, 10_000_000, "most recent active episodes in the replay pool")
+    reward_saturation: float = bounded(5.0, 1.0, 1e6, "recalls at which an episode's usage reward reaches 1")
+    patience_gain: float = bounded(0.4, 0.0, 1.0, "theta_v = theta_0 + gain * (5HT patience - 0.5)")
+    consolidate_max_episodes: int = bounded(
+        2000, 2, 100_000, "most recent unconsolidated episodes clustered per context and run"
+    )
+    schema_attach_similarity: float = bounded(
+        0.8, -1.0, 1.0, "a new cluster this similar to an existing schema joins it instead of making another"
+    )
+    stc_max_pairs: int = bounded(2_000_000, 1_000, 1_000_000_000, "tagged x donor pairs examined per block")
+    compositional_max_per_context: int = bounded(
+        2000, 3, 10_000_000, "most recent vectors per context used to fit the shared basis"
+    )
+    curiosity_queue_size: int = bounded(50, 1, 1_000_000, "gaps kept in the curiosity queue")
+    curiosity_history: int = bounded(8, 2, 1000, "confidence points kept per fact for learning progress")
+    curiosity_min_interval_s: float = bounded(3600.0, 0.0, 1e9, "least time between two confidence points")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for f in dataclasses.fields(self):
+            if f.type in (int, "int") and int(getattr(self, f.name)) != getattr(self, f.name):
+                from .errors import ConfigError
+
+                raise ConfigError(f"LifecycleLimits.{f.name} must be a whole number")
+
+
+LIMITS = LifecycleLimits()
+
+
+# ---------------------------------------------------------------------------- loading
+def load(
+    coord: "MemoryCoordinator",
+    part: Partition,
+    *,
+    layers: Iterable[Layer] | None = None,
+    include_archived: bool = False,
+    order_by: str = "created_at",
+    descending: bool = False,
+    limit: int | None = None,
+) -> list[MemoryItem]:
+    """Long-term memories of the whole partition (every context; never working/short-term)."""
+    flt = Filter(
+        layers=None if layers is None else frozenset(layers),
+        contexts=None,
+        session_id=None,
+        include_archived=include_archived,
+    )
+    return coord.storage.query(part, flt, order_by=order_by, descending=descending, limit=limit)
+
+
+def vectors(coord: "MemoryCoordinator", part: Partition, ids: Sequence[str]) -> np.ndarray:
+    if not ids:
+        return np.zeros((0, coord.storage.dim), dtype=np.float32)
+    return np.asarray(coord.storage.vectors(part, list(ids)), dtype=np.float32)
+
+
+def edge_key(e: Edge) -> tuple[str, str, str]:
+    return (e.src, e.dst, e.relation)
+
+
+def edge_entry(e: Edge, old: float | None = None, new: float | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"src": e.src, "dst": e.dst, "relation": e.relation}
+    if old is not None or new is not None:
+        out["weight"] = [num(old if old is not None else e.weight), num(new if new is not None else e.weight)]
+    else:
+        out["weight"] = num(e.weight)
+    return out
+
+
+def num(x: Any) -> float:
+    return float(x)
+
+
+def col(items: Sequence[MemoryItem], name: str, dtype: Any = float) -> np.ndarray:
+    return np.fromiter((getattr(i, name) for i in items), dtype=dtype, count=len(items))
+
+
+# ---------------------------------------------------------------------------- retrievability
+def copy_state(item: MemoryItem, params: triple_copy.TripleCopyParams) -> triple_copy.CopyState:
+    """The memory's TripleCopy state; one encoded at its last access when none is stored yet."""
+    raw = item.state.get(dynamics.COPIES)
+    if raw is not None:
+        try:
+            return triple_copy.CopyState.from_dict(raw)
+        except (KeyError, TypeError, ValueError):
+            pass
+    return triple_copy.encode(s0=float(item.strength), now=float(item.last_access), params=params)
+
+
+def retrievability(coord: "MemoryCoordinator", items: Sequence[MemoryItem], now: float) -> np.ndarray:
+    """R of every item via ``dynamics.retrievability``.
+
+    With TripleCopy on, a memory that has no stored copy state is evaluated as if it had
+    been encoded at its last access with its strength as S0 (the state is not written);
+    without that, such a memory would read R = 0 whenever Ebbinghaus is switched off.
+    """
+    mech = coord.config.mechanisms
+    ebb = coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
+    tc = coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)
+    view: Sequence[MemoryItem] = items
+    if mech.on("triple_copy"):
+        view = [
+            i if dynamics.COPIES in i.state
+            else dataclasses.replace(i, state={**i.state, dynamics.COPIES: copy_state(i, tc).to_dict()})
+            for i in items
+        ]
+    return np.asarray(dynamics.retrievability(view, now, mech, ebb=ebb, copies=tc), dtype=float)
+
+
+__all__ = [
+    "ARCHIVED_BY",
+    "BRIDGE",
+    "CONF_HISTORY",
+    "CONF_LOCAL",
+    "CONF_WRITTEN",
+    "CONSOLIDATED_INTO",
+    "COUNTERFACTUAL",
+    "EVIDENCE_OF",
+    "KV_EDGE_DECAY",
+    "LIMITS",
+    "LifecycleLimits",
+    "PROVENANCE",
+    "RESCUED_AT",
+    "SKIPPED",
+    "copy_state",
+    "load",
+    "retrievability",
+    "skipped",
+    "vectors",
+]

@@ -1,0 +1,279 @@
+"""consolidate(): episodes become semantic schemas; the IB budget decides which episodes stay active.
+
+Stages (each its own report entry):
+
+* ``dual_process_cot``: per context, System 1 clusters the most recent unconsolidated
+  episodes (``mechanisms.dual_process.cluster_episodes``; at most
+  ``consolidate_max_episodes`` per context and run). A cluster whose centroid is close to
+  an existing schema of the context (cosine >= ``schema_attach_similarity``) joins that
+  schema as more evidence; every other cluster gets a new schema from System 2
+  (``abstract_schema``: the chat model when the coordinator has one, else extractive),
+  stored with ``coord.store_many`` as kind ``schema`` in the semantic layer with
+  ``metadata.evidence_ids`` (so ``forget`` of an episode erases the schema built on it).
+  Each evidence episode gets an ``evidence_of`` edge to its schema (weight: its cosine to
+  the centroid) and the state key ``consolidated_into``; an episode so marked is never
+  clustered again while its schema exists.
+* ``ib_budget``: every active episode covered by an existing schema is priced by
+  ``mechanisms.ib_budget.evaluate`` (gain: recalls, confidence, recency; cost: length,
+  entities). Episodes not worth their cost are archived (recoverable, state
+  ``archived_by = "ib_budget"``): their gist lives on in the schema. Uncovered episodes are
+  never archived here.
+* ``procedures`` (part of ``dual_process_cot``): a memory with recorded outcomes
+  (state ``outcomes = {"ok": n, "fail": n}``) whose steps (``metadata.steps`` or its text
+  split at ``->``, ``;``, new lines or numbered items) pass ``promote_procedure`` moves to
+  the procedural layer.
+
+The schemas are written by ``store_many`` (its own transaction, so store-time mechanisms
+run on them); everything else of a stage is one transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import dynamics
+from .lifecycle_common import (
+    ARCHIVED_BY,
+    CONSOLIDATED_INTO,
+    EVIDENCE_OF,
+    LIMITS,
+    META_STEPS,
+    LifecycleLimits,
+    load,
+    num,
+    skipped,
+    vectors,
+)
+from .mechanisms import dual_process, ib_budget
+from .model import Edge, HistoryEvent, Kind, Layer, MemoryItem
+from .text import entities
+
+if TYPE_CHECKING:
+    from .coordinator import MemoryCoordinator
+    from .model import Scope
+
+STAGES = ("dual_process_cot", "ib_budget", "procedures")
+_STEP_SPLIT = re.compile(r"\s*(?:->|→|=>|;|\n+|(?:^|\s)\d+[.)]\s+)\s*")
+
+
+def consolidate_stages(
+    coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLimits = LIMITS
+) -> dict[str, dict[str, Any]]:
+    part = coord._part(scope)
+    now = coord.clock.now()
+    items = load(coord, part)  # active long-term memories of every context
+    stages: dict[str, dict[str, Any]] = {}
+    if coord._on("dual_process_cot"):
+        stages["dual_process_cot"] = _dual_process(coord, scope, part, items, now, limits)
+        items = load(coord, part)  # new schemas and consolidation marks
+    else:
+        stages["dual_process_cot"] = skipped()
+    stages["ib_budget"] = _ib_budget(coord, part, items, now) if coord._on("ib_budget") else skipped()
+    stages["procedures"] = _procedures(coord, part, items, now) if coord._on("dual_process_cot") else skipped()
+    return stages
+
+
+# ---------------------------------------------------------------------------- System 1 + 2
+def _covered(item: MemoryItem, schemas: set[str]) -> bool:
+    return item.state.get(CONSOLIDATED_INTO) in schemas
+
+
+def _dual_process(
+    coord: "MemoryCoordinator", scope: "Scope", part: Any, items: list[MemoryItem], now: float,
+    limits: LifecycleLimits,
+) -> dict[str, Any]:
+    params = coord.config.param("dual_process_cot", dual_process.DualProcessParams())
+    all_schemas = {
+        i.id for i in load(coord, part, layers=[Layer.SEMANTIC], include_archived=True) if i.kind is Kind.SCHEMA
+    }
+    by_ctx: dict[str, list[MemoryItem]] = defaultdict(list)
+    schemas_by_ctx: dict[str, list[MemoryItem]] = defaultdict(list)
+    for it in items:
+        if it.layer is Layer.EPISODIC and not _covered(it, all_schemas):
+            by_ctx[it.context].append(it)
+        elif it.kind is Kind.SCHEMA and it.layer is Layer.SEMANTIC:
+            schemas_by_ctx[it.context].append(it)
+
+    report: dict[str, Any] = {
+        "episodes_examined": 0, "clusters": 0, "schemas_created": [], "schemas_extended": [], "episodes_consolidated": 0,
+    }
+    # (schema id or None for new, context, members, unit vectors of members, centroid, schema text info)
+    plans: list[dict[str, Any]] = []
+    for ctx in sorted(by_ctx):
+        eps = sorted(by_ctx[ctx], key=lambda i: (i.event_time or i.created_at, i.id), reverse=True)
+        eps = eps[: int(limits.consolidate_max_episodes)]
+        vec = vectors(coord, part, [e.id for e in eps])
+        norms = np.linalg.norm(vec, axis=1)
+        ok = norms > 0
+        eps = [e for e, good in zip(eps, ok) if good]
+        unit = (vec[ok] / norms[ok, None]).astype(np.float64)
+        report["episodes_examined"] += len(eps)
+        if len(eps) < params.min_cluster_size:
+            continue
+        pos = {e.id: k for k, e in enumerate(eps)}
+        clustering = dual_process.cluster_episodes(ids=[e.id for e in eps], vectors=unit, params=params)
+        report["clusters"] += len(clustering.clusters)
+        existing = schemas_by_ctx.get(ctx, [])
+        s_vec = vectors(coord, part, [s.id for s in existing]) if existing else np.zeros((0, unit.shape[1]))
+        s_norm = np.linalg.norm(s_vec, axis=1, keepdims=True)
+        s_unit = np.divide(s_vec, s_norm, out=np.zeros_like(s_vec, dtype=np.float64), where=s_norm > 0)
+        for members in clustering.clusters:
+            rows = [pos[m] for m in members]
+            centroid = unit[rows].mean(axis=0)
+            centroid /= max(np.linalg.norm(centroid), 1e-12)
+            target = None
+            if len(existing):
+                sims = s_unit @ centroid
+                best = int(np.argmax(sims))
+                if sims[best] >= limits.schema_attach_similarity:
+                    target = existing[best]
+            plan: dict[str, Any] = {"ctx": ctx, "members": [eps[k] for k in rows], "weights": unit[rows] @ centroid}
+            if target is not None:
+                plan["schema"] = target
+            else:
+                plan["abstract"] = dual_process.abstract_schema(
+                    ids=members, texts=[eps[k].content for k in rows], vectors=unit[rows], chat=coord.chat,
+                    params=params,
+                )
+            plans.append(plan)
+
+    # New schemas: one store_many per context (store-time mechanisms run on them).
+    new_by_ctx: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in plans:
+        if "abstract" in p:
+            new_by_ctx[p["ctx"]].append(p)
+    for ctx, ps in new_by_ctx.items():
+        records = []
+        for p in ps:
+            sch: dual_process.Schema = p["abstract"]
+            meta: dict[str, Any] = {
+                "evidence_ids": list(sch.evidence_ids),
+                "method": sch.method,
+                "support": int(sch.support),
+                "cohesion": num(sch.cohesion),
+                "terms": list(sch.terms),
+                "representative_id": sch.representative_id,
+            }
+            if sch.note:
+                meta["note"] = sch.note[:500]
+            records.append({"content": sch.text, "kind": Kind.SCHEMA.value, "layer": Layer.SEMANTIC.value, "metadata": meta})
+        stored = coord.store_many(records, scope.with_context(ctx).with_session(None))
+        for p, it in zip(ps, stored):
+            p["schema"] = it
+            p["created"] = True
+
+    if not plans:
+        return report
+    with coord.storage.transaction() as tx:
+        edges: list[Edge] = []
+        for p in plans:
+            schema: MemoryItem = p["schema"]
+            member_ids = [m.id for m in p["members"]]
+            for m, w in zip(p["members"], p["weights"]):
+                edges.append(Edge(m.id, schema.id, EVIDENCE_OF, float(max(w, 0.05)), 1.0, 0, now))
+                m.state[CONSOLIDATED_INTO] = schema.id
+                tx.update_state(part, m.id, m.state)
+                tx.log(part, HistoryEvent(m.id, now, "consolidated", {"schema": schema.id}))
+            if p.get("created"):
+                sch = p["abstract"]
+                report["schemas_created"].append({
+                    "id": schema.id, "context": p["ctx"], "content": schema.content, "method": sch.method,
+                    "evidence_ids": member_ids, "cohesion": num(sch.cohesion),
+                })
+            else:
+                old = list(schema.metadata.get("evidence_ids") or [])
+                schema.metadata["evidence_ids"] = old + [x for x in member_ids if x not in old]
+                schema.metadata["support"] = len(schema.metadata["evidence_ids"])
+                schema.updated_at = now
+                tx.update_memory(schema)
+                tx.log(part, HistoryEvent(schema.id, now, "evidence_added", {"evidence_ids": member_ids}))
+                report["schemas_extended"].append({"id": schema.id, "context": p["ctx"], "added": member_ids})
+            report["episodes_consolidated"] += len(member_ids)
+        tx.put_edges(part, edges)
+    return report
+
+
+# ---------------------------------------------------------------------------- IB budget
+def _ib_budget(coord: "MemoryCoordinator", part: Any, items: list[MemoryItem], now: float) -> dict[str, Any]:
+    params = coord.config.param("ib_budget", ib_budget.DEFAULTS)
+    schemas = {i.id for i in load(coord, part, layers=[Layer.SEMANTIC], include_archived=True) if i.kind is Kind.SCHEMA}
+    covered = [i for i in items if i.layer is Layer.EPISODIC and _covered(i, schemas)]
+    report: dict[str, Any] = {"evaluated": len(covered), "kept": 0, "archived": {}}
+    if not covered:
+        return report
+    n = len(covered)
+    decision = ib_budget.evaluate(
+        retrievals=np.fromiter((i.access_count for i in covered), float, n),
+        confidence=np.fromiter((i.confidence for i in covered), float, n),
+        days_since_access=np.fromiter((max(0.0, now - i.last_access) / 86400.0 for i in covered), float, n),
+        chars=np.fromiter((len(i.content) for i in covered), float, n),
+        entities=np.fromiter((len(entities(i.content)) for i in covered), float, n),
+        contexts=[i.context for i in covered],
+        params=params,
+    )
+    drop = np.flatnonzero(~decision.keep)
+    report["kept"] = int(decision.n_kept)
+    if drop.size == 0:
+        return report
+    with coord.storage.transaction() as tx:
+        ids = [covered[j].id for j in drop]
+        tx.update_columns(part, ids, archived=[True] * len(ids), updated_at=[now] * len(ids))
+        for j in drop:
+            it = covered[j]
+            it.state[ARCHIVED_BY] = "ib_budget"
+            it.archived = True
+            tx.update_state(part, it.id, it.state)
+            detail = {
+                "why": "ib_budget", "schema": it.state.get(CONSOLIDATED_INTO), "gain": num(decision.gain[j]),
+                "cost": num(decision.cost[j]), "beta": num(decision.beta[j]),
+            }
+            tx.log(part, HistoryEvent(it.id, now, "archived", detail))
+            report["archived"][it.id] = detail
+    return report
+
+
+# ---------------------------------------------------------------------------- procedures
+def steps_of(item: MemoryItem) -> list[str]:
+    raw = item.metadata.get(META_STEPS)
+    if isinstance(raw, list) and all(isinstance(s, str) for s in raw):
+        return [s for s in raw if s.strip()]
+    return [s.strip(" .") for s in _STEP_SPLIT.split(item.content) if s and s.strip(" .")]
+
+
+def _procedures(coord: "MemoryCoordinator", part: Any, items: list[MemoryItem], now: float) -> dict[str, Any]:
+    params = coord.config.param("dual_process_cot", dual_process.DualProcessParams())
+    cands = [
+        i for i in items
+        if i.layer not in (Layer.PROCEDURAL, Layer.CORE) and not i.archived and isinstance(i.state.get(dynamics.OUTCOMES), dict)
+    ]
+    report: dict[str, Any] = {"evaluated": len(cands), "promoted": {}}
+    promoted: list[tuple[MemoryItem, dual_process.Procedure]] = []
+    for it in cands:
+        out = it.state[dynamics.OUTCOMES]
+        ok, fail = int(out.get("ok", 0)), int(out.get("fail", 0))
+        if ok < 0 or fail < 0:
+            continue
+        proc = dual_process.promote_procedure(steps=steps_of(it), successes=ok, attempts=ok + fail, params=params)
+        if proc is not None:
+            promoted.append((it, proc))
+    if not promoted:
+        return report
+    with coord.storage.transaction() as tx:
+        ids = [it.id for it, _ in promoted]
+        tx.update_columns(part, ids, layer=[Layer.PROCEDURAL.value] * len(ids), updated_at=[now] * len(ids))
+        for it, proc in promoted:
+            detail = {
+                "from": it.layer.value, "to": Layer.PROCEDURAL.value, "why": "procedure",
+                "success_rate": num(proc.success_rate), "attempts": int(proc.attempts),
+                "steps": list(proc.steps), "abstraction": proc.abstraction,
+            }
+            tx.log(part, HistoryEvent(it.id, now, "promoted", detail))
+            report["promoted"][it.id] = detail
+    return report
+
+
+__all__ = ["STAGES", "consolidate_stages", "steps_of"]

@@ -1,0 +1,518 @@
+"""The sleep-only stages: neuromodulator homeostasis, Two-Factor edge decay, Simulation-
+Selection replay, TripleCopy promotion, Bayesian propagation, spectral health,
+compositional context, curiosity and the metacognitive HyperAgent.
+
+Each function takes the coordinator, the partition and ``now``, writes its changes in one
+transaction and returns its report entry. ``lifecycle.run_sleep`` sequences them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import dynamics
+from .lifecycle_common import (
+    BRIDGE,
+    CONF_HISTORY,
+    CONF_LOCAL,
+    CONF_WRITTEN,
+    COUNTERFACTUAL,
+    KV_EDGE_DECAY,
+    META_REWARD,
+    META_TD_ERROR,
+    PROVENANCE,
+    LifecycleLimits,
+    copy_state,
+    edge_entry,
+    edge_key,
+    load,
+    num,
+    skipped,
+    vectors,
+)
+from .mechanisms import bayesian, compositional, sleep_selection, spectral, two_factor
+from .model import Edge, HistoryEvent, Layer, MemoryItem
+from .pma import curiosity, hyperagent, metacognition, neuromodulator, triple_copy
+
+if TYPE_CHECKING:
+    from .coordinator import MemoryCoordinator
+
+DAY = 86400.0
+
+
+# ---------------------------------------------------------------------------- neuromodulator
+def neuromodulator_stage(
+    coord: "MemoryCoordinator", part: Any, now: float
+) -> tuple[dict[str, Any], neuromodulator.NeuromodulatorOutputs]:
+    """Homeostasis: relax the tonic levels to ``now``; return the outputs other stages read."""
+    if not coord._on("neuromodulator"):
+        return skipped(), neuromodulator.NEUTRAL_OUTPUTS
+    params = coord.config.param("neuromodulator", neuromodulator.DEFAULT_PARAMS)
+    raw = coord.storage.kv_get(part, dynamics.KV_NEURO)
+    try:
+        before = neuromodulator.NeuromodulatorState.from_dict(raw) if raw else None
+    except (KeyError, TypeError, ValueError):
+        before = None
+    state = before or neuromodulator.initial_state(now=now, params=params)
+    after = neuromodulator.homeostasis(state, now=now, params=params)
+    out = neuromodulator.outputs(after, now=now, params=params)
+    with coord.storage.transaction() as tx:
+        tx.kv_put(part, dynamics.KV_NEURO, after.to_dict())
+    return {
+        "initialised": before is None,
+        "hours_since_update": num(max(0.0, now - state.updated_at) / 3600.0),
+        "tonic": {c: [num(state.tonic[c]), num(after.tonic[c])] for c in neuromodulator.CHANNELS},
+        "bursts": [len(state.bursts), len(after.bursts)],
+        "outputs": {k: num(v) for k, v in asdict(out).items()},
+    }, out
+
+
+# ---------------------------------------------------------------------------- Two-Factor decay
+def edge_decay_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[str, Any]:
+    """Importance-gated decay of every association edge since the last pass; prune the dead.
+
+    The time decayed is measured from the later of the edge's last change and the last
+    edge-decay pass (kv ``edge_decay``), so repeated sleeps never decay a span twice. An
+    edge without a timestamp starts counting at the first pass. Provenance edges
+    (``evidence_of``) are not associations and do not decay.
+    """
+    if not coord._on("two_factor_hebbian"):
+        return skipped()
+    params = coord.config.param("two_factor_hebbian", two_factor.DEFAULTS)
+    last = coord.storage.kv_get(part, KV_EDGE_DECAY) or {}
+    last_at = last.get("at")
+    edges = [e for e in coord.storage.edges(part) if e.relation not in PROVENANCE]
+    report: dict[str, Any] = {"edges": len(edges), "last_pass": last_at, "decayed": [], "pruned": []}
+    if edges:
+        upd = np.fromiter((e.updated_at for e in edges), float, len(edges))
+        if last_at is None:
+            start = np.where(upd > 0, upd, now)
+        else:
+            start = np.maximum(upd, float(last_at))
+        days = np.maximum(0.0, now - start) / DAY
+        w = np.fromiter((e.weight for e in edges), float, len(edges))
+        var = np.fromiter((e.variance for e in edges), float, len(edges))
+        new_w, prune = two_factor.decay(w, var, days=days, params=params)
+        new_w, prune = np.asarray(new_w, float).reshape(-1), np.asarray(prune, bool).reshape(-1)
+        changed = np.flatnonzero(~prune & (np.abs(new_w - w) > 1e-12))
+        dead = np.flatnonzero(prune)
+        imp = 1.0 / np.maximum(var, 1e-12)
+        report["decayed"] = [
+            {**edge_entry(edges[j], w[j], new_w[j]), "importance": num(imp[j]), "days": num(days[j])} for j in changed
+        ]
+        report["pruned"] = [{**edge_entry(edges[j], w[j], new_w[j]), "importance": num(imp[j])} for j in dead]
+    with coord.storage.transaction() as tx:
+        if edges:
+            tx.put_edges(part, [replace(edges[j], weight=float(new_w[j])) for j in changed])
+            tx.delete_edges(part, [edge_key(edges[j]) for j in dead])
+        tx.kv_put(part, KV_EDGE_DECAY, {"at": now})
+    return report
+
+
+# ---------------------------------------------------------------------------- Simulation-Selection
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.divide(v, n, out=np.zeros_like(v, dtype=np.float64), where=n > 1e-12)
+
+
+def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[np.ndarray, np.ndarray]:
+    """(reward, |delta_TD|) per episode.
+
+    reward: ``metadata.reward`` if set, else the success rate of recorded outcomes
+    (state ``outcomes``), else usage, ``min(1, recalls / reward_saturation)``.
+    |delta_TD|: ``metadata.td_error`` if set, else the gap between the reward and what
+    the memory's confidence predicted, ``|reward - alpha / (alpha + beta)|``.
+    """
+    n = len(items)
+    reward = np.zeros(n)
+    td = np.zeros(n)
+    for k, it in enumerate(items):
+        r = it.metadata.get(META_REWARD)
+        out = it.state.get(dynamics.OUTCOMES)
+        if isinstance(r, (int, float)) and not isinstance(r, bool):
+            rv = float(r)
+        elif isinstance(out, dict) and int(out.get("ok", 0)) + int(out.get("fail", 0)) > 0:
+            ok, fail = int(out.get("ok", 0)), int(out.get("fail", 0))
+            rv = ok / (ok + fail)
+        else:
+            rv = min(1.0, it.access_count / limits.reward_saturation)
+        reward[k] = min(1.0, max(0.0, rv))
+        t = it.metadata.get(META_TD_ERROR)
+        if isinstance(t, (int, float)) and not isinstance(t, bool):
+            td[k] = min(1.0, abs(float(t)))
+        else:
+            td[k] = abs(reward[k] - it.confidence)
+    return reward, td
+
+
+def selection_stage(
+    coord: "MemoryCoordinator",
+    part: Any,
+    now: float,
+    limits: LifecycleLimits,
+    neuro: neuromodulator.NeuromodulatorOutputs,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Replay real episodes and generated counterfactuals; LTP/LTD on strengths and edges; prune.
+
+    Returns the report entry and the replayed memories with a replay amount (their TAG)
+    for TripleCopy promotion.
+    """
+    if not coord._on("simulation_selection_sleep"):
+        return skipped(), {}
+    base = coord.config.param("simulation_selection_sleep", sleep_selection.DEFAULTS)
+    shift = limits.patience_gain * (neuro.consolidation_patience - 0.5)
+    theta = float(min(0.95, max(0.05, base.select_threshold + shift)))
+    ltd = float(min(theta, max(0.0, base.ltd_threshold + (theta - base.select_threshold))))
+    params = replace(base, select_threshold=theta, ltd_threshold=ltd)
+    tf = coord.config.param("two_factor_hebbian", two_factor.DEFAULTS)
+
+    eps = load(coord, part, layers=[Layer.EPISODIC], order_by="created_at", descending=True,
+               limit=int(limits.sleep_max_episodes))
+    report: dict[str, Any] = {
+        "threshold": theta, "ltd_threshold": ltd, "patience": num(neuro.consolidation_patience),
+        "candidates": {"real": len(eps), "counterfactual": 0},
+        "ltp": {}, "ltd": {}, "skipped": [], "counterfactuals": [],
+        "edges_changed": [], "edges_created": [], "edges_pruned": [],
+    }
+    if not eps:
+        return report, {}
+    ids = [e.id for e in eps]
+    index = {m: k for k, m in enumerate(ids)}
+    edges = [e for e in coord.storage.edges(part, ids) if e.relation not in PROVENANCE]
+    by_key = {edge_key(e): e for e in edges}
+    keys = list(by_key)
+    degree = np.zeros(len(ids))
+    for s, d, _ in keys:
+        for x in (s, d):
+            k = index.get(x)
+            if k is not None:
+                degree[k] += 1
+    reward, td = episode_signals(eps, limits)
+    emotion = np.fromiter((abs(e.valence) * e.arousal for e in eps), float, len(eps))
+    vec = vectors(coord, part, ids).astype(np.float64)
+    use_ewc = coord._on("two_factor_hebbian")
+    plan = sleep_selection.plan_sleep(
+        memory_ids=ids,
+        strengths=np.fromiter((e.strength for e in eps), float, len(eps)),
+        td_errors=td,
+        rewards=reward,
+        related_counts=degree,
+        rng=coord._rng,
+        emotion=emotion,
+        embeddings=vec,
+        edges=keys,
+        edge_weights=np.fromiter((by_key[k].weight for k in keys), float, len(keys)),
+        edge_variances=np.fromiter((by_key[k].variance for k in keys), float, len(keys)) if use_ewc else None,
+        params=params,
+        two_factor_params=tf,
+    )
+    tags = plan.tags
+    replayed: dict[str, float] = {}
+    for mid in plan.ltp_ids:
+        old = eps[index[mid]].strength
+        report["ltp"][mid] = {"tag": num(tags[mid]), "strength": [num(old), num(plan.strengths.get(mid, old))]}
+        replayed[mid] = max(replayed.get(mid, 0.0), float(tags[mid]))
+    for mid in plan.ltd_ids:
+        old = eps[index[mid]].strength
+        report["ltd"][mid] = {"tag": num(tags[mid]), "strength": [num(old), num(plan.strengths.get(mid, old))]}
+    report["skipped"] = list(plan.skipped_ids)
+    unit = _unit(vec)
+    for cf in plan.counterfactuals:
+        entry: dict[str, Any] = {
+            "source_id": cf.source_id, "neighbour_id": cf.neighbour_id, "mix": num(cf.mix),
+            "similarity": num(cf.similarity), "reward": num(cf.reward), "td_error": num(cf.td_error),
+            "novelty": num(cf.novelty), "tag": num(cf.tag), "action": cf.action,
+            "bridge": "existing" if cf.bridge_edges else ("new" if cf.action == sleep_selection.LTP else "none"),
+        }
+        if cf.vector is not None:
+            v = _unit(np.asarray(cf.vector, dtype=np.float64))
+            entry["cosine_to_source"] = num(v @ unit[index[cf.source_id]])
+            entry["cosine_to_neighbour"] = num(v @ unit[index[cf.neighbour_id]])
+        report["counterfactuals"].append(entry)
+        if cf.action == sleep_selection.LTP:
+            for mid in (cf.source_id, cf.neighbour_id):
+                replayed[mid] = max(replayed.get(mid, 0.0), float(cf.tag))
+    report["candidates"]["counterfactual"] = len(plan.counterfactuals)
+
+    with coord.storage.transaction() as tx:
+        changed_ids = list(plan.strengths)
+        tx.update_columns(part, changed_ids, strength=[plan.strengths[m] for m in changed_ids])
+        for mid in changed_ids:
+            action = "ltp" if mid in report["ltp"] else "ltd"
+            tx.log(part, HistoryEvent(mid, now, "replayed", {"action": action, **report[action][mid]}))
+        upd = []
+        for key, new_w in plan.edge_weights.items():
+            e = by_key[key]
+            upd.append(replace(e, weight=float(new_w), updated_at=now))
+            report["edges_changed"].append(edge_entry(e, e.weight, new_w))
+        tx.put_edges(part, upd)
+        new = []
+        for (src, dst), w in plan.new_edges.items():
+            e = Edge(src, dst, COUNTERFACTUAL, float(w), tf.initial_variance, 0, now)
+            new.append(e)
+            report["edges_created"].append(edge_entry(e))
+        tx.put_edges(part, new)
+        tx.delete_edges(part, list(plan.pruned_edges))
+        report["edges_pruned"] = [edge_entry(by_key[k]) for k in plan.pruned_edges]
+    report["summary"] = plan.summary()
+    return report, replayed
+
+
+# ---------------------------------------------------------------------------- TripleCopy
+def triple_copy_stage(coord: "MemoryCoordinator", part: Any, now: float, replayed: dict[str, float]) -> dict[str, Any]:
+    """Replayed memories consolidate: their deep copy's target grows (``triple_copy.consolidate``)."""
+    if not coord._on("triple_copy"):
+        return skipped()
+    params = coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)
+    report: dict[str, Any] = {"promoted": 0, "memories": {}}
+    if not replayed:
+        report["note"] = "no memory was replayed"
+        return report
+    items = coord.storage.get(part, list(replayed))
+    with coord.storage.transaction() as tx:
+        for it in items:
+            st = copy_state(it, params)
+            new = triple_copy.consolidate(st, now=now, amount=replayed[it.id], params=params)
+            it.state[dynamics.COPIES] = new.to_dict()
+            tx.update_state(part, it.id, it.state)
+            report["memories"][it.id] = {
+                "amount": num(replayed[it.id]),
+                "deep_target": [num(st.deep_target), num(new.deep_target)],
+            }
+    report["promoted"] = len(report["memories"])
+    return report
+
+
+# ---------------------------------------------------------------------------- Bayesian
+def bayesian_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[str, Any]:
+    """Loopy belief propagation over the semantic facts' typed edges.
+
+    The local evidence of each fact (the unary factor) is kept in state ``conf_local``;
+    observations added since the last pass (conf_alpha/conf_beta moved away from what
+    propagation wrote, ``conf_written``) are added to it, so the graph is never counted twice.
+    """
+    if not coord._on("bayesian_confidence"):
+        return skipped()
+    params = coord.config.param("bayesian_confidence", bayesian.BayesianParams())
+    facts = load(coord, part, layers=[Layer.SEMANTIC])
+    report: dict[str, Any] = {"facts": len(facts), "edges": 0, "changed": {}}
+    if not facts:
+        return report
+    n = len(facts)
+    cur_a = np.fromiter((f.conf_alpha for f in facts), float, n)
+    cur_b = np.fromiter((f.conf_beta for f in facts), float, n)
+    loc_a, loc_b = cur_a.copy(), cur_b.copy()
+    for k, f in enumerate(facts):
+        local, written = f.state.get(CONF_LOCAL), f.state.get(CONF_WRITTEN)
+        if isinstance(local, list) and isinstance(written, list) and len(local) == 2 and len(written) == 2:
+            loc_a[k] = max(1e-3, float(local[0]) + cur_a[k] - float(written[0]))
+            loc_b[k] = max(1e-3, float(local[1]) + cur_b[k] - float(written[1]))
+    index = {f.id: k for k, f in enumerate(facts)}
+    couplings = bayesian.relation_couplings(params)
+    edges = [e for e in coord.storage.edges(part, list(index)) if e.relation in couplings]
+    src, dst, rel, w = bayesian.edge_arrays(edges, index)
+    report["edges"] = int(src.size)
+    res = bayesian.propagate(alpha=loc_a, beta=loc_b, src=src, dst=dst, relation=rel, weight=w,
+                             ids=[f.id for f in facts], params=params)
+    report["iterations"] = int(res.iterations)
+    report["converged"] = bool(res.converged)
+    moved = np.flatnonzero((np.abs(res.alpha - cur_a) > 1e-9) | (np.abs(res.beta - cur_b) > 1e-9))
+    if moved.size == 0:
+        return report
+    with coord.storage.transaction() as tx:
+        ids = [facts[k].id for k in moved]
+        tx.update_columns(part, ids, conf_alpha=[float(res.alpha[k]) for k in moved],
+                          conf_beta=[float(res.beta[k]) for k in moved])
+        for k in moved:
+            f = facts[k]
+            f.state[CONF_LOCAL] = [float(loc_a[k]), float(loc_b[k])]
+            f.state[CONF_WRITTEN] = [float(res.alpha[k]), float(res.beta[k])]
+            tx.update_state(part, f.id, f.state)
+            before = float(cur_a[k] / (cur_a[k] + cur_b[k]))
+            after = float(res.belief[k])
+            entry = {"confidence": [before, after], "local": float(res.local[k]),
+                     "alpha": [float(cur_a[k]), float(res.alpha[k])], "beta": [float(cur_b[k]), float(res.beta[k])]}
+            if abs(after - before) >= params.log_threshold:
+                tx.log(part, HistoryEvent(f.id, now, "confidence", entry))
+            report["changed"][f.id] = entry
+    return report
+
+
+# ---------------------------------------------------------------------------- spectral health
+def spectral_stage(coord: "MemoryCoordinator", part: Any, now: float, context: str) -> dict[str, Any]:
+    """Fiedler value of each context's memory graph; bridge fragments; store the last lambda_2."""
+    if not coord._on("spectral_kg_health"):
+        return skipped()
+    params = coord.config.param("spectral_kg_health", spectral.SpectralParams())
+    active = {i.id: i.context for i in load(coord, part)}
+    per_ctx: dict[str, list[Edge]] = defaultdict(list)
+    for e in coord.storage.edges(part):
+        c1, c2 = active.get(e.src), active.get(e.dst)
+        if c1 is not None and c1 == c2 and e.src != e.dst:
+            per_ctx[c1].append(e)
+    report: dict[str, Any] = {"contexts": {}, "bridges": []}
+    new_edges: list[Edge] = []
+    for ctx in sorted(per_ctx):
+        edges = per_ctx[ctx]
+        nodes = sorted({x for e in edges for x in (e.src, e.dst)})
+        pos = {m: k for k, m in enumerate(nodes)}
+        s = np.fromiter((pos[e.src] for e in edges), np.int64, len(edges))
+        d = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))
+        w = np.fromiter((e.weight for e in edges), float, len(edges))
+        before = spectral.health(n=len(nodes), src=s, dst=d, weight=w, params=params)
+        bridges: list[spectral.Bridge] = []
+        if before.is_fragmented and before.n_components > 1:
+            vec = vectors(coord, part, nodes).astype(np.float64)
+            bridges = spectral.propose_bridges(report=before, vectors=vec, params=params)
+        after = before
+        if bridges:
+            s2, d2, w2 = spectral.with_bridges(src=s, dst=d, weight=w, bridges=bridges)
+            after = spectral.health(n=len(nodes), src=s2, dst=d2, weight=w2, params=params)
+            for b in bridges:
+                e = Edge(nodes[b.src], nodes[b.dst], BRIDGE, float(b.similarity), 1.0, 0, now)
+                new_edges.append(e)
+                report["bridges"].append({**edge_entry(e), "context": ctx, "similarity": num(b.similarity),
+                                          "components": list(b.components)})
+        change = spectral.compare(before, after)
+        report["contexts"][ctx] = {
+            "fiedler": [num(change.fiedler_before), num(change.fiedler_after)],
+            "components": [change.components_before, change.components_after],
+            "nodes": before.n_nodes, "edges": before.n_edges,
+            "fragmented": [before.is_fragmented, after.is_fragmented],
+        }
+    scoped = report["contexts"].get(context)
+    kv = {
+        "at": now,
+        "fiedler": scoped["fiedler"][1] if scoped else 0.0,
+        "context": context,
+        "by_context": {c: {"fiedler": v["fiedler"][1], "components": v["components"][1]} for c, v in report["contexts"].items()},
+    }
+    report["fiedler"] = kv["fiedler"]
+    with coord.storage.transaction() as tx:
+        tx.put_edges(part, new_edges)
+        tx.kv_put(part, dynamics.KV_SPECTRAL, kv)
+    return report
+
+
+# ---------------------------------------------------------------------------- compositional
+def compositional_stage(coord: "MemoryCoordinator", part: Any, now: float, limits: LifecycleLimits) -> dict[str, Any]:
+    """Fit the shared and per-context bases over the partition's vectors; save them in kv."""
+    if not coord._on("compositional_context"):
+        return skipped()
+    params = coord.config.param("compositional_context", compositional.CompositionalParams())
+    by_ctx: dict[str, list[MemoryItem]] = defaultdict(list)
+    for it in load(coord, part, order_by="created_at", descending=True):
+        if len(by_ctx[it.context]) < limits.compositional_max_per_context:
+            by_ctx[it.context].append(it)
+    ids = [i.id for c in sorted(by_ctx) for i in by_ctx[c]]
+    ctxs = [c for c in sorted(by_ctx) for _ in by_ctx[c]]
+    vec = vectors(coord, part, ids).astype(np.float64)
+    keep = np.linalg.norm(vec, axis=1) > 0
+    vec, ctxs = vec[keep], [c for c, k in zip(ctxs, keep) if k]
+    if vec.shape[0] == 0:
+        return {"memories": 0, "note": "no vectors"}
+    state = compositional.fit(vectors=vec, contexts=ctxs, params=params)
+    data = state.to_json()
+    data["fitted_at"] = now
+    with coord.storage.transaction() as tx:
+        tx.kv_put(part, dynamics.KV_COMPOSITIONAL, data)
+    return {
+        "memories": int(vec.shape[0]),
+        "context_sizes": dict(state.context_sizes),
+        "shared_dim": state.shared_dim,
+        "agreement": [num(a) for a in state.agreement],
+        "specific_dims": {c: int(m.shape[1]) for c, m in sorted(state.specific.items())},
+    }
+
+
+# ---------------------------------------------------------------------------- curiosity
+def curiosity_stage(coord: "MemoryCoordinator", part: Any, now: float, limits: LifecycleLimits) -> dict[str, Any]:
+    """Rank the semantic facts by uncertainty and learning progress; store the queue in kv.
+
+    Each fact keeps a short confidence history (state ``conf_history``) for the slope.
+    """
+    if not coord._on("curiosity"):
+        return skipped()
+    params = coord.config.param("curiosity", curiosity.DEFAULT_PARAMS)
+    facts = load(coord, part, layers=[Layer.SEMANTIC])
+    histories: list[tuple[list[float], list[float]]] = []
+    touched: list[MemoryItem] = []
+    for f in facts:
+        h = [p for p in (f.state.get(CONF_HISTORY) or []) if isinstance(p, list) and len(p) == 2]
+        if not h or now - float(h[-1][0]) >= limits.curiosity_min_interval_s:
+            h = (h + [[float(now), float(f.confidence)]])[-int(limits.curiosity_history):]
+            f.state[CONF_HISTORY] = h
+            touched.append(f)
+        histories.append(([float(p[0]) for p in h], [float(p[1]) for p in h]))
+    gaps = curiosity.rank_gaps(
+        ids=[f.id for f in facts],
+        alpha=np.fromiter((f.conf_alpha for f in facts), float, len(facts)),
+        beta=np.fromiter((f.conf_beta for f in facts), float, len(facts)),
+        now=now,
+        histories=histories,
+        limit=int(limits.curiosity_queue_size),
+        params=params,
+    ) if facts else ()
+    queue = [g.to_dict() for g in gaps]
+    with coord.storage.transaction() as tx:
+        for f in touched:
+            tx.update_state(part, f.id, f.state)
+        # A list of gaps, highest priority first: the shape review_queue reads.
+        tx.kv_put(part, dynamics.KV_CURIOSITY, queue)
+    return {"facts": len(facts), "queued": len(queue), "queue": queue}
+
+
+# ---------------------------------------------------------------------------- HyperAgent
+def hyperagent_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[str, Any]:
+    """Read the MetacognitiveMonitor's log, step the HyperAgent, store its state and changes."""
+    if not coord._on("metacognitive_hyperagent"):
+        return skipped()
+    params = coord.config.param("metacognitive_hyperagent", hyperagent.DEFAULT_PARAMS)
+    raw = coord.storage.kv_get(part, dynamics.KV_HYPER)
+    state = None
+    if isinstance(raw, dict):
+        try:
+            state = hyperagent.HyperAgentState.from_dict(raw)
+        except (KeyError, TypeError, ValueError):
+            state = None
+    if state is None:
+        lw = min(hyperagent.TUNABLES["lexical_weight"].hi, coord.config.recall.lexical_weight)
+        state = hyperagent.initial_state(values={"lexical_weight": lw})
+    report: dict[str, Any] = {"signals": None, "changes": [], "values": dict(state.values)}
+    mraw = coord.storage.kv_get(part, dynamics.KV_METACOG)
+    changes: tuple[hyperagent.ParamChange, ...] = ()
+    if isinstance(mraw, dict):
+        mparams = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
+        monitor = metacognition.MonitorState.from_dict(mraw)
+        sig = metacognition.signals(monitor, now=now, params=mparams)
+        state, changes = hyperagent.step(state, signals=sig, now=now, params=params)
+        report["signals"] = {
+            "n_retrievals": sig.n_retrievals, "n_evidence": sig.n_evidence, "hit_rate": sig.hit_rate,
+            "ece": sig.ece, "recency_bias": sig.recency_bias, "confirmation_bias": sig.confirmation_bias,
+            "alerts": sorted(sig.alert_kinds()),
+        }
+    else:
+        report["note"] = "no metacognition log yet"
+    report["changes"] = [asdict(c) for c in changes]
+    report["values"] = dict(state.values)
+    with coord.storage.transaction() as tx:
+        tx.kv_put(part, dynamics.KV_HYPER, state.to_dict())
+    return report
+
+
+__all__ = [
+    "bayesian_stage",
+    "compositional_stage",
+    "curiosity_stage",
+    "edge_decay_stage",
+    "episode_signals",
+    "hyperagent_stage",
+    "neuromodulator_stage",
+    "selection_stage",
+    "spectral_stage",
+    "triple_copy_stage",
+]
