@@ -194,7 +194,7 @@ def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
     vecs = coord.storage.vectors(part, ids)
     existing = {(e.src, e.dst): e for e in coord.storage.edges(part, ids) if e.relation == "co_recall"}
     best = max(h.score for h in top) or 1.0
-    out = []
+    pairs, old = [], []
     for i in range(len(top)):
         for j in range(i + 1, len(top)):
             a, b = ids[i], ids[j]
@@ -202,14 +202,18 @@ def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
             if e is None:
                 w0, v0, k0 = two_factor.new_edge(params=tp)
                 e = Edge(a, b, "co_recall", w0, v0, k0, now)
-            amp = float(max(0.0, vecs[i] @ vecs[j]))
-            tag = float(min(1.0, (top[i].score + top[j].score) / (2 * best)))
-            lock = 0.0
-            if coord._on("stability_protector"):
-                lock = float(two_factor.variance_lock(e.variance))
-            w, var, k = two_factor.update(e.weight, e.variance, e.activations, tag, amp, lock, params=tp)
-            out.append(Edge(e.src, e.dst, "co_recall", float(w), float(var), int(k), now))
-    return out
+            pairs.append((i, j))
+            old.append(e)
+    ii = np.array([p[0] for p in pairs])
+    jj = np.array([p[1] for p in pairs])
+    scores = np.array([h.score for h in top])
+    amp = np.maximum(0.0, np.einsum("ij,ij->i", vecs[ii], vecs[jj]))
+    tag = np.minimum(1.0, (scores[ii] + scores[jj]) / (2 * best))
+    var = np.array([e.variance for e in old])
+    lock = np.asarray(two_factor.variance_lock(var)) if coord._on("stability_protector") else np.zeros(len(old))
+    w, var2, k = two_factor.update(np.array([e.weight for e in old]), var, np.array([e.activations for e in old]),
+                                   tag, amp, lock, params=tp)
+    return [Edge(e.src, e.dst, "co_recall", float(w[n]), float(var2[n]), int(k[n]), now) for n, e in enumerate(old)]
 
 
 def _check_intentions(coord, part, now, *, text=None, embedding=None):

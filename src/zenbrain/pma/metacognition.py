@@ -102,10 +102,11 @@ class MonitorState:
     surprises: tuple[SurpriseEvent, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        # vars() instead of asdict(): the log is flat and serialised after every recall.
         return {
-            "retrievals": [asdict(r) for r in self.retrievals],
-            "evidence": [asdict(e) for e in self.evidence],
-            "surprises": [asdict(s) for s in self.surprises],
+            "retrievals": [dict(vars(r)) for r in self.retrievals],
+            "evidence": [dict(vars(e)) for e in self.evidence],
+            "surprises": [dict(vars(s)) for s in self.surprises],
         }
 
     @classmethod

@@ -551,10 +551,12 @@ class SQLiteStore:
                 rows = []
                 for chunk in iter_chunks(idl, 400):
                     q = ",".join("?" * len(chunk))
+                    # Two indexed lookups; an OR across both columns would scan the table.
                     rows.extend(
                         self._db.execute(
-                            f"SELECT * FROM edges WHERE user_id=? AND agent_id=? AND (src IN ({q}) OR dst IN ({q}))",
-                            (*partition, *chunk, *chunk),
+                            f"SELECT * FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
+                            f"SELECT * FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
+                            (*partition, *chunk, *partition, *chunk),
                         ).fetchall()
                     )
         seen = set()

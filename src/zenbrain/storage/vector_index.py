@@ -41,11 +41,22 @@ class PartitionIndex:
     _archived: np.ndarray | None = None
     _alive: np.ndarray | None = None
     _event: np.ndarray | None = None
-    contexts: list[str] = field(default_factory=list)  # per row
-    sessions: list[str | None] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
+    # Strings per row are stored as integer codes so filters are numpy comparisons.
+    _ctx: np.ndarray | None = None
+    _sess: np.ndarray | None = None
+    _kind: np.ndarray | None = None
+    codes: dict[str | None, int] = field(default_factory=dict)
     n: int = 0
     dead: int = 0
+
+    def code(self, value: str | None) -> int:
+        c = self.codes.get(value)
+        if c is None:
+            c = self.codes[value] = len(self.codes)
+        return c
+
+    def _codes_of(self, values) -> np.ndarray:
+        return np.array([self.codes[v] for v in values if v in self.codes], dtype=np.int32)
 
     def __post_init__(self) -> None:
         cap = 1024
@@ -54,6 +65,9 @@ class PartitionIndex:
         self._archived = np.zeros(cap, dtype=bool)
         self._alive = np.zeros(cap, dtype=bool)
         self._event = np.zeros(cap, dtype=np.float64)
+        self._ctx = np.zeros(cap, dtype=np.int32)
+        self._sess = np.zeros(cap, dtype=np.int32)
+        self._kind = np.zeros(cap, dtype=np.int32)
 
     def _grow(self, need: int) -> None:
         cap = self._vecs.shape[0]
@@ -61,7 +75,7 @@ class PartitionIndex:
             return
         new = max(need, cap * 2)
         self._vecs = np.resize(self._vecs, (new, self.dim))
-        for name in ("_layer", "_archived", "_alive", "_event"):
+        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind"):
             arr = getattr(self, name)
             grown = np.zeros(new, dtype=arr.dtype)
             grown[:cap] = arr
@@ -74,14 +88,10 @@ class PartitionIndex:
             i = self.n
             self.n += 1
             self.ids.append(row.id)
-            self.contexts.append(row.context)
-            self.sessions.append(row.session_id)
-            self.kinds.append(row.kind)
             self.pos[row.id] = i
-        else:
-            self.contexts[i] = row.context
-            self.sessions[i] = row.session_id
-            self.kinds[i] = row.kind
+        self._ctx[i] = self.code(row.context)
+        self._sess[i] = self.code(row.session_id)
+        self._kind[i] = self.code(row.kind)
         self._vecs[i] = row.vector
         self._layer[i] = LAYER_CODES[row.layer]
         self._archived[i] = row.archived
@@ -102,13 +112,10 @@ class PartitionIndex:
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self.n])
         self._vecs[: len(keep)] = self._vecs[keep]
-        for name in ("_layer", "_archived", "_alive", "_event"):
+        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind"):
             arr = getattr(self, name)
             arr[: len(keep)] = arr[keep]
         self.ids = [self.ids[i] for i in keep]
-        self.contexts = [self.contexts[i] for i in keep]
-        self.sessions = [self.sessions[i] for i in keep]
-        self.kinds = [self.kinds[i] for i in keep]
         self.n = len(keep)
         self._alive[self.n :] = False
         self.pos = {mid: i for i, mid in enumerate(self.ids)}
@@ -134,16 +141,16 @@ class PartitionIndex:
             codes = np.array([LAYER_CODES[layer] for layer in layers], dtype=np.int8)
             m &= np.isin(self._layer[:n], codes)
         if contexts is not None:
-            m &= np.fromiter((c in contexts for c in self.contexts), dtype=bool, count=n)
+            m &= np.isin(self._ctx[:n], self._codes_of(contexts))
         # Working and short-term memory belong to one session; other sessions never see them.
         ephemeral = np.isin(self._layer[:n], _EPHEMERAL)
         if session_id is None:
             m &= ~ephemeral
         else:
-            same = np.fromiter((s == session_id for s in self.sessions), dtype=bool, count=n)
+            same = self._sess[:n] == self.codes.get(session_id, -1)
             m &= ~ephemeral | same
         if kinds is not None:
-            m &= np.fromiter((k in kinds for k in self.kinds), dtype=bool, count=n)
+            m &= np.isin(self._kind[:n], self._codes_of(kinds))
         if event_after is not None:
             m &= self._event[:n] >= event_after
         if event_before is not None:
