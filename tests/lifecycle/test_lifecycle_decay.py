@@ -1,0 +1,177 @@
+"""decay(): forgetting curves archive and restore; STC rescue; each curve switchable."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from zenbrain import dynamics
+from zenbrain.lifecycle_common import ARCHIVED_BY, RESCUED_AT
+from zenbrain.model import Edge, Layer
+from zenbrain.pma import triple_copy
+
+NEUTRAL = [
+    "The library on Elm Street opens at nine",
+    "The train to Leeds leaves from platform four",
+    "Granite is an igneous rock",
+]
+CORE = "My name is Ada and I live in Bristol"
+
+
+def _scene(w):
+    facts = [w.store(t) for t in NEUTRAL]
+    core = w.store(CORE)
+    assert core.layer is Layer.CORE
+    return facts, core
+
+
+@pytest.mark.parametrize("off", [(), ("triple_copy",), ("ebbinghaus_decay",)])
+def test_sixty_days_archive_neutral_memories_but_never_core(world, off):
+    w = world(*off)
+    facts, core = _scene(w)
+    w.clock.advance(days=60)
+    rep = w.mem.decay(w.scope)
+    archived = set(rep.stages["archive"]["ids"])
+    assert archived == {f.id for f in facts}
+    assert core.id not in archived and not w.get(core.id).archived
+    for f in facts:
+        item = w.get(f.id)
+        assert item.archived and item.state[ARCHIVED_BY] == "decay"
+        assert [e.action for e in w.mem.history(f.id, w.scope)][-1] == "archived"
+        assert rep.stages["archive"]["retrievability"][f.id] <= 0.1
+    # archived memories are out of recall, and still recoverable
+    assert all(h.id not in archived for h in w.mem.recall("library train granite", w.scope, touch=False))
+    json.dumps(rep.as_dict())  # the report is plain JSON
+
+
+def test_nothing_decays_when_both_curves_are_off(world):
+    w = world("ebbinghaus_decay", "triple_copy")
+    facts, _ = _scene(w)
+    w.clock.advance(days=365)
+    rep = w.mem.decay(w.scope)
+    assert all(not w.get(f.id).archived for f in facts)
+    for name in ("retrievability", "archive", "restore", "review"):
+        assert "skipped" in rep.stages[name]
+
+
+def test_restore_brings_back_a_memory_used_again(world):
+    w = world()
+    facts, _ = _scene(w)
+    w.clock.advance(days=60)
+    w.mem.decay(w.scope)
+    target = facts[0]
+    assert w.get(target.id).archived
+    # Reviewing it (an archived memory stays reachable by id) resets its clock.
+    w.mem.review(target.id, w.scope, "good")
+    rep = w.mem.decay(w.scope)
+    assert target.id in rep.stages["restore"]["ids"]
+    item = w.get(target.id)
+    assert not item.archived and ARCHIVED_BY not in item.state
+    assert [e.action for e in w.mem.history(target.id, w.scope)][-1] == "restored"
+    # the others stay archived
+    assert all(w.get(f.id).archived for f in facts[1:])
+
+
+def test_review_band_is_reported(world):
+    w = world("triple_copy")
+    f = w.store(NEUTRAL[0])
+    w.clock.advance(days=1.5)  # Ebbinghaus alone: R = exp(-1.5) = 0.22, between 0.1 and 0.3
+    rep = w.mem.decay(w.scope)
+    assert rep.stages["review"]["ids"] == [f.id]
+    assert rep.stages["review"]["retrievability"][f.id] == pytest.approx(0.2231, abs=1e-3)
+    assert not w.get(f.id).archived
+
+
+def _stable_fact(w):
+    """A well-learned fact (Ebbinghaus stability 30 days) next to a fresh one."""
+    learned = w.store(NEUTRAL[0])
+    fresh = w.store(NEUTRAL[1])
+    w.set(learned.id, stability=30.0)
+    return learned, fresh
+
+
+def test_ebbinghaus_stability_keeps_a_learned_memory(world):
+    def run(*off):
+        w = world(*off)
+        learned, fresh = _stable_fact(w)
+        w.clock.advance(days=40)
+        rep = w.mem.decay(w.scope)
+        return learned.id in rep.stages["archive"]["ids"], fresh.id in rep.stages["archive"]["ids"], rep
+
+    learned_gone, fresh_gone, rep = run()
+    assert not learned_gone and fresh_gone  # exp(-40/30) = 0.26 keeps it in the review band
+    learned_gone_off, fresh_gone_off, _ = run("ebbinghaus_decay")
+    assert learned_gone_off and fresh_gone_off  # the TripleCopy medium copy alone has faded
+
+
+def test_triple_copy_medium_copy_outlasts_the_ebbinghaus_curve(world):
+    def run(*off):
+        w = world(*off)
+        f = w.store(NEUTRAL[2])
+        w.clock.advance(days=10)  # Ebbinghaus: exp(-10) ~ 0; medium copy 0.8 S0 exp(-10/14)
+        rep = w.mem.decay(w.scope)
+        return f, rep
+
+    f, rep = run()
+    assert f.id not in rep.stages["archive"]["ids"]
+    assert rep.stages["retrievability"]["curves"] == ["ebbinghaus_decay", "triple_copy"]
+    s0 = f.state[dynamics.COPIES]["s0"]
+    assert f.id in rep.stages["review"]["ids"]
+    assert rep.stages["review"]["retrievability"][f.id] == pytest.approx(0.8 * s0 * math.exp(-10 / 14), rel=1e-6)
+    f_off, rep_off = run("triple_copy")
+    assert f_off.id in rep_off.stages["archive"]["ids"]
+    assert rep_off.stages["retrievability"]["curves"] == ["ebbinghaus_decay"]
+
+
+def _stc_scene(w):
+    """A weak memory and a strongly consolidated partner activated ten minutes later."""
+    weak = w.store("Sam's birthday dinner is booked at the Italian place")
+    w.clock.advance(minutes=10)
+    donor = w.store("The Italian place on Mill Road does great risotto")
+    # Known starting points, independent of encoding-time mechanisms.
+    w.set(weak.id, strength=0.6, stability=1.0)
+    w.set_state(weak.id, **{dynamics.COPIES: triple_copy.encode(s0=0.6, now=weak.last_access).to_dict()})
+    w.set(donor.id, stability=365.0, strength=1.0)
+    w.set_state(donor.id, **{dynamics.COPIES: triple_copy.encode(s0=1.0, now=donor.last_access,
+                                                                  deep_target=1.0).to_dict()})
+    w.put_edges([Edge(weak.id, donor.id, "related", 0.9, 1.0, 0, w.clock.now())])
+    return weak, donor
+
+
+def test_stc_rescues_a_fading_memory_before_it_is_archived(world):
+    def run(*off):
+        w = world(*off)
+        weak, donor = _stc_scene(w)
+        w.clock.advance(days=5)  # weak: R = 0.48 exp(-5/14) = 0.34 < 0.4 (tagged), > 0.1 (not archived yet)
+        first = w.mem.decay(w.scope)
+        w.clock.advance(days=25)
+        second = w.mem.decay(w.scope)
+        return w, weak, donor, first, second
+
+    w, weak, donor, first, second = run()
+    rescue = first.stages["stc_rescue"]["rescues"][weak.id]
+    assert rescue["donor"] == donor.id and rescue["via"] in ("edge", "both")
+    old_r, new_r = rescue["retrievability"]
+    assert old_r < 0.4 and new_r == pytest.approx(old_r + 0.3, abs=1e-6)
+    assert rescue["stability"][1] > rescue["stability"][0]
+    item = w.get(weak.id)
+    assert item.state[dynamics.RESCUED] == 1 and item.state[RESCUED_AT] > 0
+    assert "rescued" in [e.action for e in w.mem.history(weak.id, w.scope)]
+    assert weak.id not in second.stages["archive"]["ids"] and not item.archived
+    # a memory is rescued once per tag: no second rescue without a new access
+    assert weak.id not in second.stages["stc_rescue"]["rescues"]
+
+    w_off, weak_off, _, first_off, second_off = run("stc_rescue")
+    assert first_off.stages["stc_rescue"] == {"skipped": "switched off"}
+    assert weak_off.id in second_off.stages["archive"]["ids"] and w_off.get(weak_off.id).archived
+
+
+def test_stc_needs_the_partner_inside_the_window(world):
+    w = world()
+    weak, donor = _stc_scene(w)
+    w.set(donor.id, last_access=weak.last_access + 3 * 3600)  # 3 h apart: outside the 30 min window
+    w.clock.advance(days=5)
+    rep = w.mem.decay(w.scope)
+    assert rep.stages["stc_rescue"]["rescued"] == 0
