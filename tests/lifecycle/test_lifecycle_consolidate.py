@@ -1,0 +1,171 @@
+"""consolidate(): episodes become schemas (dual process), the IB budget archives covered
+episodes, procedures are promoted; each switchable."""
+
+from __future__ import annotations
+
+import json
+
+from zenbrain.lifecycle import run_consolidate
+from zenbrain.lifecycle_common import ARCHIVED_BY, CONSOLIDATED_INTO, EVIDENCE_OF, LifecycleLimits
+from zenbrain.model import Kind, Layer
+
+RUNS = [
+    "I went running in the park this morning with Sam",
+    "I went running in the park this evening with Sam",
+    "I went running in the park yesterday morning with Sam",
+    "I went running in the park on Sunday morning with Sam",
+]
+OTHER = "The quarterly budget review was moved to Friday"
+MORE_RUNS = [
+    "I went running in the park on Monday morning with Sam",
+    "I went running in the park on Tuesday morning with Sam",
+    "I went running in the park on Friday morning with Sam",
+]
+
+
+def _episodes(w, texts):
+    items = w.mem.store_many([{"content": t, "kind": "episode"} for t in texts], w.scope)
+    assert all(i.layer is Layer.EPISODIC for i in items)
+    return items
+
+
+def _schemas(w):
+    return [i for i in w.mem.list(w.scope, layer="semantic") if i.kind is Kind.SCHEMA]
+
+
+class EchoChat:
+    """A chat model that states the shared habit (records the prompts it saw)."""
+
+    name = "test:chat"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, messages, *, max_tokens=512, temperature=0.0):
+        self.calls += 1
+        return "SCHEMA: The user regularly goes running in the park with Sam."
+
+
+def test_dual_process_abstracts_similar_episodes_into_a_schema(world):
+    w = world()
+    eps = _episodes(w, RUNS + [OTHER])
+    ep_ids = {e.id for e in eps[:4]}
+    rep = w.mem.consolidate(w.scope)
+    stage = rep.stages["dual_process_cot"]
+    assert len(stage["schemas_created"]) == 1
+    created = stage["schemas_created"][0]
+    schemas = _schemas(w)
+    assert [s.id for s in schemas] == [created["id"]]
+    schema = schemas[0]
+    assert schema.layer is Layer.SEMANTIC and schema.kind is Kind.SCHEMA
+    evidence = schema.metadata["evidence_ids"]
+    assert len(evidence) >= 3 and set(evidence) <= ep_ids and eps[4].id not in evidence
+    assert schema.metadata["method"] == "extractive" and "running" in schema.content
+    edges = w.edges()
+    for eid in evidence:
+        assert (eid, schema.id, EVIDENCE_OF) in edges
+        assert w.get(eid).state[CONSOLIDATED_INTO] == schema.id
+    json.dumps(rep.as_dict())
+
+    # Consolidating again does not abstract the same episodes twice.
+    again = w.mem.consolidate(w.scope)
+    assert again.stages["dual_process_cot"]["schemas_created"] == []
+    assert len(_schemas(w)) == 1
+
+
+def test_dual_process_switched_off_makes_no_schema(world):
+    w = world("dual_process_cot")
+    _episodes(w, RUNS)
+    rep = w.mem.consolidate(w.scope)
+    assert rep.stages["dual_process_cot"] == {"skipped": "switched off"}
+    assert rep.stages["procedures"] == {"skipped": "switched off"}
+    assert _schemas(w) == []
+    assert all(e.relation != EVIDENCE_OF for e in w.edges().values())
+
+
+def test_system_two_uses_the_chat_model_when_present(world):
+    w = world()
+    chat = EchoChat()
+    w.mem.chat = chat
+    _episodes(w, RUNS)
+    rep = w.mem.consolidate(w.scope)
+    created = rep.stages["dual_process_cot"]["schemas_created"][0]
+    assert created["method"] == "llm" and chat.calls == 1
+    assert _schemas(w)[0].content == "The user regularly goes running in the park with Sam."
+
+
+def test_a_new_cluster_close_to_a_schema_joins_it(world):
+    w = world()
+    _episodes(w, RUNS)
+    w.mem.consolidate(w.scope)
+    (schema,) = _schemas(w)
+    more = _episodes(w, MORE_RUNS)
+    rep = run_consolidate(w.mem, w.scope, limits=LifecycleLimits(schema_attach_similarity=0.3))
+    stage = rep.stages["dual_process_cot"]
+    assert stage["schemas_created"] == []
+    (ext,) = stage["schemas_extended"]
+    assert ext["id"] == schema.id and set(ext["added"]) <= {m.id for m in more} and len(ext["added"]) >= 3
+    updated = w.get(schema.id)
+    assert set(ext["added"]) <= set(updated.metadata["evidence_ids"])
+    assert updated.metadata["support"] == len(updated.metadata["evidence_ids"])
+
+
+LONG = " ".join(["We walked along the river path past the old mill and the boat sheds"] * 60)
+
+
+def test_ib_budget_archives_covered_episodes_that_cost_more_than_they_give(world):
+    def run(*off):
+        w = world(*off)
+        eps = _episodes(w, [f"{LONG} on day {d}." for d in ("one", "two", "three", "four")])
+        rep = w.mem.consolidate(w.scope)
+        return w, eps, rep
+
+    w, eps, rep = run()
+    covered = [e.id for e in eps if CONSOLIDATED_INTO in w.get(e.id).state]
+    assert len(covered) >= 3
+    stage = rep.stages["ib_budget"]
+    assert stage["evaluated"] == len(covered) and set(stage["archived"]) == set(covered)
+    for mid in covered:
+        d = stage["archived"][mid]
+        assert d["gain"] * d["beta"] <= d["cost"]
+        item = w.get(mid)
+        assert item.archived and item.state[ARCHIVED_BY] == "ib_budget"
+    # decay does not bring back what the budget archived (its retrievability is still high)
+    restore = w.mem.decay(w.scope).stages["restore"]
+    assert restore["count"] == 0 and all(w.get(m).archived for m in covered)
+
+    w_off, eps_off, rep_off = run("ib_budget")
+    assert rep_off.stages["ib_budget"] == {"skipped": "switched off"}
+    assert rep_off.stages["dual_process_cot"]["episodes_consolidated"] >= 3
+    assert not any(w_off.get(e.id).archived for e in eps_off)
+
+
+def test_ib_budget_keeps_short_useful_episodes(world):
+    w = world()
+    _episodes(w, RUNS)
+    rep = w.mem.consolidate(w.scope)
+    assert rep.stages["ib_budget"]["evaluated"] >= 3 and rep.stages["ib_budget"]["archived"] == {}
+
+
+def test_procedures_with_a_good_record_move_to_procedural_memory(world):
+    def run(*off):
+        w = world(*off)
+        item = w.store("open the release branch -> run the test suite -> tag the build", kind="fact")
+        assert item.layer is Layer.SEMANTIC
+        for ok in (True, True, True, False, True):
+            w.mem.record_outcome(item.id, w.scope, ok)
+        flop = w.store("restart the router -> pray", kind="fact")
+        for ok in (False, False, True):
+            w.mem.record_outcome(flop.id, w.scope, ok)
+        rep = w.mem.consolidate(w.scope)
+        return w, item, flop, rep
+
+    w, item, flop, rep = run()
+    promoted = rep.stages["procedures"]["promoted"]
+    assert list(promoted) == [item.id]
+    assert promoted[item.id]["success_rate"] == 0.8
+    assert promoted[item.id]["steps"] == ["open the release branch", "run the test suite", "tag the build"]
+    assert w.get(item.id).layer is Layer.PROCEDURAL and w.get(flop.id).layer is Layer.SEMANTIC
+
+    w_off, item_off, _, _ = run("dual_process_cot")
+    assert w_off.get(item_off.id).layer is Layer.SEMANTIC
