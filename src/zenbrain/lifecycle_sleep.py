@@ -175,7 +175,7 @@ def selection_stage(
     report: dict[str, Any] = {
         "threshold": theta, "ltd_threshold": ltd, "patience": num(neuro.consolidation_patience),
         "candidates": {"real": len(eps), "counterfactual": 0},
-        "ltp": {}, "ltd": {}, "skipped": [], "counterfactuals": [],
+        "ltp": {}, "ltd": {}, "skipped_ids": [], "counterfactuals": [],
         "edges_changed": [], "edges_created": [], "edges_pruned": [],
     }
     if not eps:
@@ -219,7 +219,7 @@ def selection_stage(
     for mid in plan.ltd_ids:
         old = eps[index[mid]].strength
         report["ltd"][mid] = {"tag": num(tags[mid]), "strength": [num(old), num(plan.strengths.get(mid, old))]}
-    report["skipped"] = list(plan.skipped_ids)
+    report["skipped_ids"] = list(plan.skipped_ids)
     unit = _unit(vec)
     for cf in plan.counterfactuals:
         entry: dict[str, Any] = {

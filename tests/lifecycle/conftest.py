@@ -79,7 +79,7 @@ def world(tmp_path: Path) -> Callable[..., World]:
     def make(*off: str, seed: int = 0, name: str | None = None) -> World:
         clock = SimulatedClock(T0)
         config = Config(mechanisms=Mechanisms().without(*off), seed=seed)
-        path = tmp_path / f"{name or ('on' if not off else '-'.join(off))}-{len(made)}.db"
+        path = tmp_path / f"{name or ('on' if not off else 'off')}-{len(made)}.db"
         mem = open_memory(path, embedder=HashingEmbedder(DIM), clock=clock, config=config)
         w = World(mem, clock, Scope("alice"))
         made.append(w)
