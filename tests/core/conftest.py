@@ -3,8 +3,10 @@ clock, a fast deterministic embedder and a few scopes."""
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,6 +15,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
+import core_helpers  # noqa: E402
 from core_helpers import DIM, T0, CountingEmbedder, open_mem  # noqa: E402
 
 from zenbrain import Scope, SimulatedClock  # noqa: E402
@@ -69,3 +72,37 @@ def scope() -> Scope:
 @pytest.fixture
 def session() -> Scope:
     return Scope("alice", "assistant", "s1")
+
+
+_POOL: SimpleNamespace | None = None
+
+
+def _start_pool() -> SimpleNamespace:
+    """Two 'spawn' worker processes: fresh interpreters that share nothing with the test
+    process but the database files they are given. Started without waiting for them."""
+    global _POOL
+    if _POOL is None:
+        ctx = mp.get_context("spawn")
+        to_parent, to_child = ctx.Queue(), ctx.Queue()
+        pool = ctx.Pool(2, initializer=core_helpers.init_worker, initargs=(to_parent, to_child))
+        _POOL = SimpleNamespace(pool=pool, to_parent=to_parent, to_child=to_child)
+    return _POOL
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # The workers import the library while the first tests run.
+    if any("workers" in getattr(item, "fixturenames", ()) for item in items):
+        _start_pool()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _POOL
+    if _POOL is not None:
+        _POOL.pool.terminate()
+        _POOL.pool.join()
+        _POOL = None
+
+
+@pytest.fixture(scope="session")
+def workers() -> SimpleNamespace:
+    return _start_pool()

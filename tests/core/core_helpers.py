@@ -137,15 +137,59 @@ def file_digest(path: str) -> dict[str, str]:
     return out
 
 
-def writer_proc(path: str, user: str, prefix: str, n: int, barrier, out_q) -> None:
-    """Child process body: wait for the sibling, then write n memories."""
-    out_q.put((prefix, writer(path, user, prefix, n, barrier)))
+# --------------------------------------------------------------------------- worker processes
+# The tests run these in a pool of 'spawn' processes (fresh interpreters that share no
+# state with the test process except the database file).
+_TO_PARENT = None
+_TO_CHILD = None
 
 
-def follower_proc(path: str, to_parent, from_parent) -> None:
-    """Child process body for the index-following test.
+def init_worker(to_parent, to_child) -> None:
+    global _TO_PARENT, _TO_CHILD
+    _TO_PARENT, _TO_CHILD = to_parent, to_child
+    import zenbrain.api  # noqa: F401  (pay the import once, not in the first task)
 
-    Opens the store (dense recall only), builds its index, writes one memory and
+
+def worker_pid() -> int:
+    return os.getpid()
+
+
+def file_barrier(directory: str, name: str, parties: int, timeout: float = 60.0) -> None:
+    """Wait until ``parties`` processes have arrived (each touches a file)."""
+    import time
+
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"ready-{name}"), "w"):
+        pass
+    deadline = time.monotonic() + timeout
+    while len([f for f in os.listdir(directory) if f.startswith("ready-")]) < parties:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the other process never arrived")
+        time.sleep(0.002)
+
+
+def writer_task(path: str, user: str, prefix: str, n: int, barrier_dir: str) -> tuple[int, list[str]]:
+    """Wait for the sibling, then write n memories, one operation each."""
+    file_barrier(barrier_dir, prefix, 2)
+    return os.getpid(), writer(path, user, prefix, n)
+
+
+def persist_task(path: str, texts: list[str]) -> tuple[int, list[str]]:
+    """Write two memories and a batch of texts (for the embedding cache), then close."""
+    from zenbrain import Scope
+
+    with open_mem(path) as mem:
+        s = Scope("alice", "agent")
+        a = mem.store("the lighthouse keeper feeds seventeen cats every evening", s)
+        b = mem.store("Paris is the capital of France", s)
+        mem.store_many([{"content": t} for t in texts], s)
+    return os.getpid(), [a.id, b.id]
+
+
+def follower_task(path: str) -> int:
+    """The index-following test's other process.
+
+    Opens the store (dense recall only) and builds its index, writes one memory and
     reports its id; then recalls the parent's memory without reopening and reports
     the top hit; closes only when the parent says so.
     """
@@ -157,10 +201,11 @@ def follower_proc(path: str, to_parent, from_parent) -> None:
     try:
         mem.recall("anything at all", scope, touch=False)  # loads the vector index
         mid = mem.store("the violinist repaired a harpsichord in vienna", scope).id
-        to_parent.put(("stored", mid))
-        parent_id = from_parent.get(timeout=60)
+        _TO_PARENT.put(("stored", mid))
+        parent_id = _TO_CHILD.get(timeout=60)
         hits = mem.recall("astronomer polishing telescope mirrors", scope, k=1, touch=False)
-        to_parent.put(("recalled", hits[0].id if hits else None, parent_id))
-        from_parent.get(timeout=60)  # "bye"
+        _TO_PARENT.put(("recalled", hits[0].id if hits else None, parent_id))
+        _TO_CHILD.get(timeout=60)  # "bye"
     finally:
         mem.close()
+    return os.getpid()

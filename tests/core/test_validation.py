@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 
 import pytest
-from core_helpers import file_digest, table_rows
+from core_helpers import T0, file_digest, open_mem, table_rows
 
 from zenbrain import (
     NotFoundError,
     Scope,
     ScopeError,
+    SimulatedClock,
     UnknownLayerError,
     ValidationError,
     ZenBrainError,
@@ -34,8 +35,11 @@ def _deep(n):
     return d
 
 
-@pytest.fixture
-def seeded(mem):
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """One store shared by the module: every check compares the state just before and
+    just after its own refused call."""
+    mem = open_mem(str(tmp_path_factory.mktemp("validation") / "memory.db"), clock=SimulatedClock(T0))
     items = mem.store_many(
         [
             {"content": "Paris is the capital of France"},
@@ -44,7 +48,8 @@ def seeded(mem):
         ],
         SS,
     )
-    return mem, items
+    yield mem, items
+    mem.close()
 
 
 def _snapshot(mem):
