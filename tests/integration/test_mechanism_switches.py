@@ -156,6 +156,23 @@ def test_neuromodulator_surprise_raises_norepinephrine_and_the_revision_pe(open_
     assert off["out"]["memory"].content == "Team meeting is on Wednesday at ten room four"
 
 
+@pytest.mark.xfail(strict=True, reason="BUG: revise() reads the neuromodulator levels with the default "
+                                       "NeuromodulatorParams (revision.py calls levels() without params), "
+                                       "ignoring Config.params['neuromodulator'] that store and recall use")
+def test_neuromodulator_revision_uses_the_configured_parameters(open_coord):
+    params = neuromodulator.NeuromodulatorParams(phasic_half_life_s=10.0)
+    coord, clock = open_coord(Config(params={"neuromodulator": params}), "fast_bursts")
+    part = (SCOPE.user_id, SCOPE.agent_id)
+    m = coord.store(OLD_MEETING, SCOPE)
+    clock.advance(minutes=2)
+    coord.recall("who waters the garden plants", SCOPE, k=1)  # a prediction error: NE burst
+    clock.advance(minutes=3)  # 18 configured half-lives: the burst is gone; still inside the lability window
+    state = neuromodulator.NeuromodulatorState.from_dict(coord.storage.kv_get(part, dyn.KV_NEURO))
+    lv = neuromodulator.levels(state, now=clock.now(), params=params)
+    plan = coord.revise(m.id, SCOPE, NEW_MEETING)["plan"]
+    assert plan["pe_eff"] == pytest.approx(plan["pe_raw"] * (1 + 0.3 * lv["NE"] - 0.2 * lv["5HT"]))
+
+
 def test_metacognitive_monitor_logs_recalls_and_boosts_encoding_after_a_surprise(open_coord):
     """On: every recall is logged; a recall whose best hit matches poorly (PE > 0.7) opens a
     novelty window, and a memory stored 60 s later is encoded 0.2 * (1 - 60/600) = 0.18
@@ -181,6 +198,24 @@ def test_metacognitive_monitor_logs_recalls_and_boosts_encoding_after_a_surprise
     assert on["later"].strength == pytest.approx(off["later"].strength + boost)
 
     assert off["log"] is None
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: the store path computes the novelty boost with the default "
+                                       "MetacognitionParams (encoding.py calls novelty_boost() without params), "
+                                       "ignoring Config.params['metacognitive_monitor']")
+def test_metacognitive_novelty_boost_uses_the_configured_parameters(open_coord):
+    params = metacognition.MetacognitionParams(novelty_boost=0.3)
+    base = Config(params={"metacognitive_monitor": params})
+
+    def scenario(coord, clock):
+        coord.store("Quarterly tax forms are filed in April", SCOPE)
+        clock.advance(hours=1)
+        coord.recall("purple elephant umbrella", SCOPE, k=1)
+        clock.advance(seconds=60)
+        return dict(later=coord.store("The bakery on the corner sells rye bread", SCOPE))
+
+    on, off = run_both(open_coord, "metacognitive_monitor", scenario, base=base)
+    assert on["later"].strength == pytest.approx(off["later"].strength + 0.3 * (1.0 - 60.0 / 600.0))
 
 
 # ----------------------------------------------------------------------------- scheduling
@@ -419,6 +454,48 @@ def test_two_factor_hebbian_co_recall_edges_strengthen_and_boost_a_ranking(open_
     assert off["ranked"][0].item.content == MITTS
 
 
+def test_stability_protector_slows_the_learning_of_maturing_co_recall_edges(open_coord):
+    """The StabilityProtector also gates Hebbian learning: a co-activation step on an edge
+    of variance s2 has learning rate eta (1 - 0.5 (1 - s2)). On: after the first
+    co-recall (s2 = 1, no lock) every step adds less weight than without the protector;
+    the variance path (maturation) is the same in both runs."""
+
+    def scenario(coord, clock):
+        part = (SCOPE.user_id, SCOPE.agent_id)
+        for text in (STARTER, DOUGH, MITTS):
+            coord.store(text, SCOPE)
+            clock.advance(minutes=1)
+        trace = []
+        for _ in range(5):
+            clock.advance(minutes=5)
+            coord.recall("sourdough starter bread dough", SCOPE, k=2)
+            (edge,) = [e for e in coord.storage.edges(part) if e.relation == "co_recall"]
+            trace.append(edge)
+        return dict(trace=trace)
+
+    on, off = run_both(open_coord, "stability_protector", scenario)
+    w_on = [e.weight for e in on["trace"]]
+    w_off = [e.weight for e in off["trace"]]
+    assert w_on[0] == pytest.approx(w_off[0])  # a new edge (variance 1) is not locked
+    steps_on = np.diff(w_on)
+    steps_off = np.diff(w_off)
+    assert np.all(steps_on > 0) and np.all(steps_on < steps_off)
+    assert [e.variance for e in on["trace"]] == pytest.approx([e.variance for e in off["trace"]])
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: store-time linking (encoding.link) takes its co-active pool from "
+                                       "every context of the partition, so a memory stored in one context gets "
+                                       "'similar' / 'shares_entity' edges to memories of an unlinked context")
+def test_store_time_edges_stay_inside_the_context(open_coord):
+    coord, clock = open_coord(Config(), "contexts")
+    part = (SCOPE.user_id, SCOPE.agent_id)
+    personal = coord.store("Alice Smith leads the platform team at Acme", Scope("u1", context="personal"))
+    work = coord.store("Alice Smith leads the platform team meetings", Scope("u1", context="work"))
+    context_of = {personal.id: "personal", work.id: "work"}
+    crossing = [e for e in coord.storage.edges(part) if context_of[e.src] != context_of[e.dst]]
+    assert crossing == []
+
+
 # ----------------------------------------------------------------------------- fusion
 
 
@@ -522,6 +599,19 @@ def test_imad_debate_arbitrates_a_fact_that_contradicts_two_stored_ones(open_coo
     assert "debated" not in off["history"]
     assert (off["new"].conf_alpha, off["new"].conf_beta) == (1.0, 1.0)
     assert "disputed" not in off["new"].metadata
+
+
+def test_imad_debate_needs_two_contradicted_facts(open_coord):
+    """One contradicted stored fact is linked ('contradicts') but not debated: the debate
+    threshold is two (min_contradictions)."""
+    coord, clock = open_coord(Config(), "single")
+    part = (SCOPE.user_id, SCOPE.agent_id)
+    old = coord.store("Bob works at Acme", SCOPE)
+    clock.advance(minutes=1)
+    new = coord.store("Bob works at Globex", SCOPE)
+    assert coord.last_store_report["debates"] == []
+    assert [(e.src, e.dst) for e in coord.storage.edges(part) if e.relation == "contradicts"] == [(new.id, old.id)]
+    assert coord.get(new.id, SCOPE).confidence == 0.5
 
 
 BOILS = "Water boils at 100 degrees Celsius at sea level"
