@@ -727,6 +727,45 @@ def test_compositional_context_scores_cross_context_hits_through_the_shared_comp
             assert "cross_context_shared_sim" not in h.why.other
 
 
+def test_compositional_context_basis_fitted_by_sleep_is_used_by_recall(open_coord):
+    """The same contexts, with the basis fitted by the sleep cycle instead of by hand. On:
+    sleep's compositional stage fits and saves the bases, and recall scores the personal
+    memories through the saved shared subspace. Off: the stage is skipped, nothing is
+    saved and the raw cosine stays."""
+    base = Config(context_links=LINKED.context_links, params={"compositional_context": COMP_PARAMS})
+
+    def scenario(coord, clock):
+        part = (WORK.user_id, WORK.agent_id)
+        coord.store_many([dict(content=t) for t in WORK_NOTES], WORK)
+        coord.store_many([dict(content=t) for t in PERSONAL_NOTES], PERSONAL)
+        clock.advance(hours=1)
+        stage = coord.sleep(WORK).stages.get("compositional_context")
+        raw = coord.storage.kv_get(part, dyn.KV_COMPOSITIONAL)
+        hits = coord.recall(COMP_QUERY, WORK, k=12, touch=False)
+        qvec = coord.embedder.embed([COMP_QUERY])[0]
+        vecs = {h.item.id: coord.storage.vectors(part, [h.item.id])[0] for h in hits}
+        return dict(stage=stage, raw=raw, hits=hits, qvec=qvec, vecs=vecs)
+
+    on, off = run_both(open_coord, "compositional_context", scenario, base=base)
+
+    assert on["stage"]["context_sizes"] == {"personal": len(PERSONAL_NOTES), "work": len(WORK_NOTES)}
+    assert on["stage"]["shared_dim"] >= 1
+    state = compositional.CompositionalState.from_json(on["raw"])
+    assert state.shared_dim == on["stage"]["shared_dim"]
+    foreign = [h for h in on["hits"] if h.item.context == "personal"]
+    assert len(foreign) == len(PERSONAL_NOTES)
+    for h in foreign:
+        s = float(compositional.cross_context_similarity(on["qvec"], on["vecs"][h.item.id], state=state))
+        assert h.why.other["cross_context_shared_sim"] == pytest.approx(s, abs=1e-6)
+        assert h.why.dense == pytest.approx(max(0.0, s), abs=1e-6)
+
+    assert off["stage"] == {"skipped": "switched off"}
+    assert off["raw"] is None
+    for h in off["hits"]:
+        assert "cross_context_shared_sim" not in h.why.other
+        assert h.why.dense == pytest.approx(max(0.0, float(off["vecs"][h.item.id] @ off["qvec"])), abs=1e-6)
+
+
 @pytest.mark.xfail(strict=True, reason="BUG: cross_context_similarity rebuilds the fused score with the "
                                        "BM25 share (1 - lexical_weight) even when recall used no lexical "
                                        "scores, so without lexical hits a foreign memory keeps half of its "
