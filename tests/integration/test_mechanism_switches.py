@@ -776,6 +776,7 @@ def test_compositional_context_fused_score_without_lexical_candidates(open_coord
     foreign = [h for h in out["hits"] if h.item.context == "personal"]
     assert foreign
     for h in foreign:
+        assert "cross_context_shared_sim" in h.why.other  # scored through the shared subspace
         assert h.why.lexical == 0.0
         # with no lexical component the hybrid similarity is the dense one
         assert h.why.fused == pytest.approx(h.why.layer_weight * h.why.dense, abs=1e-6)
