@@ -927,6 +927,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_FAILURE
+    except OSError as exc:  # unreadable or unwritable paths: an input problem, not a bug
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # a bug or an environment failure: say so in one line
         if args.verbose:
             traceback.print_exc()

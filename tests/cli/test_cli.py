@@ -234,6 +234,14 @@ def test_missing_store_is_an_error_not_a_new_file(capsys, tmp_path):
     assert not db.exists()
 
 
+def test_unusable_path_is_one_line_exit_2(capsys, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    code, _, err = run(capsys, "--path", str(blocker / "memory.db"), *EMB, "init")
+    assert code == 2
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
 def test_usage_errors_are_one_line_exit_2(capsys):
     code, out, err = run(capsys, "teleport")
     assert_one_line_error(code, err, "invalid choice")
