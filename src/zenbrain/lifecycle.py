@@ -40,7 +40,9 @@ mechanism is switched off reports ``{"skipped": "switched off"}`` and changes no
 
 Each stage writes in its own transaction (schemas are created through
 ``coord.store_many``), so a failure leaves the earlier stages applied and the later
-ones untouched. Caps that keep sleep fast are in :class:`LifecycleLimits`; pass
+ones untouched. The partition is read once per operation into a :class:`Snapshot`
+that the stages keep current as they write (edges are read again after
+``store_many``, which links the new schemas). Caps that keep sleep fast are in :class:`LifecycleLimits`; pass
 ``limits=`` to override them.
 """
 
@@ -48,7 +50,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lifecycle_common import LIMITS, LifecycleLimits
+from .lifecycle_common import LIMITS, LifecycleLimits, Snapshot
 from .lifecycle_consolidate import consolidate_stages
 from .lifecycle_decay import decay_stages
 from .lifecycle_sleep import (
@@ -88,21 +90,22 @@ def run_sleep(coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLi
     part = coord._part(scope)
     report = Report("sleep", coord.clock.now())
     st = report.stages
+    snap = Snapshot(coord, part)  # read once; every stage keeps it current
 
     def now() -> float:
         return coord.clock.now()
 
     st["neuromodulator"], neuro = neuromodulator_stage(coord, part, now())
-    st["two_factor_hebbian"] = edge_decay_stage(coord, part, now())
-    st["simulation_selection_sleep"], replayed = selection_stage(coord, part, now(), limits, neuro)
-    st["triple_copy"] = triple_copy_stage(coord, part, now(), replayed)
-    st.update(consolidate_stages(coord, scope, limits))
-    st["bayesian_confidence"] = bayesian_stage(coord, part, now())
-    st["spectral_kg_health"] = spectral_stage(coord, part, now(), scope.context)
-    st["compositional_context"] = compositional_stage(coord, part, now(), limits)
-    st["curiosity"] = curiosity_stage(coord, part, now(), limits)
+    st["two_factor_hebbian"] = edge_decay_stage(coord, snap, now())
+    st["simulation_selection_sleep"], replayed = selection_stage(coord, snap, now(), limits, neuro)
+    st["triple_copy"] = triple_copy_stage(coord, snap, now(), replayed)
+    st.update(consolidate_stages(coord, scope, limits, snap))
+    st["bayesian_confidence"] = bayesian_stage(coord, snap, now())
+    st["spectral_kg_health"] = spectral_stage(coord, snap, now(), scope.context)
+    st["compositional_context"] = compositional_stage(coord, snap, now(), limits)
+    st["curiosity"] = curiosity_stage(coord, snap, now(), limits)
     st["metacognitive_hyperagent"] = hyperagent_stage(coord, part, now())
-    st.update(decay_stages(coord, scope, limits))
+    st.update(decay_stages(coord, scope, limits, snap))
     return report
 
 

@@ -108,6 +108,72 @@ def load(
     return coord.storage.query(part, flt, order_by=order_by, descending=descending, limit=limit)
 
 
+class Snapshot:
+    """The partition's long-term memories and edges, read once per operation.
+
+    Stages read from it and, when they write, change the snapshot's objects the same way
+    (strengths, states, archived flags, layers, confidences; edges put or deleted), so a
+    whole sleep reads the store twice instead of once per stage. Writes by another
+    process during the operation are not seen (as with any read-then-write pass).
+    """
+
+    def __init__(self, coord: "MemoryCoordinator", part: Partition) -> None:
+        self.coord = coord
+        self.part = part
+        self.items: dict[str, MemoryItem] = {i.id: i for i in load(coord, part, include_archived=True)}
+        self._edges: dict[tuple[str, str, str], Edge] | None = None
+
+    def select(
+        self, *, layers: Iterable[Layer] | None = None, archived: bool | None = False, kind: Any = None
+    ) -> list[MemoryItem]:
+        """Memories (oldest first) of the given layers; ``archived=None`` means either state."""
+        lay = None if layers is None else frozenset(layers)
+        return [
+            i for i in self.items.values()
+            if (lay is None or i.layer in lay)
+            and (archived is None or i.archived == archived)
+            and (kind is None or i.kind is kind)
+        ]
+
+    def add(self, items: Iterable[MemoryItem]) -> None:
+        for i in items:
+            self.items[i.id] = i
+
+    @property
+    def edges(self) -> dict[tuple[str, str, str], Edge]:
+        if self._edges is None:
+            self._edges = {edge_key(e): e for e in self.coord.storage.edges(self.part)}
+        return self._edges
+
+    def edges_touching(self, ids: Iterable[str]) -> list[Edge]:
+        want = set(ids)
+        return [e for e in self.edges.values() if e.src in want or e.dst in want]
+
+    def reload_edges_of(self, ids: Sequence[str]) -> None:
+        """Re-read the edges touching ``ids`` (after a write this snapshot did not make,
+        e.g. ``store_many`` linking new memories)."""
+        if self._edges is None or not ids:
+            return
+        for e in self.coord.storage.edges(self.part, list(ids)):
+            self._edges[edge_key(e)] = e
+
+    def put_edges(self, tx: Any, edges: Sequence[Edge]) -> None:
+        if not edges:
+            return
+        tx.put_edges(self.part, list(edges))
+        if self._edges is not None:
+            for e in edges:
+                self._edges[edge_key(e)] = e
+
+    def delete_edges(self, tx: Any, keys: Sequence[tuple[str, str, str]]) -> None:
+        if not keys:
+            return
+        tx.delete_edges(self.part, list(keys))
+        if self._edges is not None:
+            for k in keys:
+                self._edges.pop(k, None)
+
+
 def vectors(coord: "MemoryCoordinator", part: Partition, ids: Sequence[str]) -> np.ndarray:
     if not ids:
         return np.zeros((0, coord.storage.dim), dtype=np.float32)
@@ -182,6 +248,7 @@ __all__ = [
     "PROVENANCE",
     "RESCUED_AT",
     "SKIPPED",
+    "Snapshot",
     "copy_state",
     "load",
     "retrievability",

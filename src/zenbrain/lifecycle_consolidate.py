@@ -43,7 +43,7 @@ from .lifecycle_common import (
     LIMITS,
     META_STEPS,
     LifecycleLimits,
-    load,
+    Snapshot,
     num,
     skipped,
     vectors,
@@ -61,19 +61,18 @@ _STEP_SPLIT = re.compile(r"\s*(?:->|→|=>|;|\n+|(?:^|\s)\d+[.)]\s+)\s*")
 
 
 def consolidate_stages(
-    coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLimits = LIMITS
+    coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLimits = LIMITS, snap: Snapshot | None = None
 ) -> dict[str, dict[str, Any]]:
     part = coord._part(scope)
     now = coord.clock.now()
-    items = load(coord, part)  # active long-term memories of every context
+    snap = snap or Snapshot(coord, part)
     stages: dict[str, dict[str, Any]] = {}
     if coord._on("dual_process_cot"):
-        stages["dual_process_cot"] = _dual_process(coord, scope, part, items, now, limits)
-        items = load(coord, part)  # new schemas and consolidation marks
+        stages["dual_process_cot"] = _dual_process(coord, scope, snap, now, limits)
     else:
         stages["dual_process_cot"] = skipped()
-    stages["ib_budget"] = _ib_budget(coord, part, items, now) if coord._on("ib_budget") else skipped()
-    stages["procedures"] = _procedures(coord, part, items, now) if coord._on("dual_process_cot") else skipped()
+    stages["ib_budget"] = _ib_budget(coord, snap, now) if coord._on("ib_budget") else skipped()
+    stages["procedures"] = _procedures(coord, snap, now) if coord._on("dual_process_cot") else skipped()
     return stages
 
 
@@ -82,14 +81,17 @@ def _covered(item: MemoryItem, schemas: set[str]) -> bool:
     return item.state.get(CONSOLIDATED_INTO) in schemas
 
 
+def _schema_ids(snap: Snapshot) -> set[str]:
+    return {i.id for i in snap.select(archived=None, kind=Kind.SCHEMA)}
+
+
 def _dual_process(
-    coord: "MemoryCoordinator", scope: "Scope", part: Any, items: list[MemoryItem], now: float,
-    limits: LifecycleLimits,
+    coord: "MemoryCoordinator", scope: "Scope", snap: Snapshot, now: float, limits: LifecycleLimits
 ) -> dict[str, Any]:
     params = coord.config.param("dual_process_cot", dual_process.DualProcessParams())
-    all_schemas = {
-        i.id for i in load(coord, part, layers=[Layer.SEMANTIC], include_archived=True) if i.kind is Kind.SCHEMA
-    }
+    part = snap.part
+    items = snap.select()
+    all_schemas = _schema_ids(snap)
     by_ctx: dict[str, list[MemoryItem]] = defaultdict(list)
     schemas_by_ctx: dict[str, list[MemoryItem]] = defaultdict(list)
     for it in items:
@@ -162,6 +164,8 @@ def _dual_process(
                 meta["note"] = sch.note[:500]
             records.append({"content": sch.text, "kind": Kind.SCHEMA.value, "layer": Layer.SEMANTIC.value, "metadata": meta})
         stored = coord.store_many(records, scope.with_context(ctx).with_session(None))
+        snap.add(stored)
+        snap.reload_edges_of([i.id for i in stored])  # store_many links the new schemas
         for p, it in zip(ps, stored):
             p["schema"] = it
             p["created"] = True
@@ -193,15 +197,16 @@ def _dual_process(
                 tx.log(part, HistoryEvent(schema.id, now, "evidence_added", {"evidence_ids": member_ids}))
                 report["schemas_extended"].append({"id": schema.id, "context": p["ctx"], "added": member_ids})
             report["episodes_consolidated"] += len(member_ids)
-        tx.put_edges(part, edges)
+        snap.put_edges(tx, edges)
     return report
 
 
 # ---------------------------------------------------------------------------- IB budget
-def _ib_budget(coord: "MemoryCoordinator", part: Any, items: list[MemoryItem], now: float) -> dict[str, Any]:
+def _ib_budget(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> dict[str, Any]:
     params = coord.config.param("ib_budget", ib_budget.DEFAULTS)
-    schemas = {i.id for i in load(coord, part, layers=[Layer.SEMANTIC], include_archived=True) if i.kind is Kind.SCHEMA}
-    covered = [i for i in items if i.layer is Layer.EPISODIC and _covered(i, schemas)]
+    part = snap.part
+    schemas = _schema_ids(snap)
+    covered = [i for i in snap.select(layers=[Layer.EPISODIC]) if _covered(i, schemas)]
     report: dict[str, Any] = {"evaluated": len(covered), "kept": 0, "archived": {}}
     if not covered:
         return report
@@ -244,11 +249,12 @@ def steps_of(item: MemoryItem) -> list[str]:
     return [s.strip(" .") for s in _STEP_SPLIT.split(item.content) if s and s.strip(" .")]
 
 
-def _procedures(coord: "MemoryCoordinator", part: Any, items: list[MemoryItem], now: float) -> dict[str, Any]:
+def _procedures(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> dict[str, Any]:
     params = coord.config.param("dual_process_cot", dual_process.DualProcessParams())
+    part = snap.part
     cands = [
-        i for i in items
-        if i.layer not in (Layer.PROCEDURAL, Layer.CORE) and not i.archived and isinstance(i.state.get(dynamics.OUTCOMES), dict)
+        i for i in snap.select()
+        if i.layer not in (Layer.PROCEDURAL, Layer.CORE) and isinstance(i.state.get(dynamics.OUTCOMES), dict)
     ]
     report: dict[str, Any] = {"evaluated": len(cands), "promoted": {}}
     promoted: list[tuple[MemoryItem, dual_process.Procedure]] = []
@@ -273,6 +279,7 @@ def _procedures(coord: "MemoryCoordinator", part: Any, items: list[MemoryItem], 
             }
             tx.log(part, HistoryEvent(it.id, now, "promoted", detail))
             report["promoted"][it.id] = detail
+            it.layer = Layer.PROCEDURAL
     return report
 
 

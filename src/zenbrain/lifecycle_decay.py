@@ -36,9 +36,9 @@ from .lifecycle_common import (
     LIMITS,
     RESCUED_AT,
     LifecycleLimits,
+    Snapshot,
     col,
     copy_state,
-    load,
     num,
     retrievability,
     skipped,
@@ -56,7 +56,9 @@ STAGES = ("retrievability", "stc_rescue", "archive", "restore", "review")
 _NON_RELATED = frozenset({"contradicts"})  # a contradiction does not donate plasticity
 
 
-def decay_stages(coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLimits = LIMITS) -> dict[str, dict[str, Any]]:
+def decay_stages(
+    coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLimits = LIMITS, snap: Snapshot | None = None
+) -> dict[str, dict[str, Any]]:
     part = coord._part(scope)
     now = coord.clock.now()
     use_ebb, use_tc = coord._on("ebbinghaus_decay"), coord._on("triple_copy")
@@ -66,7 +68,8 @@ def decay_stages(coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLi
             out["stc_rescue"] = skipped()
         return out
 
-    items = load(coord, part, include_archived=True)
+    snap = snap or Snapshot(coord, part)
+    items = snap.select(archived=None)
     n = len(items)
     core = np.fromiter((i.layer is Layer.CORE for i in items), dtype=bool, count=n)
     archived = col(items, "archived", bool)
@@ -83,7 +86,7 @@ def decay_stages(coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLi
     ebb = coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
     with coord.storage.transaction() as tx:
         if coord._on("stc_rescue"):
-            stages["stc_rescue"] = _rescue(coord, tx, part, items, r, archived, core, now, limits)
+            stages["stc_rescue"] = _rescue(coord, tx, snap, items, r, archived, core, now, limits)
         else:
             stages["stc_rescue"] = skipped()
         status = np.asarray(
@@ -98,6 +101,7 @@ def decay_stages(coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLi
         tx.update_columns(part, ids, archived=[True] * len(ids), updated_at=[now] * len(ids))
         for j in to_archive:
             it = items[j]
+            it.archived = True
             it.state[ARCHIVED_BY] = "decay"
             tx.update_state(part, it.id, it.state)
             tx.log(part, HistoryEvent(it.id, now, "archived", {"why": "decay", "retrievability": num(r[j])}))
@@ -105,6 +109,7 @@ def decay_stages(coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLi
         tx.update_columns(part, ids, archived=[False] * len(ids), updated_at=[now] * len(ids))
         for j in to_restore:
             it = items[j]
+            it.archived = False
             it.state.pop(ARCHIVED_BY, None)
             tx.update_state(part, it.id, it.state)
             tx.log(part, HistoryEvent(it.id, now, "restored", {"why": "retrievability recovered", "retrievability": num(r[j])}))
@@ -125,7 +130,7 @@ def decay_stages(coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLi
 def _rescue(
     coord: "MemoryCoordinator",
     tx: Any,
-    part: Any,
+    snap: Snapshot,
     items: list[MemoryItem],
     r: np.ndarray,
     archived: np.ndarray,
@@ -135,6 +140,7 @@ def _rescue(
 ) -> dict[str, Any]:
     """Find and apply STC rescues; updates ``items`` and ``r`` in place for the later stages."""
     params = coord.config.param("stc_rescue", stc.DEFAULT_PARAMS)
+    part = snap.part
     n = len(items)
     last = col(items, "last_access")
     rescued_at = np.fromiter((float(i.state.get(RESCUED_AT, math.nan)) for i in items), dtype=float, count=n)
@@ -167,7 +173,7 @@ def _rescue(
     vec = vectors(coord, part, pool_ids)
     local = {mid: k for k, mid in enumerate(pool_ids)}
     edge_rows = []
-    for e in coord.storage.edges(part, pool_ids):
+    for e in snap.edges_touching(pool_ids):
         a, b = local.get(e.src), local.get(e.dst)
         if a is None or b is None or a == b or e.relation in _NON_RELATED:
             continue

@@ -2,17 +2,22 @@
 Selection replay, TripleCopy promotion, Bayesian propagation, spectral health,
 compositional context, curiosity and the metacognitive HyperAgent.
 
-Each function takes the coordinator, the partition and ``now``, writes its changes in one
-transaction and returns its report entry. ``lifecycle.run_sleep`` sequences them.
+Each function takes the coordinator, the partition's :class:`Snapshot` and ``now``, writes
+its changes in one transaction (keeping the snapshot current) and returns its report
+entry. ``lifecycle.run_sleep`` sequences them.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components, laplacian
+from scipy.sparse.linalg import lobpcg
 
 from . import dynamics
 from .lifecycle_common import (
@@ -26,10 +31,10 @@ from .lifecycle_common import (
     META_TD_ERROR,
     PROVENANCE,
     LifecycleLimits,
+    Snapshot,
     copy_state,
     edge_entry,
     edge_key,
-    load,
     num,
     skipped,
     vectors,
@@ -72,7 +77,7 @@ def neuromodulator_stage(
 
 
 # ---------------------------------------------------------------------------- Two-Factor decay
-def edge_decay_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[str, Any]:
+def edge_decay_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> dict[str, Any]:
     """Importance-gated decay of every association edge since the last pass; prune the dead.
 
     The time decayed is measured from the later of the edge's last change and the last
@@ -83,9 +88,10 @@ def edge_decay_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[
     if not coord._on("two_factor_hebbian"):
         return skipped()
     params = coord.config.param("two_factor_hebbian", two_factor.DEFAULTS)
+    part = snap.part
     last = coord.storage.kv_get(part, KV_EDGE_DECAY) or {}
     last_at = last.get("at")
-    edges = [e for e in coord.storage.edges(part) if e.relation not in PROVENANCE]
+    edges = [e for e in snap.edges.values() if e.relation not in PROVENANCE]
     report: dict[str, Any] = {"edges": len(edges), "last_pass": last_at, "decayed": [], "pruned": []}
     if edges:
         upd = np.fromiter((e.updated_at for e in edges), float, len(edges))
@@ -100,15 +106,26 @@ def edge_decay_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[
         new_w, prune = np.asarray(new_w, float).reshape(-1), np.asarray(prune, bool).reshape(-1)
         changed = np.flatnonzero(~prune & (np.abs(new_w - w) > 1e-12))
         dead = np.flatnonzero(prune)
-        imp = 1.0 / np.maximum(var, 1e-12)
-        report["decayed"] = [
-            {**edge_entry(edges[j], w[j], new_w[j]), "importance": num(imp[j]), "days": num(days[j])} for j in changed
-        ]
-        report["pruned"] = [{**edge_entry(edges[j], w[j], new_w[j]), "importance": num(imp[j])} for j in dead]
+        imp = (1.0 / np.maximum(var, 1e-12)).tolist()
+        wl, nl, dl = w.tolist(), new_w.tolist(), days.tolist()
+
+        def entry(j: int, with_days: bool) -> dict[str, Any]:
+            e = edges[j]
+            out = {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": [wl[j], nl[j]], "importance": imp[j]}
+            if with_days:
+                out["days"] = dl[j]
+            return out
+
+        report["decayed"] = [entry(j, True) for j in changed.tolist()]
+        report["pruned"] = [entry(j, False) for j in dead.tolist()]
     with coord.storage.transaction() as tx:
         if edges:
-            tx.put_edges(part, [replace(edges[j], weight=float(new_w[j])) for j in changed])
-            tx.delete_edges(part, [edge_key(edges[j]) for j in dead])
+            snap.put_edges(tx, [
+                Edge(edges[j].src, edges[j].dst, edges[j].relation, nl[j], edges[j].variance, edges[j].activations,
+                     edges[j].updated_at)
+                for j in changed.tolist()
+            ])
+            snap.delete_edges(tx, [edge_key(edges[j]) for j in dead.tolist()])
         tx.kv_put(part, KV_EDGE_DECAY, {"at": now})
     return report
 
@@ -151,7 +168,7 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
 
 def selection_stage(
     coord: "MemoryCoordinator",
-    part: Any,
+    snap: Snapshot,
     now: float,
     limits: LifecycleLimits,
     neuro: neuromodulator.NeuromodulatorOutputs,
@@ -170,8 +187,9 @@ def selection_stage(
     params = replace(base, select_threshold=theta, ltd_threshold=ltd)
     tf = coord.config.param("two_factor_hebbian", two_factor.DEFAULTS)
 
-    eps = load(coord, part, layers=[Layer.EPISODIC], order_by="created_at", descending=True,
-               limit=int(limits.sleep_max_episodes))
+    part = snap.part
+    eps = sorted(snap.select(layers=[Layer.EPISODIC]), key=lambda i: (i.created_at, i.id), reverse=True)
+    eps = eps[: int(limits.sleep_max_episodes)]
     report: dict[str, Any] = {
         "threshold": theta, "ltd_threshold": ltd, "patience": num(neuro.consolidation_patience),
         "candidates": {"real": len(eps), "counterfactual": 0},
@@ -182,7 +200,7 @@ def selection_stage(
         return report, {}
     ids = [e.id for e in eps]
     index = {m: k for k, m in enumerate(ids)}
-    edges = [e for e in coord.storage.edges(part, ids) if e.relation not in PROVENANCE]
+    edges = [e for e in snap.edges_touching(ids) if e.relation not in PROVENANCE]
     by_key = {edge_key(e): e for e in edges}
     keys = list(by_key)
     degree = np.zeros(len(ids))
@@ -242,6 +260,7 @@ def selection_stage(
         changed_ids = list(plan.strengths)
         tx.update_columns(part, changed_ids, strength=[plan.strengths[m] for m in changed_ids])
         for mid in changed_ids:
+            eps[index[mid]].strength = float(plan.strengths[mid])
             action = "ltp" if mid in report["ltp"] else "ltd"
             tx.log(part, HistoryEvent(mid, now, "replayed", {"action": action, **report[action][mid]}))
         upd = []
@@ -249,21 +268,21 @@ def selection_stage(
             e = by_key[key]
             upd.append(replace(e, weight=float(new_w), updated_at=now))
             report["edges_changed"].append(edge_entry(e, e.weight, new_w))
-        tx.put_edges(part, upd)
+        snap.put_edges(tx, upd)
         new = []
         for (src, dst), w in plan.new_edges.items():
             e = Edge(src, dst, COUNTERFACTUAL, float(w), tf.initial_variance, 0, now)
             new.append(e)
             report["edges_created"].append(edge_entry(e))
-        tx.put_edges(part, new)
-        tx.delete_edges(part, list(plan.pruned_edges))
+        snap.put_edges(tx, new)
+        snap.delete_edges(tx, list(plan.pruned_edges))
         report["edges_pruned"] = [edge_entry(by_key[k]) for k in plan.pruned_edges]
     report["summary"] = plan.summary()
     return report, replayed
 
 
 # ---------------------------------------------------------------------------- TripleCopy
-def triple_copy_stage(coord: "MemoryCoordinator", part: Any, now: float, replayed: dict[str, float]) -> dict[str, Any]:
+def triple_copy_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, replayed: dict[str, float]) -> dict[str, Any]:
     """Replayed memories consolidate: their deep copy's target grows (``triple_copy.consolidate``)."""
     if not coord._on("triple_copy"):
         return skipped()
@@ -272,7 +291,8 @@ def triple_copy_stage(coord: "MemoryCoordinator", part: Any, now: float, replaye
     if not replayed:
         report["note"] = "no memory was replayed"
         return report
-    items = coord.storage.get(part, list(replayed))
+    part = snap.part
+    items = [snap.items[m] for m in replayed if m in snap.items]
     with coord.storage.transaction() as tx:
         for it in items:
             st = copy_state(it, params)
@@ -288,7 +308,7 @@ def triple_copy_stage(coord: "MemoryCoordinator", part: Any, now: float, replaye
 
 
 # ---------------------------------------------------------------------------- Bayesian
-def bayesian_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[str, Any]:
+def bayesian_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> dict[str, Any]:
     """Loopy belief propagation over the semantic facts' typed edges.
 
     The local evidence of each fact (the unary factor) is kept in state ``conf_local``;
@@ -298,7 +318,8 @@ def bayesian_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[st
     if not coord._on("bayesian_confidence"):
         return skipped()
     params = coord.config.param("bayesian_confidence", bayesian.BayesianParams())
-    facts = load(coord, part, layers=[Layer.SEMANTIC])
+    part = snap.part
+    facts = snap.select(layers=[Layer.SEMANTIC])
     report: dict[str, Any] = {"facts": len(facts), "edges": 0, "changed": {}}
     if not facts:
         return report
@@ -313,7 +334,7 @@ def bayesian_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[st
             loc_b[k] = max(1e-3, float(local[1]) + cur_b[k] - float(written[1]))
     index = {f.id: k for k, f in enumerate(facts)}
     couplings = bayesian.relation_couplings(params)
-    edges = [e for e in coord.storage.edges(part, list(index)) if e.relation in couplings]
+    edges = [e for e in snap.edges.values() if e.relation in couplings and e.src in index and e.dst in index]
     src, dst, rel, w = bayesian.edge_arrays(edges, index)
     report["edges"] = int(src.size)
     res = bayesian.propagate(alpha=loc_a, beta=loc_b, src=src, dst=dst, relation=rel, weight=w,
@@ -329,6 +350,7 @@ def bayesian_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[st
                           conf_beta=[float(res.beta[k]) for k in moved])
         for k in moved:
             f = facts[k]
+            f.conf_alpha, f.conf_beta = float(res.alpha[k]), float(res.beta[k])
             f.state[CONF_LOCAL] = [float(loc_a[k]), float(loc_b[k])]
             f.state[CONF_WRITTEN] = [float(res.alpha[k]), float(res.beta[k])]
             tx.update_state(part, f.id, f.state)
@@ -343,14 +365,62 @@ def bayesian_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[st
 
 
 # ---------------------------------------------------------------------------- spectral health
-def spectral_stage(coord: "MemoryCoordinator", part: Any, now: float, context: str) -> dict[str, Any]:
+def _lobpcg_fiedler(a: sp.csr_matrix) -> float | None:
+    """lambda_2 of a connected graph's Laplacian by LOBPCG, the constant vector deflated and a
+    Jacobi preconditioner; None when it has not converged (then the exact solver is used)."""
+    n = a.shape[0]
+    lap = laplacian(sp.csr_matrix(a, dtype=np.float64)).tocsr()
+    deg = lap.diagonal()
+    pre = sp.diags(1.0 / np.maximum(deg, 1e-12))
+    ones = np.full((n, 1), 1.0 / np.sqrt(n))
+    x0 = np.random.default_rng(0).normal(size=(n, min(4, n - 2)))  # fixed start: same graph, same answer
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vals, vecs = lobpcg(lap, x0, M=pre, Y=ones, largest=False, tol=1e-8, maxiter=200)
+    j = int(np.argmin(vals))
+    lam, v = float(vals[j]), vecs[:, j]
+    resid = float(np.linalg.norm(lap @ v - lam * v))
+    if not np.isfinite(lam) or lam <= 0.0 or resid > 1e-3 * lam:  # not converged to 0.1 %
+        return None
+    return max(0.0, lam)
+
+
+def graph_health(
+    *, n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, params: spectral.SpectralParams
+) -> spectral.SpectralHealth:
+    """``spectral.health``, with lambda_2 of a large connected graph from LOBPCG.
+
+    ``spectral.fiedler_value`` factorises the shifted Laplacian for graphs above
+    ``dense_max_nodes``; on a well-mixed graph of 10k memories that LU fills in and takes
+    most of a minute, while LOBPCG converges in well under a second. Where LOBPCG does not
+    converge (long chains with a tiny lambda_2, whose LU is cheap) the exact path runs.
+    """
+    a = spectral.adjacency(n=n, src=src, dst=dst, weight=weight, params=params)
+    nodes = np.flatnonzero(np.asarray(a.getnnz(axis=1)).reshape(-1) > 0)
+    m = len(nodes)
+    if m > params.dense_max_nodes:
+        sub = a[nodes][:, nodes]
+        n_comp, _ = connected_components(sub, directed=False)
+        if n_comp == 1:
+            lam = _lobpcg_fiedler(sub)
+            if lam is not None:
+                return spectral.SpectralHealth(
+                    fiedler=lam, n_nodes=m, n_edges=int(sp.triu(sub, k=1).nnz), n_components=1,
+                    component_sizes=[m], labels=np.zeros(m, dtype=np.int64), nodes=nodes,
+                    is_fragmented=bool(m >= 2 and lam < params.fragmentation_threshold),
+                )
+    return spectral.health(n=n, src=src, dst=dst, weight=weight, params=params)
+
+
+def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, context: str) -> dict[str, Any]:
     """Fiedler value of each context's memory graph; bridge fragments; store the last lambda_2."""
     if not coord._on("spectral_kg_health"):
         return skipped()
     params = coord.config.param("spectral_kg_health", spectral.SpectralParams())
-    active = {i.id: i.context for i in load(coord, part)}
+    part = snap.part
+    active = {i.id: i.context for i in snap.select()}
     per_ctx: dict[str, list[Edge]] = defaultdict(list)
-    for e in coord.storage.edges(part):
+    for e in snap.edges.values():
         c1, c2 = active.get(e.src), active.get(e.dst)
         if c1 is not None and c1 == c2 and e.src != e.dst:
             per_ctx[c1].append(e)
@@ -363,7 +433,7 @@ def spectral_stage(coord: "MemoryCoordinator", part: Any, now: float, context: s
         s = np.fromiter((pos[e.src] for e in edges), np.int64, len(edges))
         d = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))
         w = np.fromiter((e.weight for e in edges), float, len(edges))
-        before = spectral.health(n=len(nodes), src=s, dst=d, weight=w, params=params)
+        before = graph_health(n=len(nodes), src=s, dst=d, weight=w, params=params)
         bridges: list[spectral.Bridge] = []
         if before.is_fragmented and before.n_components > 1:
             vec = vectors(coord, part, nodes).astype(np.float64)
@@ -371,7 +441,7 @@ def spectral_stage(coord: "MemoryCoordinator", part: Any, now: float, context: s
         after = before
         if bridges:
             s2, d2, w2 = spectral.with_bridges(src=s, dst=d, weight=w, bridges=bridges)
-            after = spectral.health(n=len(nodes), src=s2, dst=d2, weight=w2, params=params)
+            after = graph_health(n=len(nodes), src=s2, dst=d2, weight=w2, params=params)
             for b in bridges:
                 e = Edge(nodes[b.src], nodes[b.dst], BRIDGE, float(b.similarity), 1.0, 0, now)
                 new_edges.append(e)
@@ -393,19 +463,20 @@ def spectral_stage(coord: "MemoryCoordinator", part: Any, now: float, context: s
     }
     report["fiedler"] = kv["fiedler"]
     with coord.storage.transaction() as tx:
-        tx.put_edges(part, new_edges)
+        snap.put_edges(tx, new_edges)
         tx.kv_put(part, dynamics.KV_SPECTRAL, kv)
     return report
 
 
 # ---------------------------------------------------------------------------- compositional
-def compositional_stage(coord: "MemoryCoordinator", part: Any, now: float, limits: LifecycleLimits) -> dict[str, Any]:
+def compositional_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, limits: LifecycleLimits) -> dict[str, Any]:
     """Fit the shared and per-context bases over the partition's vectors; save them in kv."""
     if not coord._on("compositional_context"):
         return skipped()
     params = coord.config.param("compositional_context", compositional.CompositionalParams())
+    part = snap.part
     by_ctx: dict[str, list[MemoryItem]] = defaultdict(list)
-    for it in load(coord, part, order_by="created_at", descending=True):
+    for it in sorted(snap.select(), key=lambda i: (i.created_at, i.id), reverse=True):
         if len(by_ctx[it.context]) < limits.compositional_max_per_context:
             by_ctx[it.context].append(it)
     ids = [i.id for c in sorted(by_ctx) for i in by_ctx[c]]
@@ -430,7 +501,7 @@ def compositional_stage(coord: "MemoryCoordinator", part: Any, now: float, limit
 
 
 # ---------------------------------------------------------------------------- curiosity
-def curiosity_stage(coord: "MemoryCoordinator", part: Any, now: float, limits: LifecycleLimits) -> dict[str, Any]:
+def curiosity_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, limits: LifecycleLimits) -> dict[str, Any]:
     """Rank the semantic facts by uncertainty and learning progress; store the queue in kv.
 
     Each fact keeps a short confidence history (state ``conf_history``) for the slope.
@@ -438,7 +509,8 @@ def curiosity_stage(coord: "MemoryCoordinator", part: Any, now: float, limits: L
     if not coord._on("curiosity"):
         return skipped()
     params = coord.config.param("curiosity", curiosity.DEFAULT_PARAMS)
-    facts = load(coord, part, layers=[Layer.SEMANTIC])
+    part = snap.part
+    facts = snap.select(layers=[Layer.SEMANTIC])
     histories: list[tuple[list[float], list[float]]] = []
     touched: list[MemoryItem] = []
     for f in facts:
