@@ -31,6 +31,14 @@ from .text import content_hash, entities, jaccard, token_set
 from .validation import check_content, check_k, check_metadata, check_number
 
 
+def _check_limit(limit: Any) -> int | None:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValidationError(f"limit must be a positive integer or None, got {limit!r}")
+    return limit
+
+
 class MemoryCoordinator:
     """Seven memory layers and the mechanisms of the paper behind one facade."""
 
@@ -109,16 +117,21 @@ class MemoryCoordinator:
             self._query_cache.move_to_end(query)
         return v
 
+    def _visible(self, scope: Scope, item: MemoryItem, *, include_archived: bool = False) -> bool:
+        """Whether a reader in ``scope`` may see ``item`` (partition is checked by the store)."""
+        if item.archived and not include_archived:
+            return False
+        if not self.config.context_allowed(scope.context, item.context):
+            return False
+        return not (item.layer in (Layer.WORKING, Layer.SHORT_TERM) and item.session_id != scope.session_id)
+
     def _get_one(self, scope: Scope, memory_id: str) -> MemoryItem:
         if not isinstance(memory_id, str) or not memory_id:
             raise ValidationError(f"memory id must be a non-empty string, got {memory_id!r}")
         items = self._db.get(self._part(scope), [memory_id])
-        if not items or not self.config.context_allowed(scope.context, items[0].context):
+        if not items or not self._visible(scope, items[0], include_archived=True):
             raise NotFoundError(f"no memory {memory_id!r} in this scope")
-        item = items[0]
-        if item.layer in (Layer.WORKING, Layer.SHORT_TERM) and item.session_id != scope.session_id:
-            raise NotFoundError(f"no memory {memory_id!r} in this scope")
-        return item
+        return items[0]
 
     # ------------------------------------------------------------------ store
     def store(
@@ -188,7 +201,7 @@ class MemoryCoordinator:
             kind = classify_kind(content)
         layer_in = rec.get("layer")
         if layer_in is not None:
-            layer = Layer.parse(layer_in)
+            layer = reroute(Layer.parse(layer_in), self.config.disabled_layers)
         else:
             layer = reroute(route(kind, session_bound=scope.session_id is not None), self.config.disabled_layers)
         if layer in (Layer.WORKING, Layer.SHORT_TERM) and scope.session_id is None:
@@ -266,6 +279,8 @@ class MemoryCoordinator:
             layer_set = base - self.config.disabled_layers
         after = before = None
         if time_range is not None:
+            if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
+                raise ValidationError("time_range must be a (start, end) pair; either may be None")
             after, before = time_range
             after = None if after is None else check_number("time_range start", after)
             before = None if before is None else check_number("time_range end", before)
@@ -283,9 +298,11 @@ class MemoryCoordinator:
         core_items = [] if Layer.CORE in self.config.disabled_layers else self._db.query(
             part, self._read_filter(scope, layers=frozenset({Layer.CORE}))
         )
-        for c in core_items:
-            if c.id not in dense and c.id not in lexical:
-                cand_ids.append(c.id)
+        # Core memories always compete, unless the caller narrowed recall to other layers or a time range.
+        if (layer_set is None or Layer.CORE in layer_set) and time_range is None:
+            for c in core_items:
+                if c.id not in dense and c.id not in lexical:
+                    cand_ids.append(c.id)
         if not cand_ids:
             return RecallResult([], query_type=qtype, core=core_items, info={"candidates": 0})
         items = {i.id: i for i in self._db.get(part, cand_ids)}
@@ -317,7 +334,7 @@ class MemoryCoordinator:
         self._temporal_adjust(hits, info)
         # 4. Mechanism hooks: compositional cross-context similarity, Two-Factor boost,
         #    retrievability (Ebbinghaus / TripleCopy), priority.
-        reinforcement.cross_context_similarity(self, part, qvec, hits, scope.context)
+        reinforcement.cross_context_similarity(self, part, qvec, hits, scope.context, lw)
         reinforcement.hebbian_boost(self, part, hits, k)
         reinforcement.retrievability_weight(self, hits, now)
         reinforcement.priority_weight(self, hits)
@@ -373,11 +390,15 @@ class MemoryCoordinator:
 
     def episodes(self, scope: Scope, start: float | None = None, end: float | None = None, *, limit: int | None = None) -> list[MemoryItem]:
         """Episodic memories whose event time lies in [start, end], oldest first."""
+        start = None if start is None else check_number("start", start)
+        end = None if end is None else check_number("end", end)
+        limit = _check_limit(limit)
         flt = self._read_filter(scope, layers=frozenset({Layer.EPISODIC}), event_after=start, event_before=end)
         return self._db.query(self._part(scope), flt, order_by="event_time", limit=limit)
 
     def list(self, scope: Scope, *, layer: Layer | str | None = None, include_archived: bool = False, limit: int | None = None) -> list[MemoryItem]:
         layers = frozenset({Layer.parse(layer)}) if layer is not None else None
+        limit = _check_limit(limit)
         return self._db.query(self._part(scope), self._read_filter(scope, layers=layers, include_archived=include_archived), limit=limit)
 
     def update(
@@ -401,6 +422,10 @@ class MemoryCoordinator:
         if importance is not None:
             importance = check_number("importance", importance, 0.0, 1.0)
         new_layer = Layer.parse(layer) if layer is not None else None
+        if new_layer in (Layer.WORKING, Layer.SHORT_TERM) and scope.session_id is None:
+            raise ValidationError(f"the {new_layer.value} layer is bound to a session: give the scope a session_id")
+        if new_layer in (Layer.WORKING, Layer.SHORT_TERM) and item.session_id != scope.session_id:
+            raise ValidationError("only a memory of this session can move into its working or short-term memory")
         return self._apply_revision(scope, item, content, action="updated", detail={}, metadata=metadata,
                                     importance=importance, layer=new_layer)
 
@@ -483,7 +508,10 @@ class MemoryCoordinator:
         with self._db.transaction() as tx:
             for i in items:
                 target = reroute(session_end_target(i.kind), self.config.disabled_layers)
-                tx.update_columns(part, [i.id], layer=[target.value], updated_at=[now])
+                cols: dict[str, list[Any]] = {"layer": [target.value], "updated_at": [now]}
+                if target is Layer.EPISODIC and i.event_time is None:
+                    cols["event_time"] = [i.created_at]  # an episode happened when it was said
+                tx.update_columns(part, [i.id], **cols)
                 tx.log(part, HistoryEvent(i.id, now, "moved", {"from": i.layer.value, "to": target.value, "why": "session end"}))
                 moved[target.value] = moved.get(target.value, 0) + 1
         report.stage("moved").update(moved)
@@ -504,10 +532,7 @@ class MemoryCoordinator:
     def restore(self, memory_id: str, scope: Scope) -> MemoryItem:
         """Bring an archived memory back into recall."""
         part = self._part(scope)
-        items = self._db.get(part, [memory_id])
-        if not items or not self.config.context_allowed(scope.context, items[0].context):
-            raise NotFoundError(f"no memory {memory_id!r} in this scope")
-        item = items[0]
+        item = self._get_one(scope, memory_id)
         now = self.clock.now()
         with self._db.transaction() as tx:
             tx.update_columns(part, [item.id], archived=[False], last_access=[now], strength=[max(item.strength, 0.5)])
@@ -533,7 +558,7 @@ class MemoryCoordinator:
             queued = self._db.kv_get(part, dynamics.KV_CURIOSITY) or []
             ids = [q["id"] if isinstance(q, dict) else q[0] for q in queued]
             seen = {d.id for d in due}
-            extra = [i for i in self._db.get(part, [x for x in ids if x not in seen]) if self.config.context_allowed(scope.context, i.context)]
+            extra = [i for i in self._db.get(part, [x for x in ids if x not in seen]) if self._visible(scope, i)]
             due += extra[: limit - len(due)]
         return due
 
@@ -588,7 +613,10 @@ class MemoryCoordinator:
             tx.kv_put(self._part(scope), "goal_vector", dynamics.encode_vec(vec))
 
     def stats(self, scope: Scope | None = None) -> dict[str, Any]:
-        s = self._db.stats(self._part(scope) if scope is not None else None)
+        if scope is None:
+            s = self._db.stats(None)
+        else:
+            s = self._db.stats(self._part(scope), self._read_filter(scope, include_archived=True))
         return {
             "memories": s.memories,
             "archived": s.archived,

@@ -111,7 +111,8 @@ def prepare(coord: "MemoryCoordinator", part: Partition, batch: Batch, now: floa
     if coord._on("metacognitive_monitor"):
         raw = coord.storage.kv_get(part, dyn.KV_METACOG)
         if raw:
-            boost = metacognition.novelty_boost(metacognition.MonitorState.from_dict(raw), now=now)
+            boost = metacognition.novelty_boost(metacognition.MonitorState.from_dict(raw), now=now,
+                                                params=coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS))
             strength = strength + boost  # a novelty window after a surprise boosts encoding
 
     strength = np.clip(strength, 0.05, 1.0)
@@ -157,7 +158,8 @@ def link(coord: "MemoryCoordinator", tx: Any, part: Partition, batch: Batch, now
     for a, b in zip(items, items[1:]):
         add(a.id, b.id, "temporal")
     # Recently active memories are co-active with the new ones.
-    recent = coord.storage.query(part, Filter(session_id=items[0].session_id), order_by="last_access", descending=True, limit=RECENT_WINDOW)
+    recent = coord.storage.query(part, Filter(session_id=items[0].session_id, contexts=frozenset({items[0].context})),
+                                 order_by="last_access", descending=True, limit=RECENT_WINDOW)
     new_ids = {i.id for i in items}
     recent = [r for r in recent if r.id not in new_ids]
     pool_ids = [r.id for r in recent] + [i.id for i in items]

@@ -51,7 +51,7 @@ _ID_RE = re.compile(r"^[A-Za-z0-9_.:@+\-]{1,128}$")
 def _check_scope_part(name: str, value: Any, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
-    if not isinstance(value, str) or not _ID_RE.match(value):
+    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
         raise ScopeError(
             f"{name} must be 1-128 characters of letters, digits and _.:@+-; got {value!r}"
         )

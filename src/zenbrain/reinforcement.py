@@ -63,7 +63,8 @@ def priority_weight(coord: "MemoryCoordinator", hits: list[RecallHit]) -> None:
         h.why.priority = 0.9 + 0.2 * p
 
 
-def cross_context_similarity(coord: "MemoryCoordinator", part: Partition, qvec: np.ndarray, hits: list[RecallHit], reader: str) -> None:
+def cross_context_similarity(coord: "MemoryCoordinator", part: Partition, qvec: np.ndarray, hits: list[RecallHit], reader: str,
+                             lexical_share: float) -> None:
     """Compositional context: a memory from another (allowed) context is compared through
     the shared component only, so context-specific detail does not cross the boundary."""
     foreign = [h for h in hits if h.item.context != reader]
@@ -76,10 +77,9 @@ def cross_context_similarity(coord: "MemoryCoordinator", part: Partition, qvec: 
     vecs = coord.storage.vectors(part, [h.item.id for h in foreign])
     sims = np.atleast_1d(np.asarray(compositional.cross_context_similarity(qvec, vecs, state=state), dtype=float))
     for h, s in zip(foreign, sims):
-        old = h.why.dense
         h.why.other["cross_context_shared_sim"] = float(s)
         h.why.dense = max(0.0, float(s))
-        h.why.fused = h.why.fused - h.why.layer_weight * (1 - coord.config.recall.lexical_weight) * (old - h.why.dense)
+        h.why.fused = h.why.layer_weight * ((1 - lexical_share) * h.why.dense + lexical_share * h.why.lexical)
 
 
 # --------------------------------------------------------------------------- after recall
@@ -146,9 +146,10 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
         top = hits[0].score if hits else 0.0
         # "Used" proxy until feedback arrives: hits scoring at least half the best one.
         used = sum(1 for h in hits if h.score >= 0.5 * top) if top > 0 else 0
-        ms = metacognition.log_retrieval(ms, at=now, returned=len(hits), used=used, query_kind=_query_kind(query, coord))
+        mp = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
+        ms = metacognition.log_retrieval(ms, at=now, returned=len(hits), used=used, query_kind=_query_kind(query, coord), params=mp)
         if hits:
-            ms = metacognition.log_prediction_error(ms, at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)))
+            ms = metacognition.log_prediction_error(ms, at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)), params=mp)
         kv[dyn.KV_METACOG] = ms.to_dict()
     if coord._on("prospective_memory"):
         fired, kv_int = _check_intentions(coord, part, now, text=query, embedding=qvec)

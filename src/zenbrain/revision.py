@@ -35,7 +35,7 @@ def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_conte
     if coord._on("neuromodulator"):
         raw = coord.storage.kv_get(part, dyn.KV_NEURO)
         state = neuromodulator.NeuromodulatorState.from_dict(raw) if raw else neuromodulator.initial_state(now=now)
-        lv = neuromodulator.levels(state, now=now)
+        lv = neuromodulator.levels(state, now=now, params=coord.config.param("neuromodulator", neuromodulator.DEFAULT_PARAMS))
         ne, serotonin = lv["NE"], lv["5HT"]
     threshold = None
     if coord._on("stability_protector"):
@@ -57,7 +57,7 @@ def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_conte
         item = coord._apply_revision(scope, item, plan.new_content, action="reconsolidated", detail=detail)
     else:
         with coord.storage.transaction() as tx:
-            if plan.mode == "confirmed":
+            if plan.mode == "confirmed" and coord._on("bayesian_confidence"):
                 item.conf_alpha, item.conf_beta = bayesian.observe(item.conf_alpha, item.conf_beta, supports=True)
                 tx.update_columns(part, [item.id], conf_alpha=[item.conf_alpha], conf_beta=[item.conf_beta])
             if plan.supersede_old:
@@ -72,7 +72,8 @@ def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_conte
 
         raw = coord.storage.kv_get(part, dyn.KV_METACOG)
         ms = metacognition.MonitorState.from_dict(raw) if raw else metacognition.MonitorState()
-        ms = metacognition.log_prediction_error(ms, at=now, pe=float(plan.pe_eff))
+        ms = metacognition.log_prediction_error(ms, at=now, pe=float(plan.pe_eff),
+                                                params=coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS))
         with coord.storage.transaction() as tx:
             tx.kv_put(part, dyn.KV_METACOG, ms.to_dict())
     return {"mode": plan.mode, "memory": item, "new_memory": new_memory, "plan": detail}

@@ -109,12 +109,6 @@ def test_forget_after_update_erases_every_version(mem, scope, db_path):
     assert files_containing(db_path, MARKER) == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: coordinator.update() caches the new content's vector but never deletes the previous "
-    "content's orphaned embedding row, and SQLiteTransaction.delete_memory() only drops the vector of the "
-    "current content_hash; after forget() the vector (and sha256) of an earlier version stays in `embeddings`",
-)
 def test_forget_after_update_erases_the_old_versions_vector(mem, scope):
     old = f"first version {MARKER}"
     item = mem.store(old, scope)

@@ -118,11 +118,6 @@ def test_end_session_moves_short_term_memory_into_long_term_layers(mem, clock):
     assert mem.end_session(S1).stages["moved"] == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.end_session() moves a working/short-term memory into EPISODIC with "
-    "event_time left None, whereas every episodic memory written by store() carries an event_time",
-)
 def test_end_session_gives_new_episodes_an_event_time(mem, clock):
     note = mem.store("scratch: call the plumber", S1, kind="note")
     clock.advance(hours=1)
@@ -168,11 +163,6 @@ def test_core_memories_are_always_in_recall_core(mem):
     assert mem.recall("name", Scope("bob", "a1"), touch=False).core == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.recall() adds every core memory to the candidates after filtering, so "
-    "recall(layers=[...]) without 'core' (or with a time_range that excludes it) still returns core hits",
-)
 def test_recall_layer_filter_applies_to_core_hits(mem):
     mem.store("My name is Zed Quorum and I like trains", S)
     ep = mem.store("went on a train trip yesterday", S)
@@ -209,11 +199,6 @@ def test_disabled_layers_reroute_at_session_end_and_hide_from_recall(make_mem, m
     assert res.core == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator._draft() applies an explicit layer= without reroute(): store(layer='core') with "
-    "core disabled writes into the disabled layer, where recall() (which subtracts disabled layers) never finds it",
-)
 def test_explicit_layer_that_is_disabled_is_rerouted_or_refused(make_mem):
     from zenbrain import ValidationError
 

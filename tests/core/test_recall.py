@@ -76,12 +76,6 @@ def test_query_types(mem, query, qtype):
     assert mem.recall(query, S, touch=False).query_type == qtype
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: retrieval/query.py classify(): the temporal pattern matches a bare year ('in 2023') but not a "
-    "month or day with a year, so 'What happened in May 2023?' is 'factual' although parse_window finds its "
-    "window; a query naming a date should be temporal (and get the episodic layer weight)",
-)
 @pytest.mark.parametrize("query", ["What happened in May 2023?", "What did we do on 8 May, 2023?"])
 def test_a_query_naming_a_date_is_temporal(query):
     info = classify(query)

@@ -127,11 +127,6 @@ def test_scope_parts_at_the_limits_are_accepted():
     assert Scope("a" * 128, "b", "c.d:e@f+g-h_i", "x").user_id == "a" * 128
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: model._ID_RE ends in '$', which also matches before a trailing newline, so "
-    "Scope('alice\\n') is accepted and names a different partition than Scope('alice'); use \\Z or fullmatch",
-)
 @pytest.mark.parametrize("value", ["alice\n"])
 def test_scope_part_with_trailing_newline_is_refused(value):
     with pytest.raises(ScopeError):
@@ -205,32 +200,17 @@ def test_bad_time_range_is_refused(seeded, time_range):
     _refused(mem, lambda: mem.recall("zoo", S, time_range=time_range), ValidationError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.recall() unpacks time_range without checking its shape: a 1- or 3-tuple "
-    "raises a bare ValueError ('not enough values to unpack'), not a ValidationError",
-)
 def test_malformed_time_range_is_refused(seeded):
     mem, _ = seeded
     _refused(mem, lambda: mem.recall("zoo", S, time_range=(5,)), ValidationError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.episodes() passes start/end to SQL unchecked: a str bound ('2023') or NaN "
-    "silently returns [] and end='x' returns everything, instead of raising ValidationError",
-)
 @pytest.mark.parametrize("bounds", [("2023", None), (math.nan, None), (None, "x")])
 def test_bad_episode_bounds_are_refused(seeded, bounds):
     mem, _ = seeded
     _refused(mem, lambda: mem.episodes(S, *bounds), ValidationError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.list()/episodes() do not validate limit: limit='abc' raises a bare "
-    "ValueError from int() in SQLiteStore.query, and limit=-5 or 2.7 are silently accepted",
-)
 @pytest.mark.parametrize("limit", ["abc", -5, 2.7])
 def test_bad_limit_is_refused(seeded, limit):
     mem, _ = seeded
@@ -281,11 +261,6 @@ def test_bad_ids_and_arguments_elsewhere(seeded):
     _refused(mem, lambda: mem.record_outcome(items[0].id, SS, "yes"), ValidationError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.update(layer='working'|'short_term') on a scope without a session is accepted "
-    "(store() refuses it), leaving a session-bound memory with session_id=None that list() and recall() never show",
-)
 def test_update_into_a_session_layer_needs_a_session(seeded):
     mem, items = seeded
     fact = mem.store("Rome is the capital of Italy", S)

@@ -156,9 +156,6 @@ def test_neuromodulator_surprise_raises_norepinephrine_and_the_revision_pe(open_
     assert off["out"]["memory"].content == "Team meeting is on Wednesday at ten room four"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: revise() reads the neuromodulator levels with the default "
-                                       "NeuromodulatorParams (revision.py calls levels() without params), "
-                                       "ignoring Config.params['neuromodulator'] that store and recall use")
 def test_neuromodulator_revision_uses_the_configured_parameters(open_coord):
     params = neuromodulator.NeuromodulatorParams(phasic_half_life_s=10.0)
     coord, clock = open_coord(Config(params={"neuromodulator": params}), "fast_bursts")
@@ -200,9 +197,6 @@ def test_metacognitive_monitor_logs_recalls_and_boosts_encoding_after_a_surprise
     assert off["log"] is None
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the store path computes the novelty boost with the default "
-                                       "MetacognitionParams (encoding.py calls novelty_boost() without params), "
-                                       "ignoring Config.params['metacognitive_monitor']")
 def test_metacognitive_novelty_boost_uses_the_configured_parameters(open_coord):
     params = metacognition.MetacognitionParams(novelty_boost=0.3)
     base = Config(params={"metacognitive_monitor": params})
@@ -483,9 +477,6 @@ def test_stability_protector_slows_the_learning_of_maturing_co_recall_edges(open
     assert [e.variance for e in on["trace"]] == pytest.approx([e.variance for e in off["trace"]])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: store-time linking (encoding.link) takes its co-active pool from "
-                                       "every context of the partition, so a memory stored in one context gets "
-                                       "'similar' / 'shares_entity' edges to memories of an unlinked context")
 def test_store_time_edges_stay_inside_the_context(open_coord):
     coord, clock = open_coord(Config(), "contexts")
     part = (SCOPE.user_id, SCOPE.agent_id)
@@ -644,8 +635,6 @@ def test_bayesian_confidence_near_duplicate_fact_supports_and_raises_confidence(
     assert (off["new"].conf_alpha, off["new"].conf_beta) == (1.0, 1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: revise() in 'confirmed' mode adds a supporting Beta observation "
-                                       "even when bayesian_confidence is switched off")
 def test_bayesian_confidence_off_leaves_confidence_alone_on_a_confirming_revision(open_coord):
     coord, clock = open_coord(Config().without("bayesian_confidence"), "off")
     m = coord.store(BOILS, SCOPE)
@@ -766,10 +755,6 @@ def test_compositional_context_basis_fitted_by_sleep_is_used_by_recall(open_coor
         assert h.why.dense == pytest.approx(max(0.0, float(off["vecs"][h.item.id] @ off["qvec"])), abs=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: cross_context_similarity rebuilds the fused score with the "
-                                       "BM25 share (1 - lexical_weight) even when recall used no lexical "
-                                       "scores, so without lexical hits a foreign memory keeps half of its "
-                                       "raw dense similarity")
 def test_compositional_context_fused_score_without_lexical_candidates(open_coord):
     coord, clock = open_coord(LINKED.without("bm25_hybrid"), "no_bm25")
     out = _compositional_scenario(coord, clock)

@@ -42,12 +42,6 @@ def test_the_backend_implements_the_protocol(store):
             assert callable(getattr(tx, name)), name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: reinforcement.after_recall/review/record_outcome call tx.update_state(), which "
-    "SQLiteTransaction has but the Transaction protocol in storage/base.py does not declare, so a backend "
-    "written to the protocol fails at the first recall",
-)
 def test_the_protocol_declares_every_transaction_method_the_engine_uses():
     assert hasattr(Transaction, "update_state")
 
@@ -624,12 +618,6 @@ def test_a_busy_store_gives_up_with_a_storage_error(backend, tmp_path):
         s.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: SQLiteStore.__init__ wraps only sqlite3.connect(); opening a file that is not a database "
-    "raises a bare sqlite3.DatabaseError ('file is not a database') from the first PRAGMA instead of "
-    "StorageError, which errors.py documents for corrupt files",
-)
 def test_a_corrupt_store_is_refused_with_a_storage_error(backend, tmp_path):
     if not hasattr(backend, "corrupt"):
         pytest.skip("backend cannot simulate corruption")

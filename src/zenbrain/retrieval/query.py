@@ -106,7 +106,7 @@ def classify(query: str) -> QueryInfo:
         qtype = IDENTITY
     elif _PROCEDURAL.search(query) and not re.match(r"\s*when\b", query, re.IGNORECASE):
         qtype = PROCEDURAL
-    elif _TEMPORAL.search(query):
+    elif _TEMPORAL.search(query) or parse_window(query) is not None:
         qtype = TEMPORAL
     elif _FACTUAL.search(query):
         qtype = FACTUAL

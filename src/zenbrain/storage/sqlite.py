@@ -117,7 +117,7 @@ class SQLiteTransaction:
 
     def update_memory(self, item: MemoryItem) -> None:
         old = self._db.execute(
-            "SELECT content, metadata FROM memories WHERE id=? AND user_id=? AND agent_id=?",
+            "SELECT content, metadata, content_hash FROM memories WHERE id=? AND user_id=? AND agent_id=?",
             (item.id, item.user_id, item.agent_id),
         ).fetchone()
         if old is None:
@@ -127,6 +127,8 @@ class SQLiteTransaction:
             f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?",
             (*_item_values(item)[3:], item.id, item.user_id, item.agent_id),
         )
+        if old["content_hash"] != item.content_hash:
+            self._drop_orphan_embedding(old["content_hash"])
         new_lex = self._store.lexical_text(item)
         self._db.execute("DELETE FROM memories_fts WHERE memory_id=? AND user_id=?", (item.id, item.user_id))
         self._db.execute(
@@ -176,13 +178,15 @@ class SQLiteTransaction:
         )
         self._db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?", (user, agent, memory_id))
         if row is not None:
-            still_used = self._db.execute(
-                "SELECT 1 FROM memories WHERE content_hash=? LIMIT 1", (row["content_hash"],)
-            ).fetchone()
-            if still_used is None:
-                self._db.execute("DELETE FROM embeddings WHERE hash=?", (row["content_hash"],))
+            self._drop_orphan_embedding(row["content_hash"])
         self._changed(partition, memory_id)
         self._store._erased = True
+
+    def _drop_orphan_embedding(self, content_hash: str) -> None:
+        """A vector no memory refers to any more is erased with its text's last memory."""
+        if self._db.execute("SELECT 1 FROM memories WHERE content_hash=? LIMIT 1", (content_hash,)).fetchone() is None:
+            self._db.execute("DELETE FROM embeddings WHERE hash=?", (content_hash,))
+            self._store._erased = True
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -242,15 +246,19 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
         self._db.row_factory = sqlite3.Row
-        self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-        mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if self.path != ":memory:" and mode.lower() != "wal":
-            raise StorageError(f"{self.path}: could not enable WAL (journal_mode={mode})")
-        # FULL: a committed memory survives a power cut too, not only a process crash.
-        self._db.execute("PRAGMA synchronous=FULL")
-        # Overwrite deleted content with zeros so erasure also leaves the file.
-        self._db.execute("PRAGMA secure_delete=ON")
-        self._migrate()
+        try:
+            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if self.path != ":memory:" and mode.lower() != "wal":
+                raise StorageError(f"{self.path}: could not enable WAL (journal_mode={mode})")
+            # FULL: a committed memory survives a power cut too, not only a process crash.
+            self._db.execute("PRAGMA synchronous=FULL")
+            # Overwrite deleted content with zeros so erasure also leaves the file.
+            self._db.execute("PRAGMA secure_delete=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise StorageError(f"{self.path} is not a usable zenbrain store: {exc}") from exc
         self._check_meta()
         # Indexes are built and synced through a second connection, which only ever sees
         # committed rows, so they cannot pick up a write that is later rolled back.
@@ -595,8 +603,12 @@ class SQLiteStore:
         with self._lock:
             return [tuple(r) for r in self._db.execute("SELECT DISTINCT user_id, agent_id FROM memories ORDER BY 1, 2")]
 
-    def stats(self, partition: Partition | None = None) -> StoreStats:
-        where, args = ("user_id=? AND agent_id=?", list(partition)) if partition else ("1=1", [])
+    def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats:
+        """Counts for the whole file, a partition, or what a filter lets a reader see."""
+        if partition is not None and flt is not None:
+            where, args = self._where(partition, Filter(**{**flt.__dict__, "include_archived": True}))
+        else:
+            where, args = ("user_id=? AND agent_id=?", list(partition)) if partition else ("1=1", [])
         s = StoreStats()
         with self._lock:
             for r in self._db.execute(
@@ -608,7 +620,9 @@ class SQLiteStore:
                 s.by_layer[r["layer"]] = s.by_layer.get(r["layer"], 0) + r["n"]
             for r in self._db.execute(f"SELECT context, COUNT(*) AS n FROM memories WHERE {where} GROUP BY context", args):
                 s.by_context[r["context"]] = r["n"]
-            s.edges = self._db.execute(f"SELECT COUNT(*) FROM edges WHERE {where}", args).fetchone()[0]
+            s.edges = self._db.execute(
+                f"SELECT COUNT(*) FROM edges WHERE src IN (SELECT id FROM memories WHERE {where})", args
+            ).fetchone()[0]
             s.cached_embeddings = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
         if self.path != ":memory:":
             s.file_bytes = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
