@@ -67,12 +67,20 @@ def consolidate_stages(
     now = coord.clock.now()
     snap = snap or Snapshot(coord, part)
     stages: dict[str, dict[str, Any]] = {}
-    if coord._on("dual_process_cot"):
-        stages["dual_process_cot"] = _dual_process(coord, scope, snap, now, limits)
-    else:
+    off = coord.config.disabled_layers
+    if not coord._on("dual_process_cot"):
         stages["dual_process_cot"] = skipped()
+    elif Layer.SEMANTIC in off:
+        stages["dual_process_cot"] = skipped("the semantic layer is disabled")
+    else:
+        stages["dual_process_cot"] = _dual_process(coord, scope, snap, now, limits)
     stages["ib_budget"] = _ib_budget(coord, snap, now) if coord._on("ib_budget") else skipped()
-    stages["procedures"] = _procedures(coord, snap, now) if coord._on("dual_process_cot") else skipped()
+    if not coord._on("dual_process_cot"):
+        stages["procedures"] = skipped()
+    elif Layer.PROCEDURAL in off:
+        stages["procedures"] = skipped("the procedural layer is disabled")
+    else:
+        stages["procedures"] = _procedures(coord, snap, now)
     return stages
 
 
@@ -101,7 +109,8 @@ def _dual_process(
             schemas_by_ctx[it.context].append(it)
 
     report: dict[str, Any] = {
-        "episodes_examined": 0, "clusters": 0, "schemas_created": [], "schemas_extended": [], "episodes_consolidated": 0,
+        "episodes_examined": 0, "clusters": 0, "schemas_created": [], "schemas_extended": [],
+        "episodes_consolidated": 0,
     }
     # (schema id or None for new, context, members, unit vectors of members, centroid, schema text info)
     plans: list[dict[str, Any]] = []
@@ -162,7 +171,9 @@ def _dual_process(
             }
             if sch.note:
                 meta["note"] = sch.note[:500]
-            records.append({"content": sch.text, "kind": Kind.SCHEMA.value, "layer": Layer.SEMANTIC.value, "metadata": meta})
+            records.append(
+                {"content": sch.text, "kind": Kind.SCHEMA.value, "layer": Layer.SEMANTIC.value, "metadata": meta}
+            )
         stored = coord.store_many(records, scope.with_context(ctx).with_session(None))
         snap.add(stored)
         snap.reload_edges_of([i.id for i in stored])  # store_many links the new schemas

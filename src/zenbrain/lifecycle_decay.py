@@ -112,7 +112,8 @@ def decay_stages(
             it.archived = False
             it.state.pop(ARCHIVED_BY, None)
             tx.update_state(part, it.id, it.state)
-            tx.log(part, HistoryEvent(it.id, now, "restored", {"why": "retrievability recovered", "retrievability": num(r[j])}))
+            detail = {"why": "retrievability recovered", "retrievability": num(r[j])}
+            tx.log(part, HistoryEvent(it.id, now, "restored", detail))
 
     def listing(idx: np.ndarray) -> dict[str, Any]:
         return {

@@ -282,7 +282,9 @@ def selection_stage(
 
 
 # ---------------------------------------------------------------------------- TripleCopy
-def triple_copy_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, replayed: dict[str, float]) -> dict[str, Any]:
+def triple_copy_stage(
+    coord: "MemoryCoordinator", snap: Snapshot, now: float, replayed: dict[str, float]
+) -> dict[str, Any]:
     """Replayed memories consolidate: their deep copy's target grows (``triple_copy.consolidate``)."""
     if not coord._on("triple_copy"):
         return skipped()
@@ -459,7 +461,9 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
         "at": now,
         "fiedler": scoped["fiedler"][1] if scoped else 0.0,
         "context": context,
-        "by_context": {c: {"fiedler": v["fiedler"][1], "components": v["components"][1]} for c, v in report["contexts"].items()},
+        "by_context": {
+            c: {"fiedler": v["fiedler"][1], "components": v["components"][1]} for c, v in report["contexts"].items()
+        },
     }
     report["fiedler"] = kv["fiedler"]
     with coord.storage.transaction() as tx:
@@ -469,7 +473,9 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
 
 
 # ---------------------------------------------------------------------------- compositional
-def compositional_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, limits: LifecycleLimits) -> dict[str, Any]:
+def compositional_stage(
+    coord: "MemoryCoordinator", snap: Snapshot, now: float, limits: LifecycleLimits
+) -> dict[str, Any]:
     """Fit the shared and per-context bases over the partition's vectors; save them in kv."""
     if not coord._on("compositional_context"):
         return skipped()

@@ -169,3 +169,20 @@ def test_procedures_with_a_good_record_move_to_procedural_memory(world):
 
     w_off, item_off, _, _ = run("dual_process_cot")
     assert w_off.get(item_off.id).layer is Layer.SEMANTIC
+
+
+def test_no_schema_is_written_into_a_disabled_semantic_layer(tmp_path):
+    from zenbrain.api import open_memory
+    from zenbrain.clock import SimulatedClock
+    from zenbrain.config import Config
+    from zenbrain.model import Scope
+    from zenbrain.providers.hashing import HashingEmbedder
+
+    mem = open_memory(tmp_path / "m.db", embedder=HashingEmbedder(64), clock=SimulatedClock(),
+                      config=Config(disabled_layers=frozenset({Layer.SEMANTIC})))
+    scope = Scope("bob")
+    mem.store_many([{"content": t, "kind": "episode"} for t in RUNS], scope)
+    rep = mem.consolidate(scope)
+    assert rep.stages["dual_process_cot"] == {"skipped": "the semantic layer is disabled"}
+    assert mem.stats(scope)["by_layer"].get("semantic", 0) == 0
+    mem.close()

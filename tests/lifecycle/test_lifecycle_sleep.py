@@ -408,13 +408,16 @@ def test_sleep_with_every_mechanism_off_changes_nothing(world):
     w = world(*ALL_MECHANISMS)
     ids = _selection_scene(w)
     edges_before = {k: e.weight for k, e in w.edges().items()}
-    items_before = {mid: (i.strength, i.archived, i.conf_alpha, i.layer) for mid in ids.values() for i in [w.get(mid)]}
+    def items():
+        return {mid: (i.strength, i.archived, i.conf_alpha, i.layer, i.state) for mid in ids.values() for i in [w.get(mid)]}
+
+    items_before = items()
     w.clock.advance(days=90)
     rep = w.mem.sleep(w.scope)
     assert list(rep.stages) == SLEEP_STAGES
     assert all("skipped" in v for v in rep.stages.values())
     assert {k: e.weight for k, e in w.edges().items()} == edges_before
-    assert {mid: (i.strength, i.archived, i.conf_alpha, i.layer) for mid in ids.values() for i in [w.get(mid)]} == items_before
+    assert items() == items_before
 
 
 def test_sleep_runs_on_an_empty_store(world):
