@@ -238,6 +238,37 @@ def test_stats(store, world):
         assert s.cached_embeddings == len(items)
 
 
+def test_stats_through_a_filter_count_what_the_filter_admits(store, world):
+    items, _ = world
+    rng = np.random.default_rng(21)
+    from dataclasses import replace
+
+    for _ in range(20):
+        flt = random_filter(rng, [i.id for i in items])
+        # Archived rows are counted (and reported as archived) whatever include_archived says.
+        admitted = [i for i in items if i.user_id == "alice" and matches(i, replace(flt, include_archived=True))]
+        s = store.stats(P1, flt)
+        assert s.memories == len(admitted), flt
+        assert s.archived == sum(i.archived for i in admitted)
+        assert sum(s.by_layer.values()) == sum(s.by_context.values()) == len(admitted)
+
+
+def test_update_state_replaces_state_and_due_time(store):
+    a = make_item(P1, "stateful", id="s", state={"due_at": T0 + 100.0, "keep": "old"})
+    put(store, [a])
+    assert [i.id for i in store.due(P1, T0 + 100.0, 10)] == ["s"]
+    with store.transaction() as tx:
+        tx.update_state(P1, "s", {"due_at": T0 + 5000.0, "fsrs": {"reps": 1}})
+        tx.update_state(P2, "s", {"due_at": T0})  # another partition: no effect
+    got = store.get(P1, ["s"])[0]
+    assert got.state == {"due_at": T0 + 5000.0, "fsrs": {"reps": 1}}
+    assert store.due(P1, T0 + 4999.0, 10) == []
+    assert [i.id for i in store.due(P1, T0 + 5000.0, 10)] == ["s"]
+    with store.transaction() as tx:
+        tx.update_state(P1, "s", {})
+    assert store.due(P1, T0 + 10**9, 10) == [] and store.get(P1, ["s"])[0].state == {}
+
+
 # --------------------------------------------------------------------------- vectors
 def test_vector_search_is_exact(store, world):
     items, vecs = world
