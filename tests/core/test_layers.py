@@ -209,3 +209,18 @@ def test_explicit_layer_that_is_disabled_is_rerouted_or_refused(make_mem):
         return
     assert item.layer is not Layer.CORE
     assert item.id in {h.id for h in mem.recall("Zed Quorum", S, touch=False)}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: config.LayerParams.short_term_ttl_hours ('a short-term item older than this is consolidated') "
+    "is read nowhere: sleep()/consolidate() leave a never-ended session's short-term memory in place forever",
+)
+def test_short_term_memory_older_than_its_ttl_is_consolidated_by_sleep(make_mem, clock):
+    from zenbrain.config import LayerParams
+
+    mem = make_mem(Config(layers=LayerParams(short_term_ttl_hours=1.0)))
+    item = mem.store("the waiter's name is Ronaldo", S1, layer="short_term")
+    clock.advance(hours=3)
+    mem.sleep(S)
+    assert mem.get(item.id, S1).layer is not Layer.SHORT_TERM
