@@ -172,6 +172,8 @@ def test_erasure_is_seen_by_a_second_open_handle(make_mem, scope):
     assert item.id not in [h.id for h in second.recall(SECRET, scope, k=20, touch=False)]
     with pytest.raises(NotFoundError):
         second.get(item.id, scope)
+    # The other open handle does not keep the text alive in the file or the WAL.
+    assert files_containing(first.storage.path, MARKER) == {}
 
 
 def test_forget_erases_a_schema_consolidated_from_the_memory(mem, scope, clock, db_path):

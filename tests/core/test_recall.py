@@ -235,3 +235,17 @@ def test_recall_by_layer(mem):
     _mixed(mem)
     hits = mem.recall("Paris", S, layers=["episodic", Layer.PROCEDURAL], touch=False)
     assert hits and {h.item.layer for h in hits} <= {Layer.EPISODIC, Layer.PROCEDURAL, Layer.CORE}
+
+
+def test_recall_follows_an_update_of_the_content(make_mem, mem):
+    dense_only = make_mem(Config().without("bm25_hybrid"))
+    item = mem.store("the spare key is under the flowerpot", S)
+    other = mem.store("the car is parked on level two", S)
+    assert dense_only.recall("spare key flowerpot", S, k=1, touch=False)[0].id == item.id  # index loaded
+    mem.update(item.id, S, content="the spare key is in the mailbox")
+    for m in (mem, dense_only):
+        assert m.recall("spare key mailbox", S, k=1, touch=False)[0].id == item.id
+    assert mem.storage.lexical_search(("alice", "a1"), "flowerpot", 5) == []
+    hits = dense_only.recall("flowerpot", S, k=2, touch=False)
+    assert {h.id for h in hits} <= {item.id, other.id}
+    assert next(h for h in hits if h.id == item.id).why.dense < 0.5

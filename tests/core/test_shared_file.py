@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import core_helpers
+import pytest
 from core_helpers import open_mem
 
 from zenbrain import Scope
@@ -67,3 +68,28 @@ def test_vector_index_follows_another_process_while_both_are_open(db_path, worke
         # Erasure by this process is seen too: the other's memory, once forgotten, is gone.
         mem.forget(child_id, scope)
         assert child_id not in [h.id for h in mem.recall("violinist harpsichord", scope, touch=False)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: reinforcement.after_recall() writes access_count = (count read before its transaction) + 1 "
+    "(and state/stability computed from that stale read); a recall by another handle or process that commits "
+    "in between is lost: two recalls leave access_count == 1. Increment in SQL or read inside the transaction",
+)
+def test_concurrent_recalls_do_not_lose_access_counts(make_mem, scope):
+    a, b = make_mem(), make_mem()
+    item = a.store("the lighthouse keeper feeds seventeen cats", scope)
+    start = a.storage.transaction
+    interleaved = []
+
+    def transaction_after_the_other_recall():
+        # Deterministic interleaving: the other handle's recall commits between this
+        # recall's read and its write.
+        if not interleaved:
+            interleaved.append(b.recall("lighthouse keeper cats", scope, k=1)[0].id)
+        return start()
+
+    a.storage.transaction = transaction_after_the_other_recall
+    assert a.recall("lighthouse keeper cats", scope, k=1)[0].id == item.id
+    assert interleaved == [item.id]
+    assert a.get(item.id, scope).access_count == 2
