@@ -40,7 +40,7 @@ from ..errors import ProviderError
 from .base import normalize_rows
 from .minilm import INSTALL_HINT, MINILM_DIM, MODEL_NAME, minilm_model_path, set_offline_env
 
-EXPORT_RECIPE = "ts-opset17-meanpool-v1"  # bump when the export or quantization changes
+EXPORT_RECIPE = "ts-opset17-eager-int8matmul-v1"  # bump when the export or quantization changes
 OPSET = 17
 MAX_TOKENS = 256
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -187,7 +187,10 @@ def _export(src: Path, out_dir: Path, *, quantize: bool, force: bool) -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+                # MatMul weights only: the token embedding table stays fp32 (exact lookups).
+                quantize_dynamic(
+                    str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
+                )
         except Exception as exc:
             tmp.unlink(missing_ok=True)
             raise ProviderError(f"int8 quantization of MiniLM failed: {exc}") from exc
