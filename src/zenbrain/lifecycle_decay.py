@@ -77,7 +77,8 @@ def decay_stages(
     stages: dict[str, dict[str, Any]] = {}
     live = ~core
     stages["retrievability"] = {
-        "memories": int(live.sum()),
+        "memories": int(live.sum()),  # every non-core long-term memory of the partition
+        "archived_before": int((live & archived).sum()),
         "curves": [name for name, on in (("ebbinghaus_decay", use_ebb), ("triple_copy", use_tc)) if on],
         "mean": num(r[live].mean()) if live.any() else None,
         "min": num(r[live].min()) if live.any() else None,
