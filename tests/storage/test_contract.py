@@ -628,10 +628,21 @@ def test_refuses_a_store_written_by_a_newer_version(backend, tmp_path):
         backend.open(loc)
 
 
-def test_errors_are_from_the_exception_tree(store):
-    for call in (lambda: store.query(P1, order_by="nope"),):
+def test_refused_operations_raise_from_the_exception_tree(store):
+    put(store, [make_item(P1, "x", id="x")])
+    calls = [
+        lambda: store.query(P1, order_by="nope"),
+        lambda: _in_tx(store, lambda tx: tx.update_columns(P1, ["x"], content=["y"])),
+    ]
+    for call in calls:
         with pytest.raises(ZenBrainError):
             call()
+    assert store.get(P1, ["x"])[0].content == "x"
+
+
+def _in_tx(store, fn):
+    with store.transaction() as tx:
+        fn(tx)
 
 
 def test_a_busy_store_gives_up_with_a_storage_error(backend, tmp_path):
