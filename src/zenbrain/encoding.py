@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dynamics as dyn
 from .clock import DAY
-from .mechanisms import bayesian, emotional, fsrs_schedule, imad, two_factor
+from .mechanisms import bayesian, ebbinghaus, emotional, fsrs_schedule, imad, two_factor
 from .model import Edge, HistoryEvent, Kind, Layer, MemoryItem
 from .pma import metacognition, neuromodulator, priority_map, triple_copy
 from .storage.base import Filter, Partition
@@ -116,13 +116,14 @@ def prepare(coord: "MemoryCoordinator", part: Partition, batch: Batch, now: floa
             strength = strength + boost  # a novelty window after a surprise boosts encoding
 
     strength = np.clip(strength, 0.05, 1.0)
+    s0 = coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS).default_stability
     fsrs_on = coord._on("fsrs")
     copies_on = coord._on("triple_copy")
     for i, item in enumerate(items):
         item.strength = float(strength[i])
         item.valence = float(valence[i])
         item.arousal = float(arousal[i])
-        item.stability = 1.0  # days: the paper's initial stability S0
+        item.stability = s0  # days: the paper's initial stability S0 = 1.0 by default
         if significance[i] > 0:
             item.state[dyn.SIGNIFICANCE] = float(significance[i])
         if item.kind in (Kind.FACT, Kind.SCHEMA, Kind.PREFERENCE, Kind.IDENTITY) or item.layer is Layer.SEMANTIC:
