@@ -75,3 +75,21 @@ def test_episodes_and_sessions_use_the_clock(mem, clock):
     assert moved.layer is Layer.EPISODIC
     assert moved.updated_at == T0 + 2 * DAY and moved.created_at == T0
     assert [i.id for i in mem.episodes(S, T0 - 1, T0 + 1)] == [note.id]
+
+
+def test_decay_after_sixty_simulated_days_archives_and_restore_brings_back(mem, clock):
+    fact = mem.store("the boiler was serviced by Tom", S)
+    core = mem.store("My name is Zed Quorum", S)
+    note = mem.store("scratch", Scope("alice", "a1", "s1"), kind="note")
+    assert mem.decay(S).stages["archive"]["count"] == 0  # nothing has faded yet
+    clock.advance(days=60)
+    report = mem.decay(S)
+    assert report.stages["archive"]["ids"] == [fact.id]
+    assert mem.get(fact.id, S).archived
+    assert not mem.get(core.id, S).archived and not mem.get(note.id, Scope("alice", "a1", "s1")).archived
+    assert fact.id not in {h.id for h in mem.recall("boiler serviced Tom", S, touch=False)}
+    assert fact.id in {h.id for h in mem.recall("boiler serviced Tom", S, include_archived=True, touch=False)}
+    assert fact.id not in {i.id for i in mem.list(S)}
+    restored = mem.restore(fact.id, S)
+    assert not restored.archived and restored.last_access == clock.now()
+    assert mem.recall("boiler serviced Tom", S, k=1, touch=False)[0].id == fact.id
