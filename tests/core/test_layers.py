@@ -224,3 +224,35 @@ def test_short_term_memory_older_than_its_ttl_is_consolidated_by_sleep(make_mem,
     clock.advance(hours=3)
     mem.sleep(S)
     assert mem.get(item.id, S1).layer is not Layer.SHORT_TERM
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: MemoryCoordinator.update(layer='working') does not enforce working_capacity (only store_many "
+    "calls _enforce_working_capacity): moving a session's fact into a full working memory leaves 8 items there",
+)
+def test_moving_a_memory_into_a_full_working_memory_evicts_one(mem, clock):
+    _notes(mem, clock, S1, 7)
+    fact = mem.store("Paris is the capital of France", S1)
+    assert fact.layer is Layer.SEMANTIC
+    mem.update(fact.id, S1, layer="working")
+    assert len(mem.list(S1, layer="working")) == 7
+    assert mem.get(fact.id, S1).layer is Layer.WORKING
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: MemoryCoordinator.update(layer=X) applies X without reroute() when X is in "
+    "Config.disabled_layers (store() now reroutes): the memory moves into the disabled layer, which recall() skips",
+)
+def test_update_into_a_disabled_layer_is_rerouted_or_refused(make_mem):
+    from zenbrain import ValidationError
+
+    mem = make_mem(Config(disabled_layers=frozenset({Layer.CORE})))
+    item = mem.store("Rome is the capital of Italy", S)
+    try:
+        moved = mem.update(item.id, S, layer="core")
+    except ValidationError:
+        return
+    assert moved.layer is not Layer.CORE
+    assert item.id in {h.id for h in mem.recall("Rome capital Italy", S, touch=False)}
