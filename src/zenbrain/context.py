@@ -72,9 +72,9 @@ def intend(coord: "MemoryCoordinator", scope: Scope, action: str, *, cue: str | 
         emb = [float(x) for x in coord.embedder.embed([cue])[0]]
     it = prospective.make_intention(id=uuid.uuid4().hex, action=action, now=now, cue_keywords=keywords,
                                     cue_embedding=emb, due_at=due_at, repeat_every_s=repeat_every_s)
-    raw = coord.storage.kv_get(part, dyn.KV_INTENTIONS) or []
+    raw = coord.storage.kv_get(part, dyn.intentions_key(scope.context)) or []
     with coord.storage.transaction() as tx:
-        tx.kv_put(part, dyn.KV_INTENTIONS, raw + [it.to_dict()])
+        tx.kv_put(part, dyn.intentions_key(scope.context), raw + [it.to_dict()])
     return it.to_dict()
 
 
@@ -83,10 +83,10 @@ def due_intentions(coord: "MemoryCoordinator", scope: Scope) -> list[dict[str, A
     if not coord._on("prospective_memory"):
         return []
     part = coord._part(scope)
-    raw = coord.storage.kv_get(part, dyn.KV_INTENTIONS)
+    raw = coord.storage.kv_get(part, dyn.intentions_key(scope.context))
     if not raw:
         return []
     new, firings = prospective.check([prospective.Intention.from_dict(d) for d in raw], now=coord.clock.now())
     with coord.storage.transaction() as tx:
-        tx.kv_put(part, dyn.KV_INTENTIONS, [i.to_dict() for i in new])
+        tx.kv_put(part, dyn.intentions_key(scope.context), [i.to_dict() for i in new])
     return [f.to_dict() for f in firings]

@@ -117,6 +117,15 @@ class MemoryCoordinator:
             self._query_cache.move_to_end(query)
         return v
 
+    def _tuned(self, part: Partition, name: str, default: float) -> float:
+        """A parameter as the metacognitive HyperAgent last set it (its bounded, logged
+        changes), or ``default`` when it has not, or when the HyperAgent is off."""
+        if not self._on("metacognitive_hyperagent"):
+            return default
+        raw = self._db.kv_get(part, dynamics.KV_HYPER)
+        values = (raw or {}).get("values") or {}
+        return float(values.get(name, default))
+
     def _visible(self, scope: Scope, item: MemoryItem, *, include_archived: bool = False) -> bool:
         """Whether a reader in ``scope`` may see ``item`` (partition is checked by the store)."""
         if item.archived and not include_archived:
@@ -178,10 +187,11 @@ class MemoryCoordinator:
         with self._db.transaction() as tx:
             if fresh:
                 tx.put_embeddings(self.embedder.name, list(fresh), np.stack(list(fresh.values())))
+            for item in drafts:
+                tx.log(part, HistoryEvent(item.id, now, "created", {"layer": item.layer.value, "kind": item.kind.value}))
             link_report = encoding.link(self, tx, part, batch, now)
             for item in drafts:
                 tx.put_memory(item)
-                tx.log(part, HistoryEvent(item.id, now, "created", {"layer": item.layer.value, "kind": item.kind.value}))
             for key, value in kv.items():
                 tx.kv_put(part, key, value)
             self._enforce_working_capacity(tx, part, scope, drafts, now)
@@ -317,7 +327,7 @@ class MemoryCoordinator:
         # 2. Fusion: hybrid similarity times the query type's layer weight (max over layers).
         lex_max = max(lexical.values()) if lexical else 0.0
         weights = self.config.layer_weights.get(qtype, {}) if self._on("query_aware_fusion") else {}
-        lw = rp.lexical_weight if lexical else 0.0
+        lw = (self._tuned(part, "lexical_weight", rp.lexical_weight)) if lexical else 0.0
         hits: list[RecallHit] = []
         for cid in cand_ids:
             item = items[cid]
@@ -421,7 +431,7 @@ class MemoryCoordinator:
             metadata = check_metadata(metadata)
         if importance is not None:
             importance = check_number("importance", importance, 0.0, 1.0)
-        new_layer = Layer.parse(layer) if layer is not None else None
+        new_layer = reroute(Layer.parse(layer), self.config.disabled_layers) if layer is not None else None
         if new_layer in (Layer.WORKING, Layer.SHORT_TERM) and scope.session_id is None:
             raise ValidationError(f"the {new_layer.value} layer is bound to a session: give the scope a session_id")
         if new_layer in (Layer.WORKING, Layer.SHORT_TERM) and item.session_id != scope.session_id:
@@ -453,6 +463,8 @@ class MemoryCoordinator:
                 tx.put_embeddings(self.embedder.name, list(fresh), np.stack(list(fresh.values())))
             tx.update_memory(item)
             tx.log(part, HistoryEvent(item.id, now, action, {"before": snapshot, **detail}))
+            if layer is Layer.WORKING and snapshot["layer"] != Layer.WORKING.value:
+                self._enforce_working_capacity(tx, part, scope, [item], now)
         return item
 
     def revise(self, memory_id: str, scope: Scope, content: str, *, correction: bool = False) -> dict[str, Any]:
@@ -477,9 +489,14 @@ class MemoryCoordinator:
             for d in self._db.query(part, Filter(include_archived=True, session_id=scope.session_id, contexts=None))
             if item.id in (d.metadata.get("evidence_ids") or [])
         ]
+        erased = {item.id, *derived}
+        debates = self._db.kv_get(part, dynamics.KV_DEBATES) or []
+        kept = [d for d in debates if not erased & {d.get("new_id"), *d.get("winners", []), *d.get("losers", [])}]
         with self._db.transaction() as tx:
-            for mid in [item.id, *derived]:
+            for mid in erased:
                 tx.delete_memory(part, mid)
+            if len(kept) != len(debates):
+                tx.kv_put(part, dynamics.KV_DEBATES, kept)
 
     def forget_scope(self, scope: Scope) -> int:
         """Erase every memory of the scope's user and agent (all sessions and contexts)."""
@@ -488,6 +505,7 @@ class MemoryCoordinator:
         with self._db.transaction() as tx:
             for mid in ids:
                 tx.delete_memory(part, mid)
+            tx.kv_clear(part)  # goals, intentions, context vectors, debate logs, mechanism state
         return len(ids)
 
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
@@ -507,15 +525,35 @@ class MemoryCoordinator:
         moved: dict[str, int] = {}
         with self._db.transaction() as tx:
             for i in items:
-                target = reroute(session_end_target(i.kind), self.config.disabled_layers)
-                cols: dict[str, list[Any]] = {"layer": [target.value], "updated_at": [now]}
-                if target is Layer.EPISODIC and i.event_time is None:
-                    cols["event_time"] = [i.created_at]  # an episode happened when it was said
-                tx.update_columns(part, [i.id], **cols)
-                tx.log(part, HistoryEvent(i.id, now, "moved", {"from": i.layer.value, "to": target.value, "why": "session end"}))
+                target = self._move_to_long_term(tx, part, i, now, why="session end")
                 moved[target.value] = moved.get(target.value, 0) + 1
         report.stage("moved").update(moved)
         return report
+
+    def _expire_short_term(self, scope: Scope) -> dict[str, Any]:
+        """Move working and short-term memories older than the short-term TTL (of any
+        session of the scope's user and agent) to their long-term layers."""
+        part = self._part(scope)
+        now = self.clock.now()
+        cutoff = now - self.config.layers.short_term_ttl_hours * 3600.0
+        stale = [i for i in self._db.get(part, self._db.all_ids(part))
+                 if i.layer in (Layer.WORKING, Layer.SHORT_TERM) and i.last_access < cutoff]
+        moved: dict[str, int] = {}
+        if stale:
+            with self._db.transaction() as tx:
+                for i in stale:
+                    target = self._move_to_long_term(tx, part, i, now, why="short-term TTL")
+                    moved[target.value] = moved.get(target.value, 0) + 1
+        return {"moved": moved, "ids": [i.id for i in stale]}
+
+    def _move_to_long_term(self, tx: Any, part: Partition, i: MemoryItem, now: float, *, why: str) -> Layer:
+        target = reroute(session_end_target(i.kind), self.config.disabled_layers)
+        cols: dict[str, list[Any]] = {"layer": [target.value], "updated_at": [now]}
+        if target is Layer.EPISODIC and i.event_time is None:
+            cols["event_time"] = [i.created_at]  # an episode happened when it was said
+        tx.update_columns(part, [i.id], **cols)
+        tx.log(part, HistoryEvent(i.id, now, "moved", {"from": i.layer.value, "to": target.value, "why": why}))
+        return target
 
     def consolidate(self, scope: Scope) -> Report:
         """Migrate and abstract memories across layers (episodic -> semantic)."""

@@ -37,12 +37,17 @@ KV_NEURO = "neuromodulator"
 KV_METACOG = "metacognition"
 KV_HYPER = "hyperagent"
 KV_COMPOSITIONAL = "compositional"
-KV_INTENTIONS = "intentions"
+KV_INTENTIONS = "intentions"  # one list per context: see intentions_key
 KV_WORKSPACE = "workspace"
 KV_CONTEXT = "context_vector"
 KV_DEBATES = "debates"
 KV_SPECTRAL = "spectral"
 KV_CURIOSITY = "curiosity"
+
+
+def intentions_key(context: str) -> str:
+    """Intentions belong to the context they were made in, and fire only there."""
+    return f"{KV_INTENTIONS}:{context}"
 
 
 def encode_vec(v: np.ndarray) -> str:
@@ -85,10 +90,12 @@ def retrievability(
             dtype=float,
         )
     if use_copies:
-        have = [j for j, i in enumerate(items) if COPIES in i.state]
-        if have:
-            states = [triple_copy.CopyState.from_dict(items[j].state[COPIES]) for j in have]
-            comp = np.asarray(triple_copy.evaluate_many(states, now=now, params=copies).composite, dtype=float)
-            idx = np.array(have)
-            r[idx] = np.maximum(r[idx], comp)
+        # A memory stored while TripleCopy was off is read as if encoded at its last access.
+        states = [
+            triple_copy.CopyState.from_dict(i.state[COPIES]) if COPIES in i.state
+            else triple_copy.encode(s0=min(1.0, max(0.0, i.strength)), now=i.last_access, params=copies)
+            for i in items
+        ]
+        comp = np.asarray(triple_copy.evaluate_many(states, now=now, params=copies).composite, dtype=float)
+        r = np.maximum(r, comp)
     return np.where(core, 1.0, np.clip(r, 0.0, 1.0))

@@ -90,6 +90,8 @@ def run_sleep(coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLi
     part = coord._part(scope)
     report = Report("sleep", coord.clock.now())
     st = report.stages
+    # Sessions nobody ended: short-term memory older than its TTL is consolidated first.
+    st["short_term_expiry"] = coord._expire_short_term(scope)
     snap = Snapshot(coord, part)  # read once; every stage keeps it current
 
     def now() -> float:

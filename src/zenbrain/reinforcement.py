@@ -121,6 +121,10 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
                 due = float(vmpfc.apply(due, now, factor, params=vm_p))
                 card = fsrs_schedule.with_due(card, due)
                 st["vmpfc"] = {"pe": pe, "factor": factor}
+            factor_h = coord._tuned(part, "review_interval_factor", 1.0)
+            if factor_h != 1.0:
+                due = now + (due - now) * factor_h
+                card = fsrs_schedule.with_due(card, due)
             st[dyn.FSRS] = card
             st["due_at"] = due
             st[dyn.REVIEW_CTX] = dyn.encode_vec(ctx_now)
@@ -147,19 +151,21 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
         # "Used" proxy until feedback arrives: hits scoring at least half the best one.
         used = sum(1 for h in hits if h.score >= 0.5 * top) if top > 0 else 0
         mp = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
-        ms = metacognition.log_retrieval(ms, at=now, returned=len(hits), used=used, query_kind=_query_kind(query, coord), params=mp)
+        ms = metacognition.log_retrieval(ms, at=now, returned=len(hits), used=used, query_kind=_query_kind(hits), params=mp)
         if hits:
             ms = metacognition.log_prediction_error(ms, at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)), params=mp)
         kv[dyn.KV_METACOG] = ms.to_dict()
     if coord._on("prospective_memory"):
-        fired, kv_int = _check_intentions(coord, part, now, text=query, embedding=qvec)
+        key = dyn.intentions_key(scope.context)
+        fired, kv_int = _check_intentions(coord, part, key, now, text=query, embedding=qvec)
         if fired:
             info["intentions"] = fired
         if kv_int is not None:
-            kv[dyn.KV_INTENTIONS] = kv_int
+            kv[key] = kv_int
 
     with coord.storage.transaction() as tx:
-        tx.update_columns(part, ids, access_count=[h.item.access_count + 1 for h in hits], last_access=[now] * len(ids), stability=stab)
+        tx.increment_access(part, ids, now)
+        tx.update_columns(part, ids, stability=stab)
         for mid, st in states.items():
             tx.update_state(part, mid, st)
         if edges:
@@ -174,10 +180,14 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
     return info
 
 
-def _query_kind(query: str, coord: "MemoryCoordinator") -> str:
-    from .retrieval.query import classify
+def _query_kind(hits: list[RecallHit]) -> str:
+    """"keyword" when the best hit was found more by its words than by its meaning; the
+    HyperAgent compares how well these two kinds of recall go to tune the lexical weight."""
+    from .pma.hyperagent import LEXICAL_KIND, SEMANTIC_KIND
 
-    return classify(query).type
+    if hits and hits[0].why.lexical > hits[0].why.dense:
+        return LEXICAL_KIND
+    return SEMANTIC_KIND
 
 
 def _neuro(coord: "MemoryCoordinator", part: Partition, now: float) -> neuromodulator.NeuromodulatorState:
@@ -217,8 +227,8 @@ def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
     return [Edge(e.src, e.dst, "co_recall", float(w[n]), float(var2[n]), int(k[n]), now) for n, e in enumerate(old)]
 
 
-def _check_intentions(coord, part, now, *, text=None, embedding=None):
-    raw = coord.storage.kv_get(part, dyn.KV_INTENTIONS)
+def _check_intentions(coord, part, key, now, *, text=None, embedding=None):
+    raw = coord.storage.kv_get(part, key)
     if not raw:
         return [], None
     intents = [prospective.Intention.from_dict(d) for d in raw]

@@ -197,12 +197,6 @@ def test_forget_erases_a_schema_consolidated_from_the_memory(mem, scope, clock, 
     assert files_containing(db_path, tag) == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.forget_scope() deletes only the partition's memories; its kv rows stay: "
-    "'intentions' (the text of prospective memories), 'goal_vector' and 'context_vector' (embeddings of the "
-    "user's goal and queries), 'debates', neuromodulator and metacognition state",
-)
 def test_forget_scope_erases_the_partitions_other_state(mem, db_path):
     alice = Scope("alice", "assistant")
     mem.store(f"the {MARKER} locker is blue", alice)

@@ -45,12 +45,6 @@ def test_forget_removes_the_memory_itself_after_a_debate(debated):
     assert mem.get(new.id, S).id == new.id
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: SQLiteTransaction.delete_memory() deletes only the forgotten memory's own history rows; a "
-    "debate rationale that quotes it stays in the winner's 'debated' history event and in the partition's kv "
-    "'debates' log (encoding._check_facts), so its text remains readable in `history`, `kv` and the file",
-)
 def test_forget_leaves_no_quoted_text_in_other_records(debated, db_path):
     mem, old, new = debated
     mem.forget(old.id, S)
@@ -60,11 +54,6 @@ def test_forget_leaves_no_quoted_text_in_other_records(debated, db_path):
     assert files_containing(db_path, MARKER) == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.store_many() runs encoding.link() (which logs the 'debated' event) before "
-    "put_memory/log('created'), so a debated memory's history starts with 'debated' instead of 'created'",
-)
 def test_a_debated_memory_history_starts_with_its_creation(debated):
     mem, _, new = debated
     assert [e.action for e in mem.history(new.id, S)][0] == "created"

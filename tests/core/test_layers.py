@@ -211,11 +211,6 @@ def test_explicit_layer_that_is_disabled_is_rerouted_or_refused(make_mem):
     assert item.id in {h.id for h in mem.recall("Zed Quorum", S, touch=False)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: config.LayerParams.short_term_ttl_hours ('a short-term item older than this is consolidated') "
-    "is read nowhere: sleep()/consolidate() leave a never-ended session's short-term memory in place forever",
-)
 def test_short_term_memory_older_than_its_ttl_is_consolidated_by_sleep(make_mem, clock):
     from zenbrain.config import LayerParams
 
@@ -226,11 +221,6 @@ def test_short_term_memory_older_than_its_ttl_is_consolidated_by_sleep(make_mem,
     assert mem.get(item.id, S1).layer is not Layer.SHORT_TERM
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.update(layer='working') does not enforce working_capacity (only store_many "
-    "calls _enforce_working_capacity): moving a session's fact into a full working memory leaves 8 items there",
-)
 def test_moving_a_memory_into_a_full_working_memory_evicts_one(mem, clock):
     _notes(mem, clock, S1, 7)
     fact = mem.store("Paris is the capital of France", S1)
@@ -240,11 +230,6 @@ def test_moving_a_memory_into_a_full_working_memory_evicts_one(mem, clock):
     assert mem.get(fact.id, S1).layer is Layer.WORKING
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: MemoryCoordinator.update(layer=X) applies X without reroute() when X is in "
-    "Config.disabled_layers (store() now reroutes): the memory moves into the disabled layer, which recall() skips",
-)
 def test_update_into_a_disabled_layer_is_rerouted_or_refused(make_mem):
     from zenbrain import ValidationError
 

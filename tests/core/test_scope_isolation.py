@@ -180,12 +180,6 @@ def test_review_queue_does_not_leak_queued_memories_of_another_session(mem):
     assert mem.review_queue(a.with_session("session-b")) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: prospective intentions are kept per partition (kv 'intentions') with no context: an intention "
-    "made in context 'work' fires in recall(...).info['intentions'] and due_intentions() of context 'personal' "
-    "(revealing its action text there, and using up a fire-once intention)",
-)
 def test_intentions_stay_in_their_context(mem, clock):
     work = Scope("alice", "a1", context="work")
     personal = Scope("alice", "a1", context="personal")

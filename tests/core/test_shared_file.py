@@ -70,12 +70,6 @@ def test_vector_index_follows_another_process_while_both_are_open(db_path, worke
         assert child_id not in [h.id for h in mem.recall("violinist harpsichord", scope, touch=False)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: reinforcement.after_recall() writes access_count = (count read before its transaction) + 1 "
-    "(and state/stability computed from that stale read); a recall by another handle or process that commits "
-    "in between is lost: two recalls leave access_count == 1. Increment in SQL or read inside the transaction",
-)
 def test_concurrent_recalls_do_not_lose_access_counts(make_mem, scope):
     a, b = make_mem(), make_mem()
     item = a.store("the lighthouse keeper feeds seventeen cats", scope)

@@ -959,7 +959,7 @@ def test_prospective_memory_fires_cue_and_time_intentions_once(open_coord):
         clock.advance(hours=1)
         later = coord.due_intentions(SCOPE)
         return dict(cue=cue, timed=timed, infos=[r.info for r in (r_other, r_cue, r_again)], early=early, due=due,
-                    later=later, stored=coord.storage.kv_get((SCOPE.user_id, SCOPE.agent_id), dyn.KV_INTENTIONS))
+                    later=later, stored=coord.storage.kv_get((SCOPE.user_id, SCOPE.agent_id), dyn.intentions_key(SCOPE.context)))
 
     on, off = run_both(open_coord, "prospective_memory", scenario)
 

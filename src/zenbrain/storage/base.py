@@ -73,6 +73,14 @@ class Transaction(Protocol):
 
     def kv_put(self, partition: Partition, key: str, value: Any) -> None: ...
 
+    def kv_clear(self, partition: Partition) -> None:
+        """Erase every key of the partition."""
+        ...
+
+    def increment_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
+        """Count one access of each memory atomically and move last_access forward."""
+        ...
+
 
 class Store(Protocol):
     """A memory store. Implementations: ``SQLiteStore`` (embedded default)."""

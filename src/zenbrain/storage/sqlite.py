@@ -177,6 +177,10 @@ class SQLiteTransaction:
             "DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)", (user, agent, memory_id, memory_id)
         )
         self._db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?", (user, agent, memory_id))
+        # Events of other memories that name this one (a debate it took part in) may quote it.
+        self._db.execute(
+            "DELETE FROM history WHERE user_id=? AND agent_id=? AND instr(detail, ?) > 0", (user, agent, memory_id)
+        )
         if row is not None:
             self._drop_orphan_embedding(row["content_hash"])
         self._changed(partition, memory_id)
@@ -218,6 +222,20 @@ class SQLiteTransaction:
             "INSERT INTO history (user_id, agent_id, memory_id, at, action, detail) VALUES (?,?,?,?,?,?)",
             (*partition, event.memory_id, event.at, event.action, json.dumps(event.detail, sort_keys=True, default=float)),
         )
+
+    def kv_clear(self, partition: Partition) -> None:
+        self._db.execute("DELETE FROM kv WHERE user_id=? AND agent_id=?", partition)
+        self._store._erased = True
+
+    def increment_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
+        """access_count + 1 in SQL, so concurrent recalls from other processes are not lost."""
+        self._db.executemany(
+            "UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?) "
+            "WHERE id=? AND user_id=? AND agent_id=?",
+            [(now, mid, *partition) for mid in ids],
+        )
+        for mid in ids:
+            self._changed(partition, mid)
 
     def kv_put(self, partition: Partition, key: str, value: Any) -> None:
         self._db.execute(
