@@ -134,6 +134,14 @@ class MemoryCoordinator:
             return False
         return not (item.layer in (Layer.WORKING, Layer.SHORT_TERM) and item.session_id != scope.session_id)
 
+    def _get_own(self, scope: Scope, memory_id: str) -> MemoryItem:
+        """A memory the scope may change: visible, and of the scope's own context (a
+        context link lets a reader see another context, never change it)."""
+        item = self._get_one(scope, memory_id)
+        if item.context != scope.context:
+            raise NotFoundError(f"no memory {memory_id!r} that this context may change")
+        return item
+
     def _get_one(self, scope: Scope, memory_id: str) -> MemoryItem:
         if not isinstance(memory_id, str) or not memory_id:
             raise ValidationError(f"memory id must be a non-empty string, got {memory_id!r}")
@@ -283,6 +291,8 @@ class MemoryCoordinator:
         now = self.clock.now()
         info = classify(query)
         qtype = info.type
+        if isinstance(layers, (str, Layer)):
+            layers = [layers]
         layer_set = frozenset(Layer.parse(x) for x in layers) if layers is not None else None
         if self.config.disabled_layers:
             base = layer_set if layer_set is not None else frozenset(Layer)
@@ -375,6 +385,14 @@ class MemoryCoordinator:
                   "direction": info.direction, **extra},
         )
 
+    def recall_many(self, queries: Sequence[str], scope: Scope, k: int = 10, **options: Any) -> list[RecallResult]:
+        """``recall`` for many queries in order, with all their side effects written in one
+        transaction (one commit instead of one per query). Same options as ``recall``."""
+        if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
+            raise ValidationError("queries must be a sequence of strings")
+        with self._db.transaction():
+            return [self.recall(q, scope, k, **options) for q in queries]
+
     def _temporal_adjust(self, hits: list[RecallHit], info: Any) -> None:
         rp = self.config.recall
         if info.window is not None and rp.temporal_boost > 0:
@@ -424,7 +442,7 @@ class MemoryCoordinator:
         """Change a memory directly (an explicit edit). The previous version is kept in its
         history; ``rollback`` restores it. Use ``revise`` for new information that should
         pass through reconsolidation."""
-        item = self._get_one(scope, memory_id)
+        item = self._get_own(scope, memory_id)
         if content is not None:
             content = check_content(content, self.config.max_content_chars)
         if metadata is not None:
@@ -471,19 +489,19 @@ class MemoryCoordinator:
         """New information about a memory, gated by reconsolidation: returns the mode
         (confirmed, selective_edit, integration, new_episode, blocked, protected), the
         memory, and the new memory if one was created."""
-        item = self._get_one(scope, memory_id)
+        item = self._get_own(scope, memory_id)
         content = check_content(content, self.config.max_content_chars)
         return revision.revise(self, scope, item, content, correction=bool(correction))
 
     def rollback(self, memory_id: str, scope: Scope) -> MemoryItem:
         """Restore the content a memory had before its last update or revision."""
-        return revision.rollback(self, scope, self._get_one(scope, memory_id))
+        return revision.rollback(self, scope, self._get_own(scope, memory_id))
 
     def forget(self, memory_id: str, scope: Scope) -> None:
         """Erase a memory: its row, text, vector (unless shared), lexical entry, edges,
         history and snapshots, and memories derived from it. Nothing stays readable."""
         part = self._part(scope)
-        item = self._get_one(scope, memory_id)
+        item = self._get_own(scope, memory_id)
         derived = [
             d.id
             for d in self._db.query(part, Filter(include_archived=True, session_id=scope.session_id, contexts=None))
@@ -570,7 +588,7 @@ class MemoryCoordinator:
     def restore(self, memory_id: str, scope: Scope) -> MemoryItem:
         """Bring an archived memory back into recall."""
         part = self._part(scope)
-        item = self._get_one(scope, memory_id)
+        item = self._get_own(scope, memory_id)
         now = self.clock.now()
         with self._db.transaction() as tx:
             tx.update_columns(part, [item.id], archived=[False], last_access=[now], strength=[max(item.strength, 0.5)])
@@ -582,7 +600,7 @@ class MemoryCoordinator:
     def review(self, memory_id: str, scope: Scope, grade: int | str) -> MemoryItem:
         """Record explicit feedback on a memory: 1-4 or again/hard/good/easy (FSRS review,
         vmPFC-adjusted interval, Ebbinghaus stability, TripleCopy reinforcement)."""
-        item = self._get_one(scope, memory_id)
+        item = self._get_own(scope, memory_id)
         return reinforcement.review(self, self._part(scope), item, grade, self.clock.now())
 
     def review_queue(self, scope: Scope, limit: int = 20) -> list[MemoryItem]:
@@ -604,7 +622,7 @@ class MemoryCoordinator:
         """Report that a procedure (or any memory) was used, successfully or not."""
         if not isinstance(success, bool):
             raise ValidationError("success must be True or False")
-        item = self._get_one(scope, memory_id)
+        item = self._get_own(scope, memory_id)
         return reinforcement.record_outcome(self, self._part(scope), item, success, self.clock.now())
 
     def sleep(self, scope: Scope) -> Report:

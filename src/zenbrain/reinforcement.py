@@ -32,8 +32,8 @@ def hebbian_boost(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
     ranked = sorted(hits, key=lambda h: -h.why.fused)[: max(BOOST_POOL * k, 10)]
     pool = {h.item.id for h in ranked}
     best: dict[str, tuple[float, float]] = {}
-    for e in coord.storage.edges(part, pool):
-        if e.src in pool and e.dst in pool and e.relation != "contradicts":
+    for e in coord.storage.edges_among(part, pool):
+        if e.relation != "contradicts":
             for node in (e.src, e.dst):
                 if node not in best or e.weight > best[node][0]:
                     best[node] = (e.weight, e.variance)
@@ -203,7 +203,7 @@ def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
         return []
     ids = [h.item.id for h in top]
     vecs = coord.storage.vectors(part, ids)
-    existing = {(e.src, e.dst): e for e in coord.storage.edges(part, ids) if e.relation == "co_recall"}
+    existing = {(e.src, e.dst): e for e in coord.storage.edges_among(part, ids) if e.relation == "co_recall"}
     best = max(h.score for h in top) or 1.0
     pairs, old = [], []
     for i in range(len(top)):

@@ -86,17 +86,21 @@ def test_a_transaction_commits_everything_together(store, other_handle):
     assert {i.id for i in other_handle.query(P1)} == {a.id, b.id}
 
 
-def test_transactions_do_not_nest(store):
-    a = make_item(P1, "outer write")
-    with pytest.raises(StorageError):
+def test_a_nested_transaction_joins_the_outer_one(store):
+    a, b = make_item(P1, "outer write"), make_item(P1, "inner write")
+    with pytest.raises(RuntimeError):
         with store.transaction() as tx:
             tx.put_memory(a)
-            with store.transaction():
-                pass
-    assert store.get(P1, [a.id]) == []
-    with store.transaction() as tx:  # the store is usable afterwards
+            with store.transaction() as inner:
+                assert inner is tx
+                inner.put_memory(b)
+            raise RuntimeError("abort the outer transaction")
+    assert store.get(P1, [a.id, b.id]) == []  # the inner write rolled back with the outer one
+    with store.transaction() as tx:
         tx.put_memory(a)
-    assert store.get(P1, [a.id]) == [a]
+        with store.transaction() as inner:
+            inner.put_memory(b)
+    assert {i.id for i in store.get(P1, [a.id, b.id])} == {a.id, b.id}
 
 
 def test_threads_sharing_a_store_lose_nothing(store):

@@ -33,8 +33,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
-from scipy.stats import beta as beta_dist
-from scipy.stats import rankdata
+# scipy.stats costs ~2 s to import; it is imported where it is used, not with zenbrain.
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
@@ -140,6 +139,8 @@ def credible_interval(
     b = _as_float_array("beta", beta)
     _check_beta_params(a, b)
     tail = (1.0 - level) / 2.0
+    from scipy.stats import beta as beta_dist
+
     lo = beta_dist.ppf(tail, a, b)
     hi = beta_dist.ppf(1.0 - tail, a, b)
     if np.ndim(lo) == 0:
@@ -357,6 +358,8 @@ def roc_auc(scores: Any, y: Any) -> float:
     n_pos, n_neg = int(pos.sum()), int((~pos).sum())
     if n_pos == 0 or n_neg == 0:
         raise ValidationError("AUC needs at least one positive and one negative")
+    from scipy.stats import rankdata
+
     ranks = rankdata(s)
     return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 

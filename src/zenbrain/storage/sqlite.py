@@ -256,6 +256,7 @@ class SQLiteStore:
         self._indexes: dict[Partition, PartitionIndex] = {}
         self._seen_seq = 0
         self._erased = False
+        self._tx: SQLiteTransaction | None = None
         if self.path != ":memory:":
             parent = os.path.dirname(os.path.abspath(self.path))
             os.makedirs(parent, exist_ok=True)
@@ -342,12 +343,18 @@ class SQLiteStore:
     # -- writes ------------------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[SQLiteTransaction]:
+        """One atomic write. A transaction opened inside another (same thread) joins it:
+        everything commits together at the outermost exit, or nothing does."""
         with self._lock:
+            if self._tx is not None:
+                yield self._tx
+                return
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise StorageError(f"cannot start a write on {self.path}: {exc}") from exc
             tx = SQLiteTransaction(self)
+            self._tx = tx
             try:
                 yield tx
                 self._db.executemany(
@@ -359,7 +366,9 @@ class SQLiteStore:
                     self._db.execute("ROLLBACK")
                 finally:
                     self._erased = False
+                    self._tx = None
                 raise
+            self._tx = None
             if self._erased:
                 self._erased = False
                 self._scrub()
@@ -597,6 +606,20 @@ class SQLiteStore:
             )
         return out
 
+    def edges_among(self, partition: Partition, ids: Iterable[str]) -> list[Edge]:
+        """Edges whose two ends are both in ``ids``."""
+        idl = list(dict.fromkeys(ids))
+        if not idl or len(idl) > 900:
+            wanted = set(idl)
+            return [e for e in self.edges(partition, idl) if e.src in wanted and e.dst in wanted]
+        q = ",".join("?" * len(idl))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT * FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q})",
+                (*partition, *idl, *idl),
+            ).fetchall()
+        return [Edge(r["src"], r["dst"], r["relation"], r["weight"], r["variance"], r["activations"], r["updated_at"]) for r in rows]
+
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
         with self._lock:
             rows = self._db.execute(
@@ -638,9 +661,14 @@ class SQLiteStore:
                 s.by_layer[r["layer"]] = s.by_layer.get(r["layer"], 0) + r["n"]
             for r in self._db.execute(f"SELECT context, COUNT(*) AS n FROM memories WHERE {where} GROUP BY context", args):
                 s.by_context[r["context"]] = r["n"]
-            s.edges = self._db.execute(
-                f"SELECT COUNT(*) FROM edges WHERE src IN (SELECT id FROM memories WHERE {where})", args
-            ).fetchone()[0]
+            if partition is None:
+                s.edges = self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
+            else:
+                s.edges = self._db.execute(
+                    f"SELECT COUNT(*) FROM edges WHERE user_id=? AND agent_id=? "
+                    f"AND src IN (SELECT id FROM memories WHERE {where})",
+                    [*partition, *args],
+                ).fetchone()[0]
             s.cached_embeddings = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
         if self.path != ":memory:":
             s.file_bytes = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
