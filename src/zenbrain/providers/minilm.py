@@ -8,9 +8,10 @@ once per instance, under a lock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,24 @@ def set_offline_env() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Hide transformers' "Loading weights" progress bar for the duration of a load."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was_on = hf_logging.is_progress_bar_enabled()
+    if was_on:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 def minilm_model_path() -> Path:
@@ -93,7 +112,8 @@ class MiniLMEmbedder:
             if self.num_threads is not None:
                 torch.set_num_threads(self.num_threads)
             try:
-                model = SentenceTransformer(str(path), device="cpu")
+                with quiet_transformers():
+                    model = SentenceTransformer(str(path), device="cpu")
             except Exception as exc:
                 raise ProviderError(f"cannot load MiniLM from {path}: {exc}") from exc
             model.eval()

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import ProviderError
 from .base import normalize_rows
-from .minilm import INSTALL_HINT, MINILM_DIM, MODEL_NAME, minilm_model_path, set_offline_env
+from .minilm import INSTALL_HINT, MINILM_DIM, MODEL_NAME, minilm_model_path, quiet_transformers, set_offline_env
 
 EXPORT_RECIPE = "ts-opset17-eager-int8matmul-v1"  # bump when the export or quantization changes
 OPSET = 17
@@ -111,10 +111,15 @@ def export_minilm_onnx(
     target = out_dir / _file_name(quantize)
     if target.exists() and not force:
         return target
-    with _exclusive_lock(out_dir / ".lock"):
-        if target.exists() and not force:  # another process finished while we waited
-            return target
-        _export(src, out_dir, quantize=quantize, force=force)
+    try:
+        with _exclusive_lock(out_dir / ".lock"):
+            if target.exists() and not force:  # another process finished while we waited
+                return target
+            _export(src, out_dir, quantize=quantize, force=force)
+    except OSError as exc:
+        raise ProviderError(
+            f"cannot write the ONNX export to {out_dir} ({exc}); set ZENBRAIN_CACHE_DIR to a writable directory"
+        ) from exc
     return target
 
 
@@ -211,7 +216,7 @@ def _export(src: Path, out_dir: Path, *, quantize: bool, force: bool) -> None:
 
 def _load_torch_model(src: Path, auto_model: Any) -> Any:
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), quiet_transformers():
             warnings.simplefilter("ignore")
             # Eager attention traces to plain ops; the SDPA path adds mask plumbing for nothing.
             return auto_model.from_pretrained(str(src), attn_implementation="eager").eval()
