@@ -9,7 +9,6 @@ Every call names a Scope; nothing it reads or writes leaves that scope's partiti
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -17,17 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from .clock import DAY, Clock, SystemClock
+from .clock import Clock, SystemClock
 from . import dynamics, encoding, reinforcement, revision
 from .config import Config
 from .errors import NotFoundError, ValidationError
 from .layers.routing import classify_kind, reroute, route, session_end_target
-from .model import Edge, HistoryEvent, Kind, Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
+from .model import HistoryEvent, Kind, Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
 from .providers.base import ChatModel, Embedder
 from .results import RecallResult, Report
 from .retrieval.query import classify
 from .storage.base import Filter, Partition, Store
-from .text import content_hash, entities, jaccard, token_set
+from .text import content_hash, jaccard, token_set
 from .validation import check_content, check_k, check_metadata, check_number
 
 

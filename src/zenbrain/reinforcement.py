@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import dynamics as dyn
-from .clock import DAY, HOUR
+from .clock import HOUR
 from .mechanisms import compositional, ebbinghaus, fsrs_schedule, two_factor, vmpfc
 from .model import Edge, HistoryEvent, Layer, MemoryItem, RecallHit
-from .pma import metacognition, neuromodulator, prospective, reconsolidation, stability, triple_copy
+from .pma import metacognition, neuromodulator, prospective, reconsolidation, triple_copy
 from .storage.base import Partition
 
 if TYPE_CHECKING:
