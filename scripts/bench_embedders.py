@@ -76,6 +76,14 @@ def evidence_recall(emb, convs: list[dict], k: int = 5) -> np.ndarray:
     return np.asarray(scores)
 
 
+def build(spec: str, threads: int | None):
+    """``make_embedder(spec)``, with the thread count applied to the local MiniLM embedders."""
+    emb = make_embedder(spec)
+    if threads is not None and hasattr(emb, "num_threads"):
+        emb.num_threads = threads
+    return emb
+
+
 def cold_start(spec: str) -> float:
     code = (
         "import time; t=time.perf_counter();"
@@ -97,20 +105,25 @@ def main() -> None:
     ap.add_argument("--embedders", nargs="*", default=CANDIDATES)
     ap.add_argument("--recall", action="store_true", help="also compute LoCoMo evidence Recall@5")
     ap.add_argument("--cold", action="store_true", help="also time interpreter start to first vector")
+    ap.add_argument("--threads", type=int, default=None, help="intra-op threads for torch and onnxruntime")
     ap.add_argument("--cache-inner", default="minilm-onnx", help="embedder behind the cache benchmark")
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args()
 
     convs = load_conversations(args.data)
     texts = [t["text"] for c in convs for t in c["turns"]][: args.n]
-    print(f"{len(texts)} LoCoMo turns, mean {np.mean([len(t) for t in texts]):.0f} chars; {os.cpu_count()} CPUs")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"{len(texts)} LoCoMo turns, mean {np.mean([len(t) for t in texts]):.0f} chars; "
+        f"{os.cpu_count()} CPUs, load average {load:.1f}, threads {args.threads or 'default'}"
+    )
 
     results: dict[str, dict] = {}
     vectors: dict[str, np.ndarray] = {}
     embedders = {}
     for spec in args.embedders:
         try:
-            emb = make_embedder(spec)
+            emb = build(spec, args.threads)
             t0 = time.perf_counter()
             emb.embed(texts[:64])  # load (export on first use for ONNX) and warm up
             load_s = time.perf_counter() - t0
