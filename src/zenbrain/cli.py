@@ -13,6 +13,7 @@ Benchmarks on LoCoMo (data folder from ``--data``, ``$ZENBRAIN_DATA`` or ``../sh
 
     zenbrain demo                                   # one conversation: zenbrain, BM25, dense
     zenbrain bench locomo --systems zenbrain,bm25,dense --ablate bm25_hybrid layer:core
+    zenbrain bench longmemeval --data longmemeval_s.json --systems zenbrain,bm25,mem0 --limit 50
 
 Global options (``--path``, ``--embedder``, ``--off``, ``--verbose``) may be given before
 or after the command. Every error zenbrain raises on purpose is printed as one line
@@ -174,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", default=os.path.join("results", "locomo"),
                    help="where JSON, markdown and plots go (default: results/locomo)")
     p.add_argument("--no-plots", action="store_true", help="write JSON and markdown only")
+    from .bench.cli_ext import register_bench_commands  # bench longmemeval, peer systems, answer quality
+
+    register_bench_commands(bench_subs, locomo=p, command=_command)
 
     p = _command(
         subs, "demo", cmd_demo,
