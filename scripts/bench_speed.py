@@ -41,7 +41,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -166,7 +165,7 @@ def variations(turns: list[tuple[str, float]], n: int, seed: int = 0) -> list[tu
         text, when = turns[b]
         cycle = i // len(turns)
         if cycle:
-            speaker, sep, rest = text.partition(": ")
+            _, sep, rest = text.partition(": ")
             name = NAMES[(i * 7 + cycle) % len(NAMES)]
             body = rest if sep else text
             words = " ".join(rng.sample(vocab, 3))

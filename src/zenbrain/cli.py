@@ -28,12 +28,11 @@ import os
 import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -331,7 +330,7 @@ def parse_time(text: str) -> float:
             f"--event-time must be ISO 8601 (e.g. 2023-05-08T13:56:00Z) or seconds since the epoch, got {text!r}"
         ) from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 
@@ -350,7 +349,7 @@ def parse_meta(text: str | None) -> dict[str, Any] | None:
 def _iso(t: float | None) -> str:
     if t is None:
         return "-"
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _one_line(text: str, width: int) -> str:
@@ -687,7 +686,12 @@ def check_bench_options(args: argparse.Namespace, names: Sequence[str], ablation
 
 def make_systems(names: Sequence[str], ablations: Sequence[str], embedder: Any, config: Any) -> list[Any]:
     """Benchmark systems by name; each ablation adds ``zenbrain-NAME``."""
-    from .bench.baselines import BM25System, DenseSystem, HybridRRFSystem, NoMemorySystem
+    from .bench.baselines import (
+        BM25System,
+        DenseSystem,
+        HybridRRFSystem,
+        NoMemorySystem,
+    )
     from .bench.zenbrain_system import ZenBrainSystem
     from .model import Layer
     from .registry import check_names
@@ -893,8 +897,8 @@ def _persist_conversation(args: argparse.Namespace, conv: Any) -> None:
     emb = CachedEmbedder(inner, None if args.no_cache else cache_dir() / CACHE_FILE)
     user = os.environ.get(USER_ENV) or "default"
     records = [
-        dict(content=d.text, kind=Kind.EPISODE, layer=Layer.EPISODIC, event_time=d.time,
-             metadata={"doc_id": d.id, "speaker": d.speaker, "session": d.session, "sample_id": conv.sample_id})
+        {"content": d.text, "kind": Kind.EPISODE, "layer": Layer.EPISODIC, "event_time": d.time,
+         "metadata": {"doc_id": d.id, "speaker": d.speaker, "session": d.session, "sample_id": conv.sample_id}}
         for d in conv.docs
     ]
     try:
@@ -936,7 +940,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as exc:  # a bug or an environment failure: say so in one line
+    except Exception as exc:  # noqa: BLE001 - a bug or an environment failure: say so in one line
         if args.verbose:
             traceback.print_exc()
         print(f"error: unexpected {type(exc).__name__}: {exc} (run with --verbose for the traceback)", file=sys.stderr)
