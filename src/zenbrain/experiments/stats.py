@@ -84,7 +84,9 @@ def wilcoxon_paired(x: Sequence[float], y: Sequence[float], *, alternative: str 
         label = "normal approximation, tie and continuity corrected"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = _st.wilcoxon(a, b, zero_method="wilcox", correction=(method == "asymptotic"),
+        # Zeros are dropped here (as zero_method="wilcox" would): a permutation method must
+        # flip the signs of the m nonzero differences only, not of all n pairs.
+        res = _st.wilcoxon(nz, zero_method="wilcox", correction=(method == "asymptotic"),
                            alternative=alternative, method=method)
     out.update(statistic=float(res.statistic), p=float(res.pvalue), method=label)
     return out
