@@ -71,6 +71,9 @@ def wilcoxon_paired(x: Sequence[float], y: Sequence[float], *, alternative: str 
     if m == 0:
         out.update(statistic=None, p=1.0, method="all differences zero: no test")
         return out
+    if m == 1:  # two equally likely sign patterns, both as extreme as the one observed
+        out.update(statistic=0.0, p=1.0, method="one nonzero difference: exact p = 1")
+        return out
     ties = np.unique(np.abs(nz)).size < m
     zeros = m < n
     if not ties and not zeros and m <= 50:
