@@ -188,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"LoCoMo sample id (default: {DEMO_CONVERSATION})")
     p.add_argument("--examples", type=int, default=3, metavar="N", help="example questions to show (default 3)")
     p.add_argument("--out", metavar="DIR", default=None, help="also write JSON, markdown and plots here")
+    from .experiments.cli import register as register_experiments  # the paper's experiments on the real system
+
+    register_experiments(subs)
     return parser
 
 
