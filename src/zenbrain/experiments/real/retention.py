@@ -35,6 +35,7 @@ __all__ = ["CHECKPOINT_HOURS", "REVIEWS_PER_STEP", "STRATEGIES", "jobs", "run_on
 
 CHECKPOINT_HOURS = (1, 6, 24, 72, 168, 336, 720)
 REVIEWS_PER_STEP = 50
+QUICK_FACTS = 200  # --quick
 STRATEGIES = ("no_decay", "ebbinghaus", "fsrs_only", "full")
 
 
@@ -79,14 +80,14 @@ def run_one(strategy: str, seed: int, n_facts: int = 1000) -> dict[str, Any]:
 def jobs(seeds: Sequence[int], quick: bool = False) -> list:
     from .pool import Job
 
-    n = 200 if quick else 1000
+    n = QUICK_FACTS if quick else 1000
     cost = {"no_decay": 0.1, "ebbinghaus": 0.1, "fsrs_only": 0.5, "full": 1.0}
     return [Job(("retention", st, int(s)), f"{__name__}:run_one", dict(strategy=st, seed=int(s), n_facts=n),
                 cost=cost[st] * n * 20) for st in STRATEGIES for s in seeds]
 
 
 def summarize(results: dict, seeds: Sequence[int], quick: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"hours": list(CHECKPOINT_HOURS), "n_facts": 200 if quick else 1000,
+    out: dict[str, Any] = {"hours": list(CHECKPOINT_HOURS), "n_facts": QUICK_FACTS if quick else 1000,
                            "reviews_per_step": REVIEWS_PER_STEP, "seeds": [int(s) for s in seeds], "strategies": {}}
     for st in STRATEGIES:
         r = np.array([results[("retention", st, int(s))]["mean_retrievability"] for s in seeds])
