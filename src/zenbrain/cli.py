@@ -38,7 +38,7 @@ from typing import Any, NoReturn
 
 from .errors import ConfigError, StorageError, ValidationError, ZenBrainError
 
-DEFAULT_EMBEDDER_SPEC = "minilm"
+DEFAULT_EMBEDDER_SPEC = "minilm-onnx"  # chosen by measurement: see the README
 EMBEDDER_ENV = "ZENBRAIN_EMBEDDER"
 PATH_ENV = "ZENBRAIN_PATH"
 USER_ENV = "ZENBRAIN_USER"

@@ -553,8 +553,8 @@ class MemoryCoordinator:
         part = self._part(scope)
         now = self.clock.now()
         cutoff = now - self.config.layers.short_term_ttl_hours * 3600.0
-        stale = [i for i in self._db.get(part, self._db.all_ids(part))
-                 if i.layer in (Layer.WORKING, Layer.SHORT_TERM) and i.last_access < cutoff]
+        flt = Filter(layers=frozenset({Layer.WORKING, Layer.SHORT_TERM}), all_sessions=True, include_archived=True)
+        stale = [i for i in self._db.query(part, flt, order_by="last_access") if i.last_access < cutoff]
         moved: dict[str, int] = {}
         if stale:
             with self._db.transaction() as tx:

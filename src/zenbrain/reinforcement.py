@@ -163,7 +163,7 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
         if kv_int is not None:
             kv[key] = kv_int
 
-    with coord.storage.transaction() as tx:
+    with coord.storage.transaction(durable=False) as tx:
         tx.increment_access(part, ids, now)
         tx.update_columns(part, ids, stability=stab)
         for mid, st in states.items():

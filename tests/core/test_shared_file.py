@@ -76,12 +76,12 @@ def test_concurrent_recalls_do_not_lose_access_counts(make_mem, scope):
     start = a.storage.transaction
     interleaved = []
 
-    def transaction_after_the_other_recall():
+    def transaction_after_the_other_recall(**kw):
         # Deterministic interleaving: the other handle's recall commits between this
         # recall's read and its write.
         if not interleaved:
             interleaved.append(b.recall("lighthouse keeper cats", scope, k=1)[0].id)
-        return start()
+        return start(**kw)
 
     a.storage.transaction = transaction_after_the_other_recall
     assert a.recall("lighthouse keeper cats", scope, k=1)[0].id == item.id

@@ -27,6 +27,7 @@ class Filter:
     contexts: frozenset[str] | None = None
     session_id: str | None = None  # restricts WORKING and SHORT_TERM items to this session
     include_archived: bool = False
+    all_sessions: bool = False  # WORKING and SHORT_TERM items of every session (maintenance only)
     kinds: frozenset[str] | None = None
     event_after: float | None = None
     event_before: float | None = None
@@ -88,7 +89,7 @@ class Store(Protocol):
     embedder_name: str
     dim: int
 
-    def transaction(self) -> AbstractContextManager[Transaction]: ...
+    def transaction(self, *, durable: bool = True) -> AbstractContextManager[Transaction]: ...
 
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]: ...
 

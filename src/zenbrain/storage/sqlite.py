@@ -342,16 +342,24 @@ class SQLiteStore:
 
     # -- writes ------------------------------------------------------------------------------
     @contextmanager
-    def transaction(self) -> Iterator[SQLiteTransaction]:
+    def transaction(self, *, durable: bool = True) -> Iterator[SQLiteTransaction]:
         """One atomic write. A transaction opened inside another (same thread) joins it:
-        everything commits together at the outermost exit, or nothing does."""
+        everything commits together at the outermost exit, or nothing does.
+
+        ``durable=False`` skips the fsync at commit (WAL, synchronous=NORMAL): the write is
+        still atomic and survives a process crash, but a power cut may undo it. Recall uses
+        it for access bookkeeping; memories themselves are always written durably."""
         with self._lock:
             if self._tx is not None:
                 yield self._tx
                 return
+            if not durable:
+                self._db.execute("PRAGMA synchronous=NORMAL")
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
+                if not durable:
+                    self._db.execute("PRAGMA synchronous=FULL")
                 raise StorageError(f"cannot start a write on {self.path}: {exc}") from exc
             tx = SQLiteTransaction(self)
             self._tx = tx
@@ -367,8 +375,12 @@ class SQLiteStore:
                 finally:
                     self._erased = False
                     self._tx = None
+                    if not durable:
+                        self._db.execute("PRAGMA synchronous=FULL")
                 raise
             self._tx = None
+            if not durable:
+                self._db.execute("PRAGMA synchronous=FULL")
             if self._erased:
                 self._erased = False
                 self._scrub()
@@ -389,7 +401,8 @@ class SQLiteStore:
             for chunk in iter_chunks(list(ids), 500):
                 q = ",".join("?" * len(chunk))
                 for row in self._db.execute(
-                    f"SELECT * FROM memories WHERE user_id=? AND agent_id=? AND id IN ({q})", (*partition, *chunk)
+                    # "+column" stops the planner from scanning the partition index instead of the primary key.
+                    f"SELECT * FROM memories WHERE +user_id=? AND +agent_id=? AND id IN ({q})", (*partition, *chunk)
                 ):
                     out[row["id"]] = _item_from_row(row)
         return [out[i] for i in ids if i in out]
@@ -410,7 +423,9 @@ class SQLiteStore:
             clauses.append(f"{p}kind IN ({','.join('?' * len(flt.kinds))})")
             args.extend(sorted(flt.kinds))
         eph = f"{p}layer IN ('working','short_term')"
-        if flt.session_id is None:
+        if flt.all_sessions:
+            pass
+        elif flt.session_id is None:
             clauses.append(f"NOT {eph}")
         else:
             clauses.append(f"(NOT {eph} OR {p}session_id=?)")
@@ -530,7 +545,7 @@ class SQLiteStore:
                     "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
                     "COALESCE(m.event_time, m.created_at) AS t, e.vector FROM memories m "
                     "JOIN embeddings e ON e.model=? AND e.hash=m.content_hash "
-                    f"WHERE m.user_id=? AND m.agent_id=? AND m.id IN ({q})",
+                    f"WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({q})",
                     (self.embedder_name, *part, *chunk),
                 ):
                     idx.upsert(self._row(r))
@@ -548,6 +563,7 @@ class SQLiteStore:
             layers=flt.layers,
             contexts=flt.contexts,
             session_id=flt.session_id,
+            all_sessions=flt.all_sessions,
             include_archived=flt.include_archived,
             kinds=flt.kinds,
             event_after=flt.event_after,

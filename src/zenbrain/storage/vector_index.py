@@ -128,6 +128,7 @@ class PartitionIndex:
         contexts: frozenset[str] | None,
         session_id: str | None,
         include_archived: bool,
+        all_sessions: bool = False,
         kinds: frozenset[str] | None = None,
         event_after: float | None = None,
         event_before: float | None = None,
@@ -144,7 +145,9 @@ class PartitionIndex:
             m &= np.isin(self._ctx[:n], self._codes_of(contexts))
         # Working and short-term memory belong to one session; other sessions never see them.
         ephemeral = np.isin(self._layer[:n], _EPHEMERAL)
-        if session_id is None:
+        if all_sessions:
+            pass
+        elif session_id is None:
             m &= ~ephemeral
         else:
             same = self._sess[:n] == self.codes.get(session_id, -1)
