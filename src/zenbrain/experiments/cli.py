@@ -7,7 +7,8 @@
     zenbrain experiments stress --seeds 42 123 --out /tmp/stress
     zenbrain experiments pma --quick           # small workloads, for a first look
 
-Writes ``results.json`` (real and replica results), ``report.md`` (published, replica and
+Writes ``raw.pkl`` (every run's raw result, as soon as the runs are done), ``results.json``
+(real and replica results), ``report.md`` (published, replica and
 real side by side) and PNG plots (retention curves, criticality, TripleCopy, cascade).
 """
 
@@ -48,6 +49,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-replica", action="store_true", help="skip the replica column")
     p.add_argument("--no-plots", action="store_true", help="JSON and markdown only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--from-raw", metavar="PATH", default=None,
+                   help="summarise the raw runs saved by an earlier call (its raw.pkl) instead of running")
     p.set_defaults(func=run)
     return p
 
@@ -62,7 +65,15 @@ def run(args: argparse.Namespace) -> int:
 
         raise ConfigError("--workers must be at least 1")
     t0 = time.perf_counter()
-    real = run_real(args.name, seeds, quick=args.quick, workers=args.workers, progress=not args.no_progress)
+    os.makedirs(args.out, exist_ok=True)
+    raw = None
+    if args.from_raw:
+        import pickle
+
+        with open(args.from_raw, "rb") as fh:
+            raw = pickle.load(fh)
+    real = run_real(args.name, seeds, quick=args.quick, workers=args.workers, progress=not args.no_progress,
+                    raw_path=None if raw is not None else os.path.join(args.out, "raw.pkl"), raw=raw)
     replica = None
     part = _REPLICA_PART.get(args.name)
     if part and not args.no_replica:

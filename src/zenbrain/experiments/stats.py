@@ -151,26 +151,41 @@ def bonferroni(p: float, m: int) -> float:
     return float(min(1.0, p * m))
 
 
-def describe(x: Sequence[float]) -> dict[str, Any]:
-    a = _arr(x)
+def describe(x: Sequence[float | None]) -> dict[str, Any]:
+    """Mean, sample SD and the values; missing values (None or NaN, e.g. a mean over an
+    empty group) are left out of mean and SD and counted in ``n_missing``."""
+    raw = np.asarray([np.nan if v is None else v for v in x], dtype=np.float64).reshape(-1)
+    a = raw[np.isfinite(raw)]
     return {
         "n": int(a.size),
+        "n_missing": int(raw.size - a.size),
         "mean": float(a.mean()) if a.size else float("nan"),
         "std": float(a.std(ddof=1)) if a.size > 1 else 0.0,
-        "per_seed": [float(v) for v in a],
+        "per_seed": [None if not np.isfinite(v) else float(v) for v in raw],
     }
 
 
 def compare_paired(
     treatment: Sequence[float], baseline: Sequence[float], *, seed: int = 0, m_tests: int = 1
 ) -> dict[str, Any]:
-    """Everything reported for one paired contrast (treatment - baseline)."""
-    t, b = _arr(treatment), _arr(baseline)
+    """Everything reported for one paired contrast (treatment - baseline). Pairs with a
+    missing value (None or NaN) on either side are dropped and counted."""
+    t0 = np.asarray([np.nan if v is None else v for v in treatment], dtype=np.float64).reshape(-1)
+    b0 = np.asarray([np.nan if v is None else v for v in baseline], dtype=np.float64).reshape(-1)
+    if t0.shape != b0.shape:
+        raise ValueError("paired samples must have the same length")
+    keep = np.isfinite(t0) & np.isfinite(b0)
+    t, b = t0[keep], b0[keep]
     mb = float(b.mean()) if b.size else float("nan")
     mt = float(t.mean()) if t.size else float("nan")
     w = wilcoxon_paired(t, b)
+    if t.size == 0:
+        return {"n": 0, "n_dropped": int(t0.size), "mean_treatment": mt, "mean_baseline": mb, "difference": float("nan"),
+                "relative_change": None, "wilcoxon": None, "p": None, "p_bonferroni": None, "m_tests": int(m_tests),
+                "ci95_difference": None, "cohens_dz": None, "cohens_d_pooled": None}
     return {
         "n": int(t.size),
+        "n_dropped": int(t0.size - t.size),
         "mean_treatment": mt,
         "mean_baseline": mb,
         "difference": mt - mb,

@@ -53,12 +53,15 @@ def run_real(
     quick: bool = False,
     workers: int | None = None,
     progress: bool = True,
+    raw_path: str | None = None,
+    raw: dict | None = None,
 ) -> dict[str, Any]:
     """Run (part of) the experiments and return plain, JSON-able results.
 
     ``name``: one of :data:`NAMES`. ``seeds``: the protocol's ten by default. ``quick``:
     smaller workloads (for a first look and for tests). ``workers``: processes (default:
-    up to 2). The result carries ``label``, ``seeds``, ``quick``, ``seconds`` (wall time
+    up to 2). ``raw_path``: also pickle every run's raw result there before summarising;
+    ``raw``: such a pickle's content, summarised instead of running. The result carries ``label``, ``seeds``, ``quick``, ``seconds`` (wall time
     of the runs) and one entry per experiment.
     """
     parts, conditions = _parts(name)
@@ -73,8 +76,21 @@ def run_real(
         else:
             jobs += _MODULES[p].jobs(seeds, quick)
     start = time.perf_counter()
-    results, seconds = run_jobs(jobs, workers=workers, progress=progress)
-    wall = time.perf_counter() - start
+    if raw is not None:  # summarise earlier runs again (same name, seeds and size)
+        missing = [j.key for j in jobs if j.key not in raw["results"]]
+        if missing:
+            raise ValueError(f"the raw results lack {len(missing)} run(s), e.g. {missing[0]!r}")
+        results, seconds = raw["results"], raw["seconds"]
+        wall = float(raw.get("wall", 0.0))
+    else:
+        results, seconds = run_jobs(jobs, workers=workers, progress=progress)
+        wall = time.perf_counter() - start
+        if raw_path:
+            import pickle
+
+            with open(raw_path, "wb") as fh:
+                pickle.dump({"results": results, "seconds": seconds, "wall": wall, "name": name, "seeds": seeds,
+                             "quick": quick}, fh)
     out: dict[str, Any] = {"label": LABEL, "seeds": seeds, "quick": bool(quick), "name": name,
                            "workers": workers or default_workers()}
     for p in parts:

@@ -466,3 +466,41 @@ def write_outputs(real: dict, replica: dict | None, out: str | Path, *, plots: b
         for p in write_plots(real, replica, out):
             paths[p.stem] = p
     return paths
+
+
+def fill_doc(doc: str | Path, real: dict, replica: dict | None) -> int:
+    """Replace every ``<!-- BEGIN table:KEY -->`` ... ``<!-- END table:KEY -->`` block of a
+    markdown file with the generated table KEY (see :func:`comparison_tables`), so the
+    numbers in docs/experiments.md come from a run, never from typing. Returns the number
+    of tables filled."""
+    import re
+
+    path = Path(doc)
+    text = path.read_text(encoding="utf-8")
+    tables = comparison_tables(real, replica)
+    n = 0
+
+    def sub(m: "re.Match[str]") -> str:
+        nonlocal n
+        key = m.group(1)
+        if key not in tables:
+            return m.group(0)
+        n += 1
+        return f"<!-- BEGIN table:{key} -->\n{tables[key]}\n<!-- END table:{key} -->"
+
+    text = re.sub(r"<!-- BEGIN table:(\w+) -->.*?<!-- END table:\1 -->", sub, text, flags=re.S)
+    path.write_text(text, encoding="utf-8")
+    return n
+
+
+def fill_doc_from_files(doc: str | Path, *results_json: str | Path) -> int:
+    """:func:`fill_doc` from one or more ``results.json`` files written by
+    :func:`write_outputs` (later files add or override experiments)."""
+    real: dict[str, Any] = {}
+    replica: dict[str, Any] | None = None
+    for p in results_json:
+        data = json.loads(Path(p).read_text())
+        real.update({k: v for k, v in data["real"].items()})
+        if data.get("replica"):
+            replica = {**(replica or {}), **data["replica"]}
+    return fill_doc(doc, real, replica)
