@@ -93,7 +93,7 @@ def jobs(seeds: Sequence[int], quick: bool = False) -> list:
     from .pool import Job
 
     n = QUICK_FACTS if quick else 1000
-    cost = {"no_decay": 0.1, "ebbinghaus": 0.1, "fsrs_only": 0.5, "full": 1.0}
+    cost = {"no_decay": 0.1, "ebbinghaus": 0.1, "fsrs_only": 3.0, "full": 2.5}  # daily reviews make these the longest jobs
     return [Job(("retention", st, int(s)), f"{__name__}:run_one", dict(strategy=st, seed=int(s), n_facts=n),
                 cost=cost[st] * n * 20) for st in STRATEGIES for s in seeds]
 
