@@ -33,6 +33,7 @@ _COLUMNS = (
     "valence", "arousal", "stability", "strength", "conf_alpha", "conf_beta", "archived", "version",
     "due_at", "state",
 )
+_INDEXED = frozenset({"layer", "context", "session_id", "archived", "kind", "event_time", "created_at"})
 _UPDATABLE = frozenset(_COLUMNS) - {"id", "user_id", "agent_id", "content", "content_hash", "metadata", "state"}
 _FTS_TOKEN = re.compile(r"[\w]+", re.UNICODE)
 _STOPWORDS = frozenset(
@@ -157,8 +158,10 @@ class SQLiteTransaction:
                 vals.append(v)
             rows.append((*vals, mid, partition[0], partition[1]))
         self._db.executemany(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?", rows)
-        for mid in ids:
-            self._changed(partition, mid)
+        # Only columns the vector index holds need to reach other processes' indexes.
+        if _INDEXED.intersection(names):
+            for mid in ids:
+                self._changed(partition, mid)
 
     def update_state(self, partition: Partition, memory_id: str, state: dict[str, Any]) -> None:
         self._db.execute(
@@ -234,8 +237,6 @@ class SQLiteTransaction:
             "WHERE id=? AND user_id=? AND agent_id=?",
             [(now, mid, *partition) for mid in ids],
         )
-        for mid in ids:
-            self._changed(partition, mid)
 
     def kv_put(self, partition: Partition, key: str, value: Any) -> None:
         self._db.execute(
