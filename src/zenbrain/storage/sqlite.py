@@ -493,7 +493,10 @@ class SQLiteStore:
             idx = self._indexes.get(partition)
             if idx is None:
                 idx = PartitionIndex(self.dim)
-                self._reader.execute("BEGIN")
+                # An in-memory store has one connection: inside a write it reads as it is.
+                own_tx = not self._reader.in_transaction
+                if own_tx:
+                    self._reader.execute("BEGIN")
                 try:
                     rows = self._reader.execute(
                         "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
@@ -503,7 +506,8 @@ class SQLiteStore:
                         (self.embedder_name, *partition),
                     ).fetchall()
                 finally:
-                    self._reader.execute("COMMIT")
+                    if own_tx:
+                        self._reader.execute("COMMIT")
                 for r in rows:
                     idx.upsert(self._row(r))
                 # Changes committed after the sync above are already in these rows; the
