@@ -519,8 +519,25 @@ def _print_report(report: Any, as_json: bool) -> None:
     if not d["stages"]:
         print("  no changes")
     for stage, detail in d["stages"].items():
-        text = json.dumps(detail, ensure_ascii=False, sort_keys=True, default=str) if detail else "no changes"
-        print(f"  {stage}: {text}")
+        print(f"  {stage}: {_summary(detail) if detail else 'no changes'}")
+    print("  (lists are summarised by their length; --json shows every change)")
+
+
+def _summary(detail: Any) -> str:
+    """One line per stage: scalars as they are, lists and nested records by size."""
+    if not isinstance(detail, dict):
+        return json.dumps(detail, default=str)
+    parts = []
+    for key, value in sorted(detail.items()):
+        if isinstance(value, (list, tuple)):
+            parts.append(f"{key}=[{len(value)}]")
+        elif isinstance(value, dict):
+            parts.append(f"{key}={{{len(value)}}}" if len(value) > 4 else f"{key}={json.dumps(value, default=str)}")
+        elif isinstance(value, float):
+            parts.append(f"{key}={value:.4g}")
+        else:
+            parts.append(f"{key}={value}")
+    return ", ".join(parts)
 
 
 def cmd_sleep(args: argparse.Namespace) -> int:
