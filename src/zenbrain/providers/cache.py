@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._sqlite import enable_wal
 from ..errors import ProviderError, StorageError
 from .base import Embedder
 
@@ -61,7 +62,7 @@ class EmbeddingCache:
                 str(self.path), timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            enable_wal(conn, self.timeout)
             conn.execute("PRAGMA synchronous = NORMAL")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -332,3 +333,4 @@ class CachedEmbedder:
 
 
 __all__ = ["CacheStats", "CachedEmbedder", "EmbeddingCache", "LRUCache", "text_key"]
+

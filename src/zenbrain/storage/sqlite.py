@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._sqlite import enable_wal
 from ..errors import ConfigError, StorageError
 from ..model import Edge, HistoryEvent, Kind, Layer, MemoryItem
 from .base import Filter, Partition, StoreStats, iter_chunks
@@ -268,7 +269,7 @@ class SQLiteStore:
         self._db.row_factory = sqlite3.Row
         try:
             self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            mode = enable_wal(self._db, timeout)
             if self.path != ":memory:" and mode.lower() != "wal":
                 raise StorageError(f"{self.path}: could not enable WAL (journal_mode={mode})")
             # FULL: a committed memory survives a power cut too, not only a process crash.
