@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import dynamics as dyn
+from . import monitor_log
 from .clock import DAY
 from .mechanisms import bayesian, ebbinghaus, emotional, fsrs_schedule, imad, two_factor
 from .model import Edge, HistoryEvent, Kind, Layer, MemoryItem
@@ -109,10 +110,10 @@ def prepare(coord: "MemoryCoordinator", part: Partition, batch: Batch, now: floa
         batch.neuro_levels = levels
 
     if coord._on("metacognitive_monitor"):
-        raw = coord.storage.kv_get(part, dyn.KV_METACOG)
-        if raw:
-            boost = metacognition.novelty_boost(metacognition.MonitorState.from_dict(raw), now=now,
-                                                params=coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS))
+        mp = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
+        monitor = monitor_log.load(coord.storage, part, mp, kinds=("surprises",), since=now - mp.novelty_window_s)
+        if monitor.surprises:
+            boost = metacognition.novelty_boost(monitor, now=now, params=mp)
             strength = strength + boost  # a novelty window after a surprise boosts encoding
 
     strength = np.clip(strength, 0.05, 1.0)

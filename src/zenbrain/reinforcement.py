@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import dynamics as dyn
+from . import monitor_log
 from .clock import HOUR
 from .mechanisms import compositional, ebbinghaus, fsrs_schedule, two_factor, vmpfc
 from .model import Edge, HistoryEvent, Layer, MemoryItem, RecallHit
@@ -145,16 +146,14 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
                                  params=coord.config.param("neuromodulator", neuromodulator.DEFAULT_PARAMS))
         kv[dyn.KV_NEURO] = ns.to_dict()
     if coord._on("metacognitive_monitor"):
-        raw = coord.storage.kv_get(part, dyn.KV_METACOG)
-        ms = metacognition.MonitorState.from_dict(raw) if raw else metacognition.MonitorState()
         top = hits[0].score if hits else 0.0
         # "Used" proxy until feedback arrives: hits scoring at least half the best one.
         used = sum(1 for h in hits if h.score >= 0.5 * top) if top > 0 else 0
         mp = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
-        ms = metacognition.log_retrieval(ms, at=now, returned=len(hits), used=used, query_kind=_query_kind(hits), params=mp)
-        if hits:
-            ms = metacognition.log_prediction_error(ms, at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)), params=mp)
-        kv[dyn.KV_METACOG] = ms.to_dict()
+        retrieval = metacognition.retrieval_event(at=now, returned=len(hits), used=used, query_kind=_query_kind(hits))
+        surprise = metacognition.surprise_event(at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)), params=mp) if hits else None
+        kv.update(monitor_log.appended(coord.storage, part, mp, retrievals=[retrieval],
+                                       surprises=[surprise] if surprise is not None else []))
     if coord._on("prospective_memory"):
         key = dyn.intentions_key(scope.context)
         fired, kv_int = _check_intentions(coord, part, key, now, text=query, embedding=qvec)

@@ -70,12 +70,13 @@ def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_conte
     if coord._on("metacognitive_monitor"):
         from .pma import metacognition
 
-        raw = coord.storage.kv_get(part, dyn.KV_METACOG)
-        ms = metacognition.MonitorState.from_dict(raw) if raw else metacognition.MonitorState()
-        ms = metacognition.log_prediction_error(ms, at=now, pe=float(plan.pe_eff),
-                                                params=coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS))
-        with coord.storage.transaction() as tx:
-            tx.kv_put(part, dyn.KV_METACOG, ms.to_dict())
+        from . import monitor_log
+
+        mp = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
+        surprise = metacognition.surprise_event(at=now, pe=float(plan.pe_eff), params=mp)
+        if surprise is not None:
+            with coord.storage.transaction() as tx:
+                monitor_log.put(tx, part, monitor_log.appended(coord.storage, part, mp, surprises=[surprise]))
     return {"mode": plan.mode, "memory": item, "new_memory": new_memory, "plan": detail}
 
 

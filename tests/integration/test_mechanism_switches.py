@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from zenbrain import dynamics as dyn
+from zenbrain import monitor_log
 from zenbrain.clock import DAY, HOUR
 from zenbrain.config import Config
 from zenbrain.mechanisms import compositional, ebbinghaus, two_factor
@@ -182,19 +183,20 @@ def test_metacognitive_monitor_logs_recalls_and_boosts_encoding_after_a_surprise
         hits = coord.recall("purple elephant umbrella", SCOPE, k=1)
         clock.advance(seconds=60)
         later = coord.store("The bakery on the corner sells rye bread", SCOPE)
-        return dict(top_dense=hits[0].why.dense, log=coord.storage.kv_get(part, dyn.KV_METACOG), later=later)
+        log = monitor_log.load(coord.storage, part)
+        return dict(top_dense=hits[0].why.dense, log=log, later=later)
 
     on, off = run_both(open_coord, "metacognitive_monitor", scenario)
 
     assert on["top_dense"] < 0.3
-    state = metacognition.MonitorState.from_dict(on["log"])
+    state = on["log"]
     assert len(state.retrievals) == 1 and state.retrievals[0].returned == 1
     assert len(state.surprises) == 1
     assert state.surprises[0].pe == pytest.approx(1.0 - on["top_dense"])
     boost = 0.2 * (1.0 - 60.0 / 600.0)
     assert on["later"].strength == pytest.approx(off["later"].strength + boost)
 
-    assert off["log"] is None
+    assert off["log"] == metacognition.MonitorState()
 
 
 def test_metacognitive_novelty_boost_uses_the_configured_parameters(open_coord):

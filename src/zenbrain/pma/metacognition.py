@@ -185,14 +185,30 @@ def log_retrieval(
     params: MetacognitionParams = DEFAULT_PARAMS,
 ) -> MonitorState:
     """Record the outcome of one recall (call when the caller knows which results it used)."""
+    ev = retrieval_event(at=at, returned=returned, used=used, query_kind=query_kind, confidence=confidence,
+                         correct=correct, recent_share=recent_share, recent_base=recent_base)
+    return MonitorState((*state.retrievals, ev)[-params.max_events :], state.evidence, state.surprises)
+
+
+def retrieval_event(
+    *,
+    at: float,
+    returned: int,
+    used: int,
+    query_kind: str = "general",
+    confidence: float | None = None,
+    correct: bool | None = None,
+    recent_share: float | None = None,
+    recent_base: float | None = None,
+) -> RetrievalOutcome:
+    """One validated retrieval outcome (what ``log_retrieval`` appends)."""
     if returned < 0 or used < 0 or used > returned:
         raise ValidationError(f"need 0 <= used <= returned, got used={used}, returned={returned}")
-    ev = RetrievalOutcome(
+    return RetrievalOutcome(
         at=_finite("at", at), query_kind=str(query_kind), returned=int(returned), used=int(used),
         confidence=_unit("confidence", confidence), correct=None if correct is None else bool(correct),
         recent_share=_unit("recent_share", recent_share), recent_base=_unit("recent_base", recent_base),
     )
-    return MonitorState((*state.retrievals, ev)[-params.max_events :], state.evidence, state.surprises)
 
 
 def log_evidence(
@@ -207,11 +223,18 @@ def log_prediction_error(
     state: MonitorState, *, at: float, pe: float, params: MetacognitionParams = DEFAULT_PARAMS
 ) -> MonitorState:
     """Record a prediction error; only those above ``novelty_pe`` are kept (they open windows)."""
+    ev = surprise_event(at=at, pe=pe, params=params)
+    if ev is None:
+        return state
+    return MonitorState(state.retrievals, state.evidence, (*state.surprises, ev)[-params.max_events :])
+
+
+def surprise_event(*, at: float, pe: float, params: MetacognitionParams = DEFAULT_PARAMS) -> SurpriseEvent | None:
+    """The event a prediction error leaves in the log, or None below ``novelty_pe``."""
     pe = _finite("pe", pe)
     if pe <= params.novelty_pe:
-        return state
-    ev = SurpriseEvent(at=_finite("at", at), pe=pe)
-    return MonitorState(state.retrievals, state.evidence, (*state.surprises, ev)[-params.max_events :])
+        return None
+    return SurpriseEvent(at=_finite("at", at), pe=pe)
 
 
 def prune(state: MonitorState, *, now: float, params: MetacognitionParams = DEFAULT_PARAMS) -> MonitorState:
