@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, laplacian
 from scipy.sparse.linalg import lobpcg
 
-from . import dynamics
+from . import dynamics, monitor_log
 from .lifecycle_common import (
     BRIDGE,
     CONF_HISTORY,
@@ -561,11 +561,10 @@ def hyperagent_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[
         lw = min(hyperagent.TUNABLES["lexical_weight"].hi, coord.config.recall.lexical_weight)
         state = hyperagent.initial_state(values={"lexical_weight": lw})
     report: dict[str, Any] = {"signals": None, "changes": [], "values": dict(state.values)}
-    mraw = coord.storage.kv_get(part, dynamics.KV_METACOG)
+    mparams = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
+    monitor = monitor_log.load(coord.storage, part, mparams, since=now - mparams.window_s)
     changes: tuple[hyperagent.ParamChange, ...] = ()
-    if isinstance(mraw, dict):
-        mparams = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
-        monitor = metacognition.MonitorState.from_dict(mraw)
+    if monitor.retrievals or monitor.evidence or monitor.surprises:
         sig = metacognition.signals(monitor, now=now, params=mparams)
         state, changes = hyperagent.step(state, signals=sig, now=now, params=params)
         report["signals"] = {
