@@ -136,6 +136,9 @@ def status(
 
 def review_stability(*, stability: Any, success: Any = True, params: EbbinghausParams = DEFAULTS) -> Any:
     """New S after a review: x growth_factor when recalled, x lapse_factor when forgotten, clamped."""
+    if isinstance(stability, (float, int)) and isinstance(success, (bool, int, np.bool_)):
+        s1 = float(stability) * (params.growth_factor if success else params.lapse_factor)
+        return min(params.max_stability, max(params.min_stability, s1))
     s = np.asarray(stability, dtype=float)
     ok = np.asarray(success, dtype=bool)
     new = np.clip(s * np.where(ok, params.growth_factor, params.lapse_factor), params.min_stability, params.max_stability)

@@ -21,6 +21,8 @@ no adjustment. Everything broadcasts over numpy arrays; vectors are the last axi
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +69,11 @@ def prediction_error(*, c_prev: Any, c_now: Any, params: VmpfcParams = DEFAULTS)
         raise ValidationError("context vectors must have at least one dimension")
     if a.shape[-1] != b.shape[-1]:
         raise ValidationError(f"context vectors differ in dimension: {a.shape[-1]} vs {b.shape[-1]}")
+    if a.ndim == 1 and b.ndim == 1:  # the common case (one memory's review), without array temporaries
+        norm1 = math.sqrt(float(a @ a)) * math.sqrt(float(b @ b))
+        if norm1 <= 1e-12:
+            return float(params.missing_context_pe)
+        return min(1.0, max(0.0, 1.0 - float(a @ b) / norm1))
     dot = np.sum(a * b, axis=-1)
     norm = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
     ok = norm > 1e-12
@@ -83,6 +90,10 @@ def rho(*, pe: Any, params: VmpfcParams = DEFAULTS) -> Any:
 
 def interval_factor(*, pe: Any, params: VmpfcParams = DEFAULTS) -> Any:
     """Multiplier of the FSRS interval: > 1 when context is stable, < 1 after a context shift."""
+    if isinstance(pe, (float, int)):
+        x = params.steepness * (float(pe) - params.threshold)
+        r1 = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))  # stable sigmoid
+        return min(params.max_factor, max(params.min_factor, 1.0 + params.alpha_v * (1.0 - 2.0 * r1)))
     r = np.asarray(rho(pe=pe, params=params), dtype=float)
     f = np.clip(1.0 + params.alpha_v * (1.0 - 2.0 * r), params.min_factor, params.max_factor)
     return _out(f, pe)
@@ -95,6 +106,11 @@ def apply(due: Any, last_review: Any, factor: Any, *, params: VmpfcParams = DEFA
     that, such as a learning step, is kept as is); a due time before ``last_review`` is
     treated as a zero interval.
     """
+    if all(isinstance(v, (float, int)) for v in (due, last_review, factor)):
+        if factor < 0 or not math.isfinite(factor):
+            raise ValidationError("factor must be finite and non-negative")
+        base1 = max(0.0, float(due) - float(last_review))
+        return float(last_review) + max(base1 * float(factor), min(base1, params.min_interval_seconds))
     d = np.asarray(due, dtype=float)
     lr = np.asarray(last_review, dtype=float)
     f = np.asarray(factor, dtype=float)

@@ -41,6 +41,8 @@ Every function accepts numpy arrays; :class:`CopyState` is what a memory stores
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -140,16 +142,22 @@ def encode(
     return CopyState(s0=s, anchor=float(now), deep_base=0.0, deep_target=d, deep_anchor=float(now))
 
 
+def _unit(x: float) -> float:
+    return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
+
+
 def evaluate(state: CopyState, *, now: float, params: TripleCopyParams = DEFAULT_PARAMS) -> CopyStrengths:
-    """Strengths of one memory at ``now``."""
-    return strengths(
-        s0=state.s0,
-        age_s=now - state.anchor,
-        deep_base=state.deep_base,
-        deep_target=state.deep_target,
-        deep_age_s=now - state.deep_anchor,
-        params=params,
-    )
+    """Strengths of one memory at ``now`` (the scalar case of ``strengths``, in plain floats:
+    it runs for every hit of every recall)."""
+    s0 = _unit(float(state.s0))
+    t = max(float(now) - state.anchor, 0.0)
+    td = max(float(now) - state.deep_anchor, 0.0)
+    target = _unit(float(state.deep_target))
+    base = _unit(float(state.deep_base))
+    fast = _unit(s0 * math.exp(-t / params.tau_fast_s))
+    medium = _unit(params.medium_share * s0 * math.exp(-t / params.tau_medium_s))
+    deep = _unit(target - (target - base) * math.exp(-td / params.tau_deep_s))
+    return CopyStrengths(fast, medium, deep, max(fast, medium, deep))
 
 
 def evaluate_many(
