@@ -602,6 +602,32 @@ class MemoryCoordinator:
         item = self._get_own(scope, memory_id)
         return reinforcement.review(self, self._part(scope), item, grade, self.clock.now())
 
+    def review_many(self, reviews: Sequence[tuple[str, int | str]], scope: Scope) -> list[MemoryItem]:
+        """``review`` for many ``(memory_id, grade)`` pairs at once: one read, one
+        transaction. Every id and grade is checked before anything is written."""
+        if isinstance(reviews, (str, bytes)) or not isinstance(reviews, Sequence):
+            raise ValidationError("reviews must be a sequence of (memory_id, grade) pairs")
+        pairs = []
+        for r in reviews:
+            if not isinstance(r, (tuple, list)) or len(r) != 2:
+                raise ValidationError(f"each review must be a (memory_id, grade) pair, got {r!r}")
+            if not isinstance(r[0], str) or not r[0]:
+                raise ValidationError(f"memory id must be a non-empty string, got {r[0]!r}")
+            pairs.append((r[0], r[1]))
+        if len({mid for mid, _ in pairs}) != len(pairs):
+            raise ValidationError("each memory may be reviewed once per call")
+        part = self._part(scope)
+        found = {i.id: i for i in self._db.get(part, [mid for mid, _ in pairs])}
+        batch = []
+        for mid, grade in pairs:
+            item = found.get(mid)
+            if item is None or not self._visible(scope, item, include_archived=True):
+                raise NotFoundError(f"no memory {mid!r} in this scope")
+            if item.context != scope.context:
+                raise NotFoundError(f"no memory {mid!r} that this context may change")
+            batch.append((item, grade))
+        return reinforcement.review_many(self, part, batch, self.clock.now())
+
     def review_queue(self, scope: Scope, limit: int = 20) -> list[MemoryItem]:
         """Memories due for review, most overdue first, then knowledge gaps ranked by the
         curiosity engine (uncertain and still being learned)."""

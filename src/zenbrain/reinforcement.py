@@ -101,6 +101,7 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
     fsrs_p = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
     vm_p = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
     rc_p = coord.config.param("reconsolidation", reconsolidation.DEFAULT_PARAMS)
+    tc_p = coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)
     kv: dict[str, Any] = {dyn.KV_CONTEXT: dyn.encode_vec(ctx_now)}
     states: dict[str, dict[str, Any]] = {}
     stab = []
@@ -131,7 +132,7 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
             st[dyn.REVIEW_CTX] = dyn.encode_vec(ctx_now)
         if coord._on("triple_copy") and dyn.COPIES in st:
             cs = triple_copy.CopyState.from_dict(st[dyn.COPIES])
-            st[dyn.COPIES] = triple_copy.reinforce(cs, now=now, quality=min(1.0, max(0.0, h.why.dense))).to_dict()
+            st[dyn.COPIES] = triple_copy.reinforce(cs, now=now, quality=min(1.0, max(0.0, h.why.dense)), params=tc_p).to_dict()
         if coord._on("reconsolidation"):
             st[dyn.LABILE_UNTIL] = reconsolidation.open_window(now=now, params=rc_p)
         states[item.id] = st
@@ -239,36 +240,51 @@ def _check_intentions(coord, part, key, now, *, text=None, embedding=None):
 # --------------------------------------------------------------------------- review / use
 def review(coord: "MemoryCoordinator", part: Partition, item: MemoryItem, grade: Any, now: float) -> MemoryItem:
     """Explicit feedback: FSRS review (vmPFC-adjusted), Ebbinghaus stability, TripleCopy."""
-    rating = fsrs_schedule.grade_from_feedback(grade)
-    success = int(rating) >= 2
-    st = dict(item.state)
-    if coord._on("ebbinghaus_decay") and item.layer is not Layer.CORE:
-        item.stability = float(ebbinghaus.review_stability(stability=item.stability, success=success,
-                                                           params=coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)))
-    if coord._on("fsrs"):
-        fp = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
-        card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fp)
-        ctx = _context_vector(coord, part)
-        if coord._on("vmpfc_fsrs") and ctx is not None:
-            vp = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
-            c_prev = dyn.decode_vec(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
-            pe = vp.missing_context_pe if c_prev is None else float(vmpfc.prediction_error(c_prev=c_prev, c_now=ctx, params=vp))
-            factor = float(vmpfc.interval_factor(pe=pe, params=vp))
-            due = float(vmpfc.apply(due, now, factor, params=vp))
-            card = fsrs_schedule.with_due(card, due)
-            st["vmpfc"] = {"pe": pe, "factor": factor}
-            st[dyn.REVIEW_CTX] = dyn.encode_vec(ctx)
-        st[dyn.FSRS] = card
-        st["due_at"] = due
-    if coord._on("triple_copy") and dyn.COPIES in st and success:
-        st[dyn.COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[dyn.COPIES]), now=now).to_dict()
-    item.state = st
-    item.last_access = now
-    with coord.storage.transaction() as tx:
-        tx.update_columns(part, [item.id], stability=[item.stability], last_access=[now])
-        tx.update_state(part, item.id, st)
-        tx.log(part, HistoryEvent(item.id, now, "reviewed", {"rating": int(rating), "due_at": st.get("due_at")}))
-    return item
+    return review_many(coord, part, [(item, grade)], now)[0]
+
+
+def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple[MemoryItem, Any]],
+                now: float) -> list[MemoryItem]:
+    """Several reviews at ``now``, written in one transaction. Each review reads only its
+    own memory and the session context, which reviews do not change, so the result is
+    the same as reviewing one after the other."""
+    ratings = [fsrs_schedule.grade_from_feedback(g) for _, g in reviews]  # bad grades fail before any write
+    ctx = _context_vector(coord, part) if coord._on("fsrs") and coord._on("vmpfc_fsrs") else None
+    ebb_p = coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
+    fp = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
+    vp = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
+    tc_p = coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)
+    out: list[MemoryItem] = []
+    for (item, _), rating in zip(reviews, ratings):
+        success = int(rating) >= 2
+        st = dict(item.state)
+        if coord._on("ebbinghaus_decay") and item.layer is not Layer.CORE:
+            item.stability = float(ebbinghaus.review_stability(stability=item.stability, success=success, params=ebb_p))
+        if coord._on("fsrs"):
+            card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fp)
+            if ctx is not None:
+                c_prev = dyn.decode_vec(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
+                pe = vp.missing_context_pe if c_prev is None else float(vmpfc.prediction_error(c_prev=c_prev, c_now=ctx, params=vp))
+                factor = float(vmpfc.interval_factor(pe=pe, params=vp))
+                due = float(vmpfc.apply(due, now, factor, params=vp))
+                card = fsrs_schedule.with_due(card, due)
+                st["vmpfc"] = {"pe": pe, "factor": factor}
+                st[dyn.REVIEW_CTX] = dyn.encode_vec(ctx)
+            st[dyn.FSRS] = card
+            st["due_at"] = due
+        if coord._on("triple_copy") and dyn.COPIES in st and success:
+            st[dyn.COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[dyn.COPIES]), now=now,
+                                                   params=tc_p).to_dict()
+        item.state = st
+        item.last_access = now
+        out.append(item)
+    if out:
+        with coord.storage.transaction() as tx:
+            tx.update_columns(part, [i.id for i in out], stability=[i.stability for i in out], last_access=[now] * len(out))
+            for item, rating in zip(out, ratings):
+                tx.update_state(part, item.id, item.state)
+                tx.log(part, HistoryEvent(item.id, now, "reviewed", {"rating": int(rating), "due_at": item.state.get("due_at")}))
+    return out
 
 
 def record_outcome(coord: "MemoryCoordinator", part: Partition, item: MemoryItem, success: bool, now: float) -> MemoryItem:
@@ -282,7 +298,8 @@ def record_outcome(coord: "MemoryCoordinator", part: Partition, item: MemoryItem
         item.stability = float(ebbinghaus.review_stability(stability=item.stability, success=success,
                                                            params=coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)))
     if coord._on("triple_copy") and dyn.COPIES in st and success:
-        st[dyn.COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[dyn.COPIES]), now=now).to_dict()
+        st[dyn.COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[dyn.COPIES]), now=now,
+                                               params=coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)).to_dict()
     item.state = st
     with coord.storage.transaction() as tx:
         tx.update_columns(part, [item.id], strength=[item.strength], stability=[item.stability], last_access=[now])

@@ -241,12 +241,9 @@ def review_due(run: Run, rng: np.random.Generator, limit: int) -> dict[str, int]
         return {"reviewed": 0, "good": 0}
     r = np.asarray(_lifecycle_retrievability(run.coord, due, run.clock.now()), dtype=float)
     draws = rng.random(len(due))
-    good = 0
-    for item, ri, u in zip(due, r, draws):
-        ok = bool(u < ri)
-        good += ok
-        run.coord.review(item.id, run.scope, "good" if ok else "again")
-    return {"reviewed": len(due), "good": good}
+    grades = ["good" if u < ri else "again" for ri, u in zip(r, draws)]
+    run.coord.review_many([(item.id, g) for item, g in zip(due, grades)], run.scope)
+    return {"reviewed": len(due), "good": grades.count("good")}
 
 
 def days(x: float) -> float:
