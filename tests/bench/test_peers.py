@@ -18,6 +18,8 @@ from zenbrain.bench.baselines import BM25System
 from zenbrain.bench.locomo import parse_locomo
 from zenbrain.bench.peers import (
     PEER_SYSTEMS,
+    ChromaSystem,
+    Mem0System,
     check_peer_available,
     make_peer,
     mem0_embedder_config,
@@ -139,6 +141,41 @@ def test_chroma_embedding_function_is_cheap_and_rebuildable():
         rebuilt(["after close"])
 
 
+class CountingEmbedder:
+    """The hashing embedder, counting the texts it embeds."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(384)
+        self.name, self.dim = "counting", 384
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def _precomputed(texts):
+    return HashingEmbedder(384).embed(texts)
+
+
+@needs_chroma
+def test_chroma_add_texts_uses_the_given_vectors():
+    emb = CountingEmbedder()
+    sys_ = ChromaSystem(emb, batch_size=2)
+    texts = [d.text for d in DOCS[:4]]
+    try:
+        assert sys_.add_texts(texts, _precomputed(texts)) == 4
+        assert emb.texts == []  # nothing embedded at ingest
+        assert sys_.search(texts[3], 1) == ["3"]  # running positions as ids
+        assert emb.texts == [texts[3]]  # the query is embedded
+        sys_.add_texts(["Carol: the ferry leaves at noon."], ids=["C1"])  # without vectors: embedded
+        assert sys_.search("Carol: the ferry leaves at noon.", 1) == ["C1"]
+        with pytest.raises(ConfigError):
+            sys_.add_texts(texts, _precomputed(texts[:2]))
+    finally:
+        sys_.close()
+
+
 @needs_chroma
 def test_chroma_in_the_locomo_runner():
     convs = parse_locomo(tiny_locomo())
@@ -209,6 +246,29 @@ def test_mem0_in_the_locomo_runner(embed_server):
         m.close()
     recs = res["systems"]["mem0"]["questions"]
     assert [r["ranked"][0] for r in recs] == ["D1:1", "D2:2"]
+
+
+@needs_mem0
+def test_mem0_add_texts_with_a_zenbrain_embedder_and_precomputed_vectors(embed_server):
+    emb = CountingEmbedder()
+    m = Mem0System(embedder=emb)
+    texts = [d.text for d in DOCS[:4]]
+    try:
+        assert m.config()["embedder"]["provider"] == "openai"  # built, then replaced: never called
+        assert m.add_texts(texts, _precomputed(texts), batch=3) == 4
+        assert emb.texts == []
+        assert m.search(texts[1], 1) == ["1"]
+        assert emb.texts == [texts[1]]
+        assert m.add_texts(["Carol: the ferry leaves at noon."], ids=["C1"]) == 1
+        assert m.search("Carol: the ferry leaves at noon.", 1) == ["C1"]
+    finally:
+        m.close()
+    plain = _mem0(embed_server)
+    try:
+        with pytest.raises(ConfigError, match="embedder option"):
+            plain.add_texts(texts, _precomputed(texts))
+    finally:
+        plain.close()
 
 
 @needs_mem0

@@ -25,6 +25,12 @@ Both run fully offline.
   zenbrain :class:`~zenbrain.providers.base.Embedder` (Chroma's default embedder would
   download its model). Chroma builds embedding functions from their config again and
   again, so construction only stores a key; the embedder itself is shared.
+
+Both also take plain texts with precomputed vectors (``add_texts``), for the speed
+benchmark: the same vectors go into every system, and only query texts are embedded.
+Given a zenbrain ``embedder``, Mem0 embeds through it (vectors handed to ``add_texts``
+are looked up, anything else is embedded by that embedder) instead of loading its own
+model.
 """
 
 from __future__ import annotations
@@ -153,11 +159,37 @@ def mem0_embedder_config(spec: str | None = None, *, model_path: str | os.PathLi
     )
 
 
+class _Mem0Embedding:
+    """Mem0's embedding-model interface over a zenbrain embedder.
+
+    Texts found in ``vectors`` (filled by ``Mem0System.add_texts``) get those vectors;
+    any other text (a query) is embedded by the zenbrain embedder.
+    """
+
+    def __init__(self, embedder: Embedder, dims: int) -> None:
+        from types import SimpleNamespace
+
+        self.embedder = embedder
+        self.config = SimpleNamespace(embedding_dims=dims)
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+        v = self.vectors.get(text)
+        if v is None:
+            v = normalize_rows(np.asarray(self.embedder.embed([text]), dtype=np.float32))[0]
+        return [float(x) for x in v]
+
+    def embed_batch(self, texts: Sequence[str], memory_action: str = "add") -> list[list[float]]:
+        return [self.embed(t, memory_action) for t in texts]
+
+
 class Mem0System:
     """Mem0 open source as a benchmark system (see the module docstring).
 
     ``embedder_config`` is Mem0's own embedder section (default: HuggingFace over the
     local MiniLM, see :func:`mem0_embedder_config`); ``embedding_dims`` must match it.
+    ``embedder`` (a zenbrain embedder) replaces Mem0's embedding model after it is built:
+    Mem0 then embeds through it, and its own model is never loaded.
     ``vector_store`` is ``"qdrant"`` (local, on disk) or ``"faiss"``. The Mem0 ``Memory``
     is built on first use; ``reset`` calls ``Memory.reset()``.
     """
@@ -173,6 +205,7 @@ class Mem0System:
         user_id: str = "bench",
         threshold: float = 0.0,
         progress: bool = False,
+        embedder: Embedder | None = None,
     ) -> None:
         if vector_store not in ("qdrant", "faiss"):
             raise ConfigError(f"mem0 vector_store must be 'qdrant' or 'faiss', got {vector_store!r}")
@@ -183,7 +216,17 @@ class Mem0System:
         self.threshold = float(threshold)
         self.progress = progress
         self._mem0 = _import_mem0()
-        self._embedder_config = dict(embedder_config) if embedder_config is not None else mem0_embedder_config()
+        self._embedding = _Mem0Embedding(embedder, self.embedding_dims) if embedder is not None else None
+        if embedder_config is not None:
+            self._embedder_config = dict(embedder_config)
+        elif embedder is not None:
+            # Built by Mem0, replaced before first use: a client that never connects.
+            self._embedder_config = {
+                "provider": "openai",
+                "config": {"model": "unused", "api_key": _PLACEHOLDER_KEY, "embedding_dims": self.embedding_dims},
+            }
+        else:
+            self._embedder_config = mem0_embedder_config()
         self._own_dir = workdir is None
         self._dir = workdir or tempfile.mkdtemp(prefix="zenbrain-bench-mem0-")
         self._memory: Any = None
@@ -217,6 +260,8 @@ class Mem0System:
                 raise _missing("mem0", getattr(exc, "name", None) or "mem0ai", exc) from exc
             except Exception as exc:
                 raise ProviderError(f"cannot start Mem0: {type(exc).__name__}: {exc}") from exc
+            if self._embedding is not None:
+                self._memory.embedding_model = self._embedding
         return self._memory
 
     def reset(self) -> None:
@@ -247,6 +292,39 @@ class Mem0System:
             for r in (out or {}).get("results", []):
                 if isinstance(r, dict) and r.get("id"):
                     self._doc_of[str(r["id"])] = d.id
+
+    def add_texts(
+        self, texts: Sequence[str], vectors: np.ndarray | None = None, *, ids: Sequence[str] | None = None, batch: int = 100
+    ) -> int:
+        """Store plain texts as raw memories (``infer=False``), ``batch`` messages per ``add``
+        call; Mem0 still embeds and inserts them one by one. ``vectors`` (one row per text)
+        need the ``embedder`` option: they are used instead of embedding the texts. Doc
+        ids default to running positions. Returns the number of memories Mem0 created."""
+        if vectors is not None and self._embedding is None:
+            raise ConfigError("Mem0System.add_texts with vectors needs the embedder option")
+        texts = list(texts)
+        if ids is not None and len(ids) != len(texts):
+            raise ConfigError("add_texts: ids and texts differ in length")
+        if vectors is not None and len(vectors) != len(texts):
+            raise ConfigError("add_texts: vectors and texts differ in length")
+        mem = self._mem()
+        start = len(self._doc_of)
+        made = 0
+        for i in range(0, len(texts), max(1, int(batch))):
+            chunk = texts[i : i + max(1, int(batch))]
+            if vectors is not None:
+                self._embedding.vectors = dict(zip(chunk, np.asarray(vectors[i : i + len(chunk)], dtype=np.float32)))
+            try:
+                out = mem.add([{"role": "user", "content": t} for t in chunk], user_id=self.user_id, infer=False)
+            finally:
+                if self._embedding is not None:
+                    self._embedding.vectors = {}
+            by_text = {t: (ids[i + j] if ids is not None else str(start + i + j)) for j, t in enumerate(chunk)}
+            for r in (out or {}).get("results", []):
+                if isinstance(r, dict) and r.get("id"):
+                    self._doc_of[str(r["id"])] = by_text.get(r.get("memory"), str(r["id"]))
+                    made += 1
+        return made
 
     def search(self, query: str, k: int, *, query_time: float | None = None) -> list[str]:
         if k <= 0 or not query.strip() or self._memory is None or not self._doc_of:
@@ -389,6 +467,28 @@ class ChromaSystem:
                 metadatas=[{"doc_id": d.id} for d in chunk],
             )
             self._ids.extend(d.id for d in chunk)
+
+    def add_texts(
+        self, texts: Sequence[str], vectors: np.ndarray | None = None, *, ids: Sequence[str] | None = None
+    ) -> int:
+        """Store plain texts, ``batch_size`` per Chroma ``add``, with their ``vectors`` (one
+        row per text) when given (then nothing is embedded), without metadata. Doc ids
+        default to running positions. Returns the number stored."""
+        texts = list(texts)
+        if ids is not None and len(ids) != len(texts):
+            raise ConfigError("add_texts: ids and texts differ in length")
+        if vectors is not None and len(vectors) != len(texts):
+            raise ConfigError("add_texts: vectors and texts differ in length")
+        step = min(self.batch_size, self._client.get_max_batch_size())
+        for i in range(0, len(texts), step):
+            chunk = [t if t.strip() else " " for t in texts[i : i + step]]
+            start = len(self._ids)
+            kw: dict[str, Any] = {}
+            if vectors is not None:
+                kw["embeddings"] = normalize_rows(np.asarray(vectors[i : i + len(chunk)], dtype=np.float32))
+            self._collection.add(ids=[str(start + j) for j in range(len(chunk))], documents=chunk, **kw)
+            self._ids.extend(ids[i : i + len(chunk)] if ids is not None else [str(start + j) for j in range(len(chunk))])
+        return len(texts)
 
     def search(self, query: str, k: int, *, query_time: float | None = None) -> list[str]:
         if k <= 0 or not self._ids:
