@@ -10,20 +10,52 @@ Everything is measured in one run, on this machine, and printed as medians and r
    distinct LoCoMo turns, one fresh store per repetition.
 2. Ingest scaling (``--growth N``): storage-only ``store_many`` throughput, per batch, while a
    store of routed memories grows to N items (vectors precomputed, embedding excluded).
-3. Recall at scale (``--sizes``). One store grows through the sizes. Its memories are
-   LoCoMo turns cycled with variations (other speaker names, added words, later times),
-   stored as episodic turns, the way the LoCoMo benchmark stores them. Real embedder
-   vectors are used for the distinct LoCoMo turns (a few thousand, cached on disk between
-   runs); the bulk of the variations gets vectors from ``--bulk`` (hashing: the
-   HashingEmbedder of the varied text; random: random unit vectors; perturbed: the real
-   vector of the base turn plus noise). Queries are distinct LoCoMo questions embedded by
-   the real embedder at query time: pass 1 includes that query embedding, pass 2 repeats
-   the same queries, served from the coordinator's query LRU. ``recall`` runs as in use
-   (k=10, touch=True). Then ``decay()`` and ``sleep()`` are timed once per size (they may
+3. Recall at scale (``--sizes``). One store grows through the sizes, through ``store_many``
+   in batches of ``--scale-batch`` with the vectors precomputed (so the ingest rate is storage
+   only; the per-batch rate is kept as a curve). Its memories are LoCoMo turns cycled with
+   variations (other speaker names, added words, later times), stored as episodic turns,
+   the way the LoCoMo benchmark stores them. Real embedder vectors are used for the
+   distinct LoCoMo turns (a few thousand, cached on disk between runs); the bulk of the
+   variations gets vectors from ``--bulk`` (hashing: the HashingEmbedder of the varied text;
+   random: random unit vectors; perturbed: the real vector of the base turn plus noise,
+   cosine about 0.85 to it), because embedding a million texts with MiniLM would take
+   hours here. Queries are distinct LoCoMo questions embedded by the real embedder at query
+   time: pass 1 includes that query embedding, pass 2 repeats the same queries, served from
+   the coordinator's query LRU. ``recall`` runs as in use (k=10, touch=True). Then
+   ``decay()`` and ``sleep()`` are timed once per size up to ``--lifecycle-max`` (they may
    change the store; the next size grows the changed store, like a store that sleeps).
+   After each size: peak RSS of this process (``ru_maxrss``; it also holds the generated
+   texts and the embedder, whose share is printed), the SQLite file plus its WAL on disk,
+   and bytes per memory.
+
+   Planner statistics (``--analyze-above N``, default 100000): SQLite has none unless
+   ANALYZE runs, and without them the query that keeps the in-memory vector index in step
+   with the database (``SQLiteStore._sync``) scans the whole embeddings table for every
+   500 changed ids, so each ``store_many`` batch costs time in proportion to the store's
+   size. So that a million memories can be stored in a practical time, the script runs
+   ANALYZE on the store's connection once, when the store holds N memories; the size where
+   that happens is measured as shipped and once more after ANALYZE (pass 3, cached
+   queries), and every size above it is measured with the statistics. ``none`` never runs it.
+
+4. Peers (``--peers chroma,mem0`` or ``none``): after zenbrain at each size, ChromaDB
+   (``PersistentClient``, cosine HNSW, defaults) and Mem0 open source (``add(...,
+   infer=False)``, local Qdrant) get the same new texts with the same vectors
+   (``add_texts`` in ``zenbrain.bench.peers``; Mem0 gets them through its embedding model,
+   100 messages per ``add`` call) and the same queries (search k=10, the query embedded
+   by the same ``--embedder`` at query time, as in zenbrain's pass 1). Each peer runs in
+   its own spawned process, so its memory (peak RSS as ``VmHWM``) and disk are its own;
+   it ingests and answers while zenbrain waits. Printed: ingest items/s, search p50/p95,
+   disk, peak RSS, and the ratios zenbrain/peer. A peer is skipped at a size when the
+   time it would need there (ingest at its last rate plus its queries, latency scaled with
+   size) exceeds its ``--peer-budget``; the reason is printed.
+
+Everything runs at one thread per numpy/onnxruntime pool when ``OMP_NUM_THREADS=1`` is
+set; the load average is printed at the start, after each size and at the end.
 
     .venv/bin/python scripts/bench_speed.py                       # sizes 10000,100000
-    .venv/bin/python scripts/bench_speed.py --sizes 2000 --queries 50 --ingest-n 300 --json out.json
+    .venv/bin/python scripts/bench_speed.py --sizes 2000 --queries 50 --ingest-n 300 --growth 0 --peers none
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/bench_speed.py --sizes 10000,100000,1000000 \
+        --embedder minilm-onnx --bulk perturbed --queries 100 --scale-batch 2000 --workdir /tmp/speed --json out.json
 
 Data: LoCoMo from ``--data`` or ``$ZENBRAIN_DATA`` (default ../shared/data).
 """
@@ -31,11 +63,13 @@ Data: LoCoMo from ``--data`` or ``$ZENBRAIN_DATA`` (default ../shared/data).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import random
 import re
+import resource
 import shutil
 import statistics
 import sys
@@ -277,16 +311,270 @@ def bench_growth(live: Any, turns, base_vecs, n: int, batch: int, bulk: str, wor
     return {"items": n, "batch": batch, "seconds": total, "items_per_s_by_size": rates, "layers": layers}
 
 
+# --------------------------------------------------------------------------- memory and disk
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (``ru_maxrss``; Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def hwm_rss_mb() -> float:
+    """Peak resident set size of this process's address space (``VmHWM``). Unlike ``ru_maxrss``
+    it starts afresh at exec, so a spawned child does not inherit its parent's peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return peak_rss_mb()
+
+
+def current_rss_mb() -> float:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def store_files(path: Path) -> dict[str, int]:
+    """Bytes of the SQLite file and its write-ahead log."""
+    out = {}
+    for name, suffix in (("db", ""), ("wal", "-wal")):
+        f = Path(str(path) + suffix)
+        out[name] = f.stat().st_size if f.exists() else 0
+    return out
+
+
+def dir_bytes(path: str | Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+class Progress:
+    """A progress line on stderr every ``every`` items or ``seconds``, with rate and ETA."""
+
+    def __init__(self, label: str, total: int, done: int = 0, every: int = 0, seconds: float = 60.0) -> None:
+        self.label, self.total, self.start_done = label, total, done
+        self.every = every or max(1, total // 20)
+        self.seconds = seconds
+        self.t0 = self.t_last = time.perf_counter()
+        self.next_at = done + self.every
+
+    def update(self, done: int, busy_s: float) -> None:
+        now = time.perf_counter()
+        if done < self.next_at and now - self.t_last < self.seconds and done < self.total:
+            return
+        self.t_last = now
+        self.next_at = done + self.every
+        n = done - self.start_done
+        rate = n / busy_s if busy_s > 0 else float("nan")
+        eta = (self.total - done) / rate if rate > 0 else float("nan")
+        print(f"   ... {self.label}: {done}/{self.total} stored, {rate:.0f}/s, "
+              f"{now - self.t0:.0f} s elapsed, ~{eta:.0f} s to go", file=sys.stderr, flush=True)
+
+
+def thin_curve(curve: list[tuple[int, float]], points: int = 12) -> list[tuple[int, float]]:
+    """Per-batch (stored, items/s) pairs merged into about ``points`` windows (harmonic mean)."""
+    if len(curve) <= points:
+        return list(curve)
+    step = -(-len(curve) // points)
+    out = []
+    for i in range(0, len(curve), step):
+        part = curve[i : i + step]
+        out.append((part[-1][0], len(part) / sum(1.0 / r for _, r in part)))
+    return out
+
+
+# --------------------------------------------------------------------------- peers (own processes)
+
+
+PEER_NAMES = ("chroma", "mem0")
+
+
+def peer_worker(conn: Any, name: str, spec: str, workdir: str, options: dict[str, Any]) -> None:
+    """Runs in its own process: one peer system, driven by messages from the benchmark."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    system = None
+    try:
+        from zenbrain.bench.peers import ChromaSystem, Mem0System
+
+        live = make_embedder(spec)
+        live.embed(["warm up the embedder"])
+        folder = os.path.join(workdir, f"peer-{name}")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        if name == "chroma":
+            system = ChromaSystem(live, workdir=folder, batch_size=options.get("chroma_batch", 1000))
+        else:
+            system = Mem0System(name="mem0", embedder=live, workdir=folder, vector_store=options.get("mem0_store", "qdrant"))
+        conn.send(("ok", {"library_version": _library_version(name)}))
+    except Exception as exc:  # noqa: BLE001 - reported to the benchmark, which goes on without this peer
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    stored = 0
+    while True:
+        msg = conn.recv()
+        try:
+            if msg[0] == "close":
+                system.close()
+                conn.send(("ok", None))
+                return
+            if msg[0] == "grow":
+                _, texts_path, vecs_path, count, dim, size, slice_n = msg
+                busy = 0.0
+                curve: list[tuple[int, float]] = []
+                prog = Progress(f"{name} {size}", size, stored)
+                with open(texts_path, encoding="utf-8") as tf, open(vecs_path, "rb") as vf:
+                    left = count
+                    while left:
+                        n = min(slice_n, left)
+                        texts = [json.loads(next(tf)) for _ in range(n)]
+                        vecs = np.fromfile(vf, dtype=np.float32, count=n * dim).reshape(n, dim)
+                        step = options.get("peer_step", 1000)
+                        for i in range(0, n, step):
+                            t0 = time.perf_counter()
+                            system.add_texts(texts[i : i + step], vecs[i : i + step])
+                            dt = time.perf_counter() - t0
+                            busy += dt
+                            k = len(texts[i : i + step])
+                            stored += k
+                            curve.append((stored, k / dt))
+                            prog.update(stored, busy)
+                        left -= n
+                conn.send(("ok", {"seconds": busy, "items": count, "curve": curve}))
+            elif msg[0] == "query":
+                _, warm, queries, k = msg
+                for q in warm:
+                    system.search(q, k)
+                lat = []
+                for q in queries:
+                    t0 = time.perf_counter()
+                    system.search(q, k)
+                    lat.append((time.perf_counter() - t0) * 1000.0)
+                conn.send(("ok", lat))
+            elif msg[0] == "stats":
+                conn.send(("ok", {"peak_rss_mb": hwm_rss_mb(), "rss_mb": current_rss_mb(),
+                                  "disk_bytes": dir_bytes(os.path.join(workdir, f"peer-{name}")), "stored": stored}))
+            else:
+                conn.send(("error", f"unknown message {msg[0]!r}"))
+        except Exception as exc:  # noqa: BLE001 - reported; the benchmark stops using this peer
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _library_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("chromadb" if name == "chroma" else "mem0ai")
+    except PackageNotFoundError:
+        return "?"
+
+
+class Peer:
+    """A peer system in a child process (its own memory, measured apart from zenbrain's)."""
+
+    def __init__(self, name: str, spec: str, workdir: Path, options: dict[str, Any]) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")  # a clean process: no zenbrain store, no copied pages
+        self.name = name
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=peer_worker, args=(child, name, spec, str(workdir), options), daemon=True)
+        self.proc.start()
+        child.close()
+        self.rows: list[dict[str, Any]] = []
+        self.skipped: str | None = None
+        self.have = 0
+        self.info = self._reply()
+
+    def _reply(self) -> Any:
+        status, value = self.conn.recv()
+        if status != "ok":
+            raise RuntimeError(value)
+        return value
+
+    def call(self, *msg: Any) -> Any:
+        self.conn.send(msg)
+        return self._reply()
+
+    def close(self) -> None:
+        try:
+            if self.proc.is_alive():
+                self.call("close")
+        except (RuntimeError, OSError, EOFError):
+            pass
+        self.proc.join(timeout=60)
+        if self.proc.is_alive():
+            self.proc.terminate()
+
+
+def start_peers(names: list[str], spec: str, workdir: Path, options: dict[str, Any]) -> tuple[list[Peer], dict[str, str]]:
+    peers, failed = [], {}
+    for name in names:
+        try:
+            peers.append(Peer(name, spec, workdir, options))
+        except (RuntimeError, OSError, EOFError) as exc:
+            failed[name] = f"could not start: {exc}"
+            say(f"   peer {name} could not start ({exc}); going on without it")
+    return peers, failed
+
+
+def parse_budgets(text: str, names: Sequence[str]) -> dict[str, float]:
+    """``60`` (every peer) or ``chroma=60,mem0=10``: minutes -> seconds per peer."""
+    text = text.strip()
+    if "=" not in text:
+        return {n: float(text) * 60.0 for n in names}
+    out = {}
+    for part in text.split(","):
+        name, _, minutes = part.partition("=")
+        if name.strip() not in names:
+            raise ValueError(f"--peer-budget: unknown peer {name.strip()!r}")
+        out[name.strip()] = float(minutes) * 60.0
+    return out
+
+
+def peer_projection(peer: Peer, size: int, n_queries: int) -> float | None:
+    """Seconds the next size would take this peer, from its last measured rate and latency."""
+    if not peer.rows:
+        return None
+    last = peer.rows[-1]
+    grow = (size - peer.have) / max(last["ingest_items_per_s"], 1e-9)
+    query = n_queries * last["recall_ms"]["p50"] / 1000.0 * size / max(peer.have, 1)
+    return grow + query
+
+
 # --------------------------------------------------------------------------- 3. recall at scale
 
 
 def bench_scale(
     live: Any, turns, questions: list[str], base_vecs: np.ndarray, sizes: list[int], n_queries: int,
-    batch: int, bulk: str, workdir: Path, do_lifecycle: bool,
+    batch: int, bulk: str, workdir: Path, *, lifecycle_max: int | None, analyze_above: int | None,
+    peers: Sequence[Peer] = (), peer_budget_s: dict[str, float] | None = None, slice_n: int = 20000,
 ) -> list[dict[str, Any]]:
     n_max = max(sizes)
-    say(f"\n3. Recall at scale: one store grown to {', '.join(map(str, sizes))} memories (episodic turns); "
-        f"{min(len(turns), n_max)} with real {live.name} vectors, the rest with '{bulk}' vectors")
+    say(f"\n3. Recall at scale: one store grown to {', '.join(map(str, sizes))} memories (episodic turns) through "
+        f"store_many in batches of {batch}; {min(len(turns), n_max)} with real {live.name} vectors, the rest with "
+        f"'{bulk}' vectors")
+    if lifecycle_max is None:
+        say("   decay() and sleep() are not timed (--no-lifecycle)")
+    elif any(s > lifecycle_max for s in sizes):
+        say(f"   decay() and sleep() are timed only up to {lifecycle_max} memories (--lifecycle-max)")
+    if analyze_above is not None and any(s > analyze_above for s in sizes):
+        say(f"   SQLite ANALYZE runs once on the store when it holds >= {analyze_above} memories, before it grows "
+            "further (--analyze-above): without planner statistics store_many slows down with the store's size")
+    if peers:
+        say(f"   peers, each in its own process, get the same texts, vectors and queries after zenbrain at each size: "
+            f"{', '.join(p.name for p in peers)}")
     items = variations(turns, n_max, seed=0)
     need = (n_queries + min(50, n_queries) + 3) * len(sizes)
     qs = list(questions)
@@ -298,29 +586,50 @@ def bench_scale(
     emb = TableEmbedder(live, table)
     t_end = max(it[2] for it in items) + 3600.0
     clock = SimulatedClock(t_end)
+    live.embed(["load the model before the memory baseline"])
+    baseline_rss = current_rss_mb()
     mem = fresh_memory(workdir, "scale", emb, clock)
+    db_path = workdir / "scale.db"
     out: list[dict[str, Any]] = []
     have = 0
     q_next = 0
+    analyzed: dict[str, Any] | None = None
     for size in sorted(sizes):
         chunk = items[have:size]
-        t0 = time.perf_counter()
-        vecs = bulk_vectors(bulk, chunk, base_vecs, seed=size)
-        vec_s = time.perf_counter() - t0
-        table.clear()
-        table.update({it[0]: v for it, v in zip(chunk, vecs)})
-        recs = [{"content": t, "kind": "episode", "layer": "episodic", "event_time": w} for t, _, w, _ in chunk]
-        t0 = time.perf_counter()
-        every = max(batch, (len(recs) // 10) // batch * batch)
-        for i in range(0, len(recs), batch):
-            mem.store_many(recs[i : i + batch], SCOPE)
-            stored = i + len(recs[i : i + batch])
-            if stored % every == 0 or stored == len(recs):
-                print(f"   ... {have + stored}/{size} stored, {stored / (time.perf_counter() - t0):.0f}/s",
-                      file=sys.stderr, flush=True)
-        ingest_s = time.perf_counter() - t0
+        peer_files = None
+        live_peers = [p for p in peers if p.skipped is None]
+        vec_s = ingest_s = 0.0
+        curve: list[tuple[int, float]] = []
+        prog = Progress(f"zenbrain {size}", size, have)
+        with contextlib.ExitStack() as stack:
+            if live_peers:  # the same texts and vectors, for the peers' processes
+                peer_files = (workdir / f"peer-texts-{size}.jsonl", workdir / f"peer-vectors-{size}.f32")
+                tf = stack.enter_context(open(peer_files[0], "w", encoding="utf-8"))
+                vf = stack.enter_context(open(peer_files[1], "wb"))
+            for s0 in range(0, len(chunk), slice_n):  # vectors made a slice at a time: little memory
+                part = chunk[s0 : s0 + slice_n]
+                t0 = time.perf_counter()
+                vecs = bulk_vectors(bulk, part, base_vecs, seed=size * 1000 + s0 // slice_n)
+                vec_s += time.perf_counter() - t0
+                if peer_files:
+                    tf.writelines(json.dumps(it[0]) + "\n" for it in part)
+                    vf.write(np.ascontiguousarray(vecs, dtype=np.float32).tobytes())
+                table.clear()
+                table.update({it[0]: v for it, v in zip(part, vecs)})
+                recs = [{"content": t, "kind": "episode", "layer": "episodic", "event_time": w} for t, _, w, _ in part]
+                for i in range(0, len(recs), batch):
+                    t0 = time.perf_counter()
+                    mem.store_many(recs[i : i + batch], SCOPE)
+                    dt = time.perf_counter() - t0
+                    ingest_s += dt
+                    n_done = have + s0 + i + len(recs[i : i + batch])
+                    curve.append((n_done, len(recs[i : i + batch]) / dt))
+                    prog.update(n_done, ingest_s)
+                    if analyze_above is not None and analyzed is None and analyze_above <= n_done < size:
+                        analyzed = run_analyze(mem, n_done)
         table.clear()
         have = size
+        assert emb.live_calls == 0 or out, "stored texts must come from the vector table"
 
         warm = qs[q_next : q_next + 3]
         q_next += 3
@@ -342,9 +651,18 @@ def bench_scale(
         lat2 = timed_recalls(mem, queries, f"{size}: pass 2 (queries cached)")
         assert emb.live_calls - live_before == embedded, "pass 2 must hit the query cache"
 
+        after_analyze = None
+        if analyze_above is not None and analyzed is None and analyze_above <= size < n_max:
+            analyzed = run_analyze(mem, size)
+            lat3 = timed_recalls(mem, queries, f"{size}: pass 3 (queries cached, after ANALYZE)")
+            after_analyze = {"p50": pct(lat3, 50), "p95": pct(lat3, 95), "mean": float(np.mean(lat3))}
+            say(f"   ANALYZE at {size} memories: {analyzed['seconds']:.1f} s; recall with the queries cached "
+                f"p50/p95 {after_analyze['p50']:.1f}/{after_analyze['p95']:.1f} ms after it, "
+                f"{pct(lat2, 50):.1f}/{pct(lat2, 95):.1f} ms before")
+
         decay_s = sleep_s = None
         stages: dict[str, Any] = {}
-        if do_lifecycle:
+        if lifecycle_max is not None and size <= lifecycle_max:
             t0 = time.perf_counter()
             rep = mem.decay(SCOPE)
             decay_s = time.perf_counter() - t0
@@ -354,34 +672,117 @@ def bench_scale(
             sleep_s = time.perf_counter() - t0
             stages = {"decay": _summary(rep.as_dict()), "sleep": _summary(rep2.as_dict())}
         st = mem.stats(SCOPE)
+        files = store_files(db_path)
+        disk = files["db"] + files["wal"]
         row = {
             "size": size,
             "memories": st["memories"],
             "archived": st["archived"],
             "edges": st["edges"],
-            "file_mb": st["file_bytes"] / 1e6,
+            "file_mb": disk / 1e6,
+            "file_bytes": files,
+            "disk_bytes_per_memory": disk / max(st["memories"], 1),
+            "peak_rss_mb": peak_rss_mb(),
+            "rss_mb": current_rss_mb(),
+            "rss_before_store_mb": baseline_rss,
             "bulk_vector_seconds": vec_s,
             "ingest_seconds": ingest_s,
             "ingest_items_per_s": len(chunk) / ingest_s if ingest_s > 0 else None,
+            "ingest_batch": batch,
+            "ingest_items_per_s_by_batch": curve,
             "first_recalls_seconds": first_s,
             "queries": len(queries),
             "query_embeddings_in_pass1": embedded,
             "recall_ms_query_embedded": {"p50": pct(lat1, 50), "p95": pct(lat1, 95), "mean": float(np.mean(lat1))},
             "recall_ms_query_cached": {"p50": pct(lat2, 50), "p95": pct(lat2, 95), "mean": float(np.mean(lat2))},
+            "recall_ms_query_cached_after_analyze": after_analyze,
             "query_embedding_ms": {"p50": pct(embed_ms, 50), "p95": pct(embed_ms, 95), "n": len(embed_ms)},
+            "planner_statistics": analyzed is not None and analyzed["at_size"] < size,
+            "analyze": analyzed,
             "decay_seconds": decay_s,
             "sleep_seconds": sleep_s,
             "lifecycle": stages,
+            "load_average": load_average(),
         }
         out.append(row)
+        shown = thin_curve(curve, 8)
         say(f"   {size:>7} memories: grew by {len(chunk)} in {ingest_s:.1f} s ({row['ingest_items_per_s']:.0f}/s storage only; "
             f"vectors {vec_s:.1f} s); recall p50/p95 {row['recall_ms_query_embedded']['p50']:.1f}/"
             f"{row['recall_ms_query_embedded']['p95']:.1f} ms with query embedding, "
             f"{row['recall_ms_query_cached']['p50']:.1f}/{row['recall_ms_query_cached']['p95']:.1f} ms cached "
             f"(query embedding alone {row['query_embedding_ms']['p50']:.1f}/{row['query_embedding_ms']['p95']:.1f} ms); "
-            + (f"decay {decay_s:.2f} s, sleep {sleep_s:.2f} s; " if do_lifecycle else "")
-            + f"{row['file_mb']:.0f} MB")
+            + (f"decay {decay_s:.2f} s, sleep {sleep_s:.2f} s; " if decay_s is not None else "decay/sleep not timed; ")
+            + f"{row['file_mb']:.0f} MB on disk ({row['disk_bytes_per_memory']:.0f} B/memory), "
+              f"peak RSS {row['peak_rss_mb']:.0f} MB; load average {row['load_average']}")
+        say("      store_many items/s while growing: " + ", ".join(f"{n}: {r:.0f}" for n, r in shown))
+
+        for peer in live_peers:
+            budget = (peer_budget_s or {}).get(peer.name, float("inf"))
+            run_peer(peer, size, len(chunk), peer_files, live.dim, warm, queries, row, budget, slice_n)
+        if peer_files:
+            for f in peer_files:
+                f.unlink(missing_ok=True)
     mem.close()
+    return out
+
+
+def run_peer(peer: Peer, size: int, count: int, files, dim: int, warm: list[str], queries: list[str],
+             zen: dict[str, Any], budget_s: float, slice_n: int) -> None:
+    est = peer_projection(peer, size, len(queries))
+    if est is not None and est > budget_s:
+        last = peer.rows[-1]
+        peer.skipped = (f"skipped at {size} memories and above: at {last['ingest_items_per_s']:.0f} items/s "
+                        f"(measured while growing to {peer.have}) the {size - peer.have} more would take about "
+                        f"{est / 60:.0f} min with its queries, over the --peer-budget of {budget_s / 60:.0f} min")
+        say(f"   {peer.name}: {peer.skipped}")
+        return
+    try:
+        grow = peer.call("grow", str(files[0]), str(files[1]), count, dim, size, slice_n)
+        peer.have = size
+        lat = peer.call("query", warm, queries, 10)
+        st = peer.call("stats")
+    except (RuntimeError, OSError, EOFError) as exc:
+        peer.skipped = f"failed at {size} memories: {exc}"
+        say(f"   {peer.name}: {peer.skipped}")
+        return
+    rate = grow["items"] / grow["seconds"] if grow["seconds"] > 0 else float("nan")
+    row = {
+        "size": size,
+        "ingest_seconds": grow["seconds"],
+        "ingest_items_per_s": rate,
+        "ingest_items_per_s_by_batch": grow["curve"],
+        "recall_ms": {"p50": pct(lat, 50), "p95": pct(lat, 95), "mean": float(np.mean(lat))},
+        "queries": len(lat),
+        "peak_rss_mb": st["peak_rss_mb"],
+        "rss_mb": st["rss_mb"],
+        "disk_bytes": st["disk_bytes"],
+        "disk_bytes_per_memory": st["disk_bytes"] / max(st["stored"], 1),
+    }
+    z_lat = zen["recall_ms_query_embedded"]
+    row["ratio_zenbrain_over_peer"] = {
+        "ingest_items_per_s": zen["ingest_items_per_s"] / rate if rate else None,
+        "recall_p50": z_lat["p50"] / row["recall_ms"]["p50"],
+        "recall_p95": z_lat["p95"] / row["recall_ms"]["p95"],
+        "peak_rss": zen["peak_rss_mb"] / row["peak_rss_mb"],
+        "disk_bytes_per_memory": zen["disk_bytes_per_memory"] / max(row["disk_bytes_per_memory"], 1e-9),
+    }
+    peer.rows.append(row)
+    r = row["ratio_zenbrain_over_peer"]
+    say(f"   {peer.name:>8} at {size}: grew by {count} in {grow['seconds']:.1f} s ({rate:.0f}/s); search p50/p95 "
+        f"{row['recall_ms']['p50']:.1f}/{row['recall_ms']['p95']:.1f} ms with query embedding; "
+        f"{st['disk_bytes'] / 1e6:.0f} MB on disk ({row['disk_bytes_per_memory']:.0f} B/memory), peak RSS "
+        f"{st['peak_rss_mb']:.0f} MB")
+    say(f"   {'':>8} zenbrain/{peer.name}: ingest items/s x{r['ingest_items_per_s']:.2f}, recall p50 x{r['recall_p50']:.2f}, "
+        f"p95 x{r['recall_p95']:.2f} (latency: above 1 = zenbrain slower), peak RSS x{r['peak_rss']:.2f}, "
+        f"bytes/memory x{r['disk_bytes_per_memory']:.2f}")
+
+
+def run_analyze(mem: Any, stored: int) -> dict[str, Any]:
+    """SQLite's ANALYZE on the store (planner statistics; a maintenance step, not a zenbrain call)."""
+    t0 = time.perf_counter()
+    mem.storage.raw_connection().execute("ANALYZE")
+    out = {"at_size": stored, "seconds": time.perf_counter() - t0}
+    print(f"   ... ANALYZE at {stored} memories: {out['seconds']:.1f} s", file=sys.stderr, flush=True)
     return out
 
 
@@ -410,6 +811,25 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- main
 
 
+def source_version() -> str:
+    """Where zenbrain was imported from, and its git commit when it is a checkout."""
+    import subprocess
+
+    import zenbrain
+
+    src = Path(zenbrain.__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--", "."], capture_output=True,
+                               text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = "", ""
+    if not commit:
+        return str(src)
+    return f"{src} (commit {commit}{', with uncommitted changes' if dirty else ''})"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000", help="store sizes for recall latency (default 10000,100000)")
@@ -424,10 +844,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bulk", choices=("hashing", "random", "perturbed"), default="hashing",
                     help="vectors of the bulk variations (default hashing)")
     ap.add_argument("--no-lifecycle", action="store_true", help="skip decay() and sleep()")
+    ap.add_argument("--lifecycle-max", type=int, default=100000, metavar="N",
+                    help="time decay() and sleep() only at sizes up to N (default 100000)")
+    ap.add_argument("--scale-batch", type=int, default=1000, help="records per store_many call at scale (default 1000)")
+    ap.add_argument("--analyze-above", default="100000", metavar="N|none",
+                    help="run SQLite ANALYZE once when the store holds N memories and grows further (default 100000)")
+    ap.add_argument("--peers", default="chroma,mem0", help="peers measured beside zenbrain: chroma,mem0 or none")
+    ap.add_argument("--peer-budget", default="chroma=60,mem0=10", metavar="MIN|NAME=MIN,...",
+                    help="skip a peer at a size it would need more than MIN minutes for (ingest and queries), "
+                         "projected from its rate and latency at the size before (default chroma=60,mem0=10)")
+    ap.add_argument("--mem0-store", choices=("qdrant", "faiss"), default="qdrant", help="Mem0's vector store (default qdrant)")
     ap.add_argument("--workdir", default=None, help="where the stores go (default: a temp dir, removed)")
     ap.add_argument("--parts", default="ingest,growth,scale", help="which parts to run (default ingest,growth,scale)")
     args = ap.parse_args(argv)
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    peer_names = [] if args.peers.strip().lower() in ("", "none") else [p.strip() for p in args.peers.split(",") if p.strip()]
+    for name in peer_names:
+        if name not in PEER_NAMES:
+            ap.error(f"unknown peer {name!r}; peers are {', '.join(PEER_NAMES)} or none")
+    analyze_above = None if args.analyze_above.strip().lower() in ("none", "never", "") else int(args.analyze_above)
+    try:
+        budgets = parse_budgets(args.peer_budget, PEER_NAMES)
+    except ValueError as exc:
+        ap.error(str(exc))
 
     t_start = time.perf_counter()
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="zenbrain-speed-"))
@@ -440,12 +879,16 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "embedder": live.name,
+        "zenbrain": source_version(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "load_average_start": load_average(),
     }
     say(f"zenbrain speed benchmark: {env['cpus']} CPUs, Python {env['python']}, numpy {env['numpy']}, "
         f"load average {env['load_average_start']}")
-    say(f"embedder: {live.name} (spec {args.embedder}); LoCoMo: {len(turns)} distinct turns, {len(questions)} questions")
+    say(f"embedder: {live.name} (spec {args.embedder}); LoCoMo: {len(turns)} distinct turns, {len(questions)} questions; "
+        f"zenbrain from {env['zenbrain']}; OMP_NUM_THREADS={env['omp_num_threads']}")
     results: dict[str, Any] = {"environment": env, "args": vars(args)}
+    peers: list[Peer] = []
     try:
         parts = {p.strip() for p in args.parts.split(",") if p.strip()}
         if "ingest" in parts:
@@ -466,15 +909,31 @@ def main(argv: list[str] | None = None) -> int:
             results["growth"] = bench_growth(live, turns, base_vecs, args.growth, args.batch * 4, args.bulk, workdir)
         if "scale" not in parts:
             return _finish(results, args, t_start)
+        peer_failed: dict[str, str] = {}
+        if peer_names:
+            say(f"\nstarting peers {', '.join(peer_names)} (each in its own process)")
+            peers, peer_failed = start_peers(
+                peer_names, args.embedder, workdir,
+                {"mem0_store": args.mem0_store, "chroma_batch": args.scale_batch, "peer_step": args.scale_batch},
+            )
         results["scale"] = bench_scale(
-            live, turns, questions, base_vecs, sizes, args.queries, 1000, args.bulk, workdir, not args.no_lifecycle
+            live, turns, questions, base_vecs, sizes, args.queries, args.scale_batch, args.bulk, workdir,
+            lifecycle_max=None if args.no_lifecycle else args.lifecycle_max, analyze_above=analyze_above,
+            peers=peers, peer_budget_s=budgets,
         )
         results["bulk"] = {
             "vectors": args.bulk,
             "real_vectors": n_real,
             "note": f"the first {n_real} memories carry real {live.name} vectors; the others carry '{args.bulk}' vectors",
         }
+        results["peers"] = {
+            name: {"rows": [], "skipped": why, "library_version": None} for name, why in peer_failed.items()
+        }
+        for p in peers:
+            results["peers"][p.name] = {"rows": p.rows, "skipped": p.skipped, "library_version": p.info.get("library_version")}
     finally:
+        for p in peers:
+            p.close()
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     return _finish(results, args, t_start)
@@ -515,16 +974,48 @@ def print_summary(results: dict[str, Any]) -> None:
     if sc:
         say(f"recall (k=10, touch=True), {results['bulk']['note']}:")
         say(f"  {'size':>7}  {'ingest/s':>8}  {'p50 emb':>8}  {'p95 emb':>8}  {'p50 cached':>10}  {'p95 cached':>10}  "
-            f"{'embed p50':>9}  {'decay_s':>7}  {'sleep_s':>7}  {'file_MB':>7}")
+            f"{'embed p50':>9}  {'decay_s':>7}  {'sleep_s':>7}  {'file_MB':>7}  {'B/memory':>8}  {'peakRSS_MB':>10}")
         for r in sc:
             a, b = r["recall_ms_query_embedded"], r["recall_ms_query_cached"]
             d = f"{r['decay_seconds']:.2f}" if r["decay_seconds"] is not None else "-"
             s = f"{r['sleep_seconds']:.2f}" if r["sleep_seconds"] is not None else "-"
             say(f"  {r['size']:>7}  {r['ingest_items_per_s']:>8.0f}  {a['p50']:>8.1f}  {a['p95']:>8.1f}  {b['p50']:>10.1f}  "
-                f"{b['p95']:>10.1f}  {r['query_embedding_ms']['p50']:>9.1f}  {d:>7}  {s:>7}  {r['file_mb']:>7.0f}")
+                f"{b['p95']:>10.1f}  {r['query_embedding_ms']['p50']:>9.1f}  {d:>7}  {s:>7}  {r['file_mb']:>7.0f}  "
+                f"{r['disk_bytes_per_memory']:>8.0f}  {r['peak_rss_mb']:>10.0f}")
         say("  (latencies in ms over the distinct queries; 'emb' includes embedding the query, 'cached' repeats them,\n"
-            "   which also finds SQLite pages warm; 'embed p50' is the embedder alone on one query)")
-
+            "   which also finds SQLite pages warm; 'embed p50' is the embedder alone on one query; ingest/s is\n"
+            "   store_many with the vectors precomputed (storage only) while the store grew to that size; file_MB and\n"
+            "   B/memory count the SQLite file and its WAL; peak RSS is this process's ru_maxrss, which also holds\n"
+            f"   the generated texts and the embedder: {sc[0]['rss_before_store_mb']:.0f} MB before the store was opened)")
+        lc = [r for r in sc if r["decay_seconds"] is None]
+        if lc and any(r["decay_seconds"] is not None for r in sc):
+            say(f"  decay() and sleep() not timed at {', '.join(str(r['size']) for r in lc)} (--lifecycle-max)")
+        stats = [r for r in sc if r.get("planner_statistics")]
+        if stats:
+            say(f"  SQLite ANALYZE was run on the store when it held {stats[0]['analyze']['at_size']} memories; sizes "
+                f"measured with planner statistics: {', '.join(str(r['size']) for r in stats)}")
+            ctl = next((r for r in sc if r.get("recall_ms_query_cached_after_analyze")), None)
+            if ctl:
+                c, b = ctl["recall_ms_query_cached_after_analyze"], ctl["recall_ms_query_cached"]
+                say(f"  control at {ctl['size']}: recall with cached queries p50/p95 {b['p50']:.1f}/{b['p95']:.1f} ms "
+                    f"before ANALYZE, {c['p50']:.1f}/{c['p95']:.1f} ms after")
+    for name, peer in (results.get("peers") or {}).items():
+        say(f"{name} ({peer.get('library_version') or '?'}), own process, same texts, vectors and queries "
+            "(search k=10, query embedded by the same embedder):")
+        if peer["rows"]:
+            say(f"  {'size':>7}  {'ingest/s':>8}  {'p50':>8}  {'p95':>8}  {'disk_MB':>7}  {'B/memory':>8}  {'peakRSS_MB':>10}  "
+                f"{'zen/peer ingest/s':>17}  {'zen/peer p50':>12}  {'zen/peer p95':>12}")
+        for r in peer["rows"]:
+            q = r["ratio_zenbrain_over_peer"]
+            say(f"  {r['size']:>7}  {r['ingest_items_per_s']:>8.0f}  {r['recall_ms']['p50']:>8.1f}  {r['recall_ms']['p95']:>8.1f}  "
+                f"{r['disk_bytes'] / 1e6:>7.0f}  {r['disk_bytes_per_memory']:>8.0f}  {r['peak_rss_mb']:>10.0f}  "
+                f"{q['ingest_items_per_s']:>17.2f}  {q['recall_p50']:>12.2f}  {q['recall_p95']:>12.2f}")
+        if peer.get("skipped"):
+            say(f"  {name} {peer['skipped']}")
+    if results.get("peers"):
+        say("  (zen/peer: zenbrain's figure divided by the peer's; for ingest/s above 1 means zenbrain ingests faster,\n"
+            "   for latency above 1 means zenbrain answers slower; zenbrain's recall runs its whole pipeline with side\n"
+            "   effects, the peers return their nearest neighbours)")
 
 if __name__ == "__main__":
     raise SystemExit(main())
