@@ -10,11 +10,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
+import math
 import os
 import re
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -58,60 +62,212 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(words)
 
 
-def _item_from_row(row: sqlite3.Row) -> MemoryItem:
-    return MemoryItem(
-        id=row["id"],
-        user_id=row["user_id"],
-        agent_id=row["agent_id"],
-        session_id=row["session_id"],
-        context=row["context"],
-        layer=Layer(row["layer"]),
-        kind=Kind(row["kind"]),
-        content=row["content"],
-        content_hash=row["content_hash"],
-        metadata=json.loads(row["metadata"]),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        event_time=row["event_time"],
-        last_access=row["last_access"],
-        access_count=row["access_count"],
-        importance=row["importance"],
-        valence=row["valence"],
-        arousal=row["arousal"],
-        stability=row["stability"],
-        strength=row["strength"],
-        conf_alpha=row["conf_alpha"],
-        conf_beta=row["conf_beta"],
-        archived=bool(row["archived"]),
-        version=row["version"],
-        state=json.loads(row["state"]),
-    )
+# MemoryItem's fields are _COLUMNS in order without due_at (which only mirrors
+# state["due_at"] for the due index); rows are read as plain tuples of _SELECT.
+_SELECT = ",".join(_COLUMNS)
+_DUE_AT = _COLUMNS.index("due_at")
+if tuple(f.name for f in dataclasses.fields(MemoryItem)) != _COLUMNS[:_DUE_AT] + _COLUMNS[_DUE_AT + 1 :]:
+    raise RuntimeError("MemoryItem's fields no longer match the memories table")
+_FIELD = {name: i for i, name in enumerate(f.name for f in dataclasses.fields(MemoryItem))}
+_EDGE = "src, dst, relation, weight, variance, activations, updated_at"  # Edge's fields in order
+if tuple(f.name for f in dataclasses.fields(Edge)) != tuple(_EDGE.split(", ")):
+    raise RuntimeError("Edge's fields no longer match the edges table")
+_LAYERS = {layer.value: layer for layer in Layer}
+_KINDS = {kind.value: kind for kind in Kind}
+# One encoder each instead of one per json.dumps call; the output is the same.
+_encode = json.JSONEncoder(sort_keys=True).encode
+_encode_detail = json.JSONEncoder(sort_keys=True, default=float).encode
+
+
+def _loads(text: Any) -> Any:
+    return {} if text == "{}" else json.loads(text)
+
+
+def _decode(row: Sequence[Any]) -> list[Any]:
+    """MemoryItem field values (in field order) of a row of the ``_SELECT`` columns."""
+    vals = list(row)
+    del vals[_DUE_AT]
+    layer, kind = vals[5], vals[6]
+    vals[5] = _LAYERS.get(layer) or Layer(layer)
+    vals[6] = _KINDS.get(kind) or Kind(kind)
+    vals[9] = _loads(vals[9])
+    vals[22] = bool(vals[22])
+    vals[24] = _loads(vals[24])
+    return vals
+
+
+def _item_from_row(row: Sequence[Any]) -> MemoryItem:
+    return MemoryItem(*_decode(row))
+
+
+# -- the decoded-item cache ----------------------------------------------------------------
+# Callers change the items they are given (attributes and, in place, metadata and state),
+# so the cache keeps templates and hands out a new MemoryItem with copied dicts each time.
+# A copy plan records where a decoded JSON value nests containers, so copying it is a few
+# dict.copy() calls instead of a generic deep copy. None: a shallow copy is a deep one.
+_SCALAR = False  # plan of a JSON scalar: used as it is
+
+
+def _plan(value: Any) -> Any:
+    t = type(value)
+    if t is dict:
+        it = value.items()
+    elif t is list:
+        it = enumerate(value)
+    else:
+        return _SCALAR
+    sub = None
+    for k, v in it:
+        t = type(v)
+        if t is dict or t is list:
+            if sub is None:
+                sub = []
+            sub.append((k, _plan(v)))
+    return sub
+
+
+def _copy(value: Any, plan: Any) -> Any:
+    if plan is _SCALAR:
+        return value
+    out = value.copy()
+    if plan:
+        for k, p in plan:
+            out[k] = _copy(out[k], p)
+    return out
+
+
+class _Cached:
+    """One memory as the cache holds it: field values whose metadata and state are
+    templates never handed out, or a state still to be decoded (``state_text``)."""
+
+    __slots__ = ("vals", "meta_plan", "state_plan", "state_text")
+
+    def __init__(self, vals: list[Any]) -> None:
+        self.vals = vals
+        self.meta_plan = _plan(vals[9])
+        self.state_plan = _plan(vals[24])
+        self.state_text: str | None = None
+
+    def item(self) -> MemoryItem:
+        if self.state_text is not None:
+            state = _loads(self.state_text)
+            self.vals[24] = state
+            self.state_plan = _plan(state)
+            self.state_text = None
+        v = self.vals.copy()
+        v[9] = _copy(v[9], self.meta_plan)
+        v[24] = _copy(v[24], self.state_plan)
+        return MemoryItem(*v)
+
+
+# How a value written to a column reads back, for the columns update_columns may write:
+# a patched cache entry must equal what decoding the row would give. Anything not
+# certain to read back unchanged (NaN, -0.0, a float into an INTEGER column, a string
+# into a REAL one, ...) raises _Unsure and the entry is dropped instead.
+class _Unsure(Exception):
+    pass
+
+
+def _as_real(v: Any, nullable: bool = False) -> Any:
+    t = type(v)
+    if t is float:
+        # SQLite stores NaN as NULL, and -0.0 (an integral value) reads back as 0.0.
+        if v != v or (v == 0.0 and math.copysign(1.0, v) < 0):
+            raise _Unsure
+        return v
+    if t is int and -(2**53) <= v <= 2**53:
+        return float(v)
+    if v is None and nullable:
+        return None
+    raise _Unsure
+
+
+def _as_int(v: Any) -> Any:
+    if type(v) is int:
+        return v
+    raise _Unsure
+
+
+def _as_text(v: Any, nullable: bool = False) -> Any:
+    if type(v) is str or (v is None and nullable):
+        return v
+    raise _Unsure
+
+
+def _as_layer(v: Any) -> Layer:
+    if type(v) is str and v in _LAYERS:
+        return _LAYERS[v]
+    raise _Unsure
+
+
+def _as_kind(v: Any) -> Kind:
+    if type(v) is str and v in _KINDS:
+        return _KINDS[v]
+    raise _Unsure
+
+
+_READ_BACK: dict[str, Any] = {
+    **{c: _as_real for c in ("created_at", "updated_at", "last_access", "importance", "valence", "arousal",
+                             "stability", "strength", "conf_alpha", "conf_beta")},
+    "event_time": lambda v: _as_real(v, nullable=True),
+    "access_count": _as_int,
+    "version": _as_int,
+    "archived": lambda v: bool(_as_int(v)),  # update_columns has made it 0 or 1
+    "context": _as_text,
+    "session_id": lambda v: _as_text(v, nullable=True),
+    "layer": _as_layer,
+    "kind": _as_kind,
+}
 
 
 def _item_values(item: MemoryItem) -> tuple[Any, ...]:
     due = item.state.get("due_at")
     return (
         item.id, item.user_id, item.agent_id, item.session_id, item.context, item.layer.value,
-        item.kind.value, item.content, item.content_hash, json.dumps(item.metadata, sort_keys=True),
+        item.kind.value, item.content, item.content_hash, _encode(item.metadata),
         item.created_at, item.updated_at, item.event_time, item.last_access, item.access_count,
         item.importance, item.valence, item.arousal, item.stability, item.strength, item.conf_alpha,
-        item.conf_beta, int(item.archived), item.version, due, json.dumps(item.state, sort_keys=True),
+        item.conf_beta, int(item.archived), item.version, due, _encode(item.state),
     )
 
 
+_MEMORY_WRITE = re.compile(r"\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b[^;]*?\bmemories\b(?!_)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=256)
+def _writes_memories(sql: str) -> bool:
+    """Whether a statement may write rows of the memories table (false positives only cost speed)."""
+    return _MEMORY_WRITE.match(sql) is not None
+
+
 class SQLiteTransaction:
+    """Every write goes through ``_write``. A statement that writes memory rows either
+    keeps the store's item cache exact itself (``cached=True``: it drops the rows it
+    touches before running and puts back what it knows they now read as) or, by default,
+    empties the cache."""
+
     def __init__(self, store: "SQLiteStore") -> None:
         self._store = store
         self._db = store._db
         self.touched: set[tuple[str, str, str]] = set()
+
+    def _write(self, sql: str, args: Any = (), *, many: bool = False, cached: bool = False) -> sqlite3.Cursor:
+        store = self._store
+        if not cached and _writes_memories(sql):
+            store._clear_items()
+        store._own_writes_only()
+        cur = self._db.executemany(sql, args) if many else self._db.execute(sql, args)
+        store._settle()
+        return cur
 
     def _changed(self, partition: Partition, memory_id: str) -> None:
         self.touched.add((partition[0], partition[1], memory_id))
 
     def put_memory(self, item: MemoryItem) -> None:
         placeholders = ",".join("?" * len(_COLUMNS))
-        self._db.execute(f"INSERT INTO memories ({','.join(_COLUMNS)}) VALUES ({placeholders})", _item_values(item))
-        self._db.execute(
+        self._store._items.pop(item.id, None)
+        self._write(f"INSERT INTO memories ({_SELECT}) VALUES ({placeholders})", _item_values(item), cached=True)
+        self._write(
             "INSERT INTO memories_fts (content, memory_id, user_id, agent_id) VALUES (?,?,?,?)",
             (self._store.lexical_text(item), item.id, item.user_id, item.agent_id),
         )
@@ -125,15 +281,17 @@ class SQLiteTransaction:
         if old is None:
             raise StorageError(f"memory {item.id} vanished during update")
         sets = ",".join(f"{c}=?" for c in _COLUMNS[3:])
-        self._db.execute(
+        self._store._items.pop(item.id, None)
+        self._write(
             f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?",
             (*_item_values(item)[3:], item.id, item.user_id, item.agent_id),
+            cached=True,
         )
         if old["content_hash"] != item.content_hash:
             self._drop_orphan_embedding(old["content_hash"])
         new_lex = self._store.lexical_text(item)
-        self._db.execute("DELETE FROM memories_fts WHERE memory_id=? AND user_id=?", (item.id, item.user_id))
-        self._db.execute(
+        self._write("DELETE FROM memories_fts WHERE memory_id=? AND user_id=?", (item.id, item.user_id))
+        self._write(
             "INSERT INTO memories_fts (content, memory_id, user_id, agent_id) VALUES (?,?,?,?)",
             (new_lex, item.id, item.user_id, item.agent_id),
         )
@@ -158,31 +316,56 @@ class SQLiteTransaction:
                     v = int(bool(v))
                 vals.append(v)
             rows.append((*vals, mid, partition[0], partition[1]))
-        self._db.executemany(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?", rows)
+        taken = self._store._take(partition, ids)
+        self._write(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?", rows, many=True, cached=True)
+        if taken:
+            # The cached rows now read as the written values, in the order written.
+            fields = [(k, _FIELD[c], _READ_BACK[c]) for k, c in enumerate(names) if c != "due_at"]
+            for row in rows:
+                e = taken.get(row[-3])
+                if e is None:
+                    continue
+                try:
+                    for k, f, read_back in fields:
+                        e.vals[f] = read_back(row[k])
+                except _Unsure:
+                    taken[row[-3]] = None
+            self._store._put_back(taken)
         # Only columns the vector index holds need to reach other processes' indexes.
         if _INDEXED.intersection(names):
             for mid in ids:
                 self._changed(partition, mid)
 
     def update_state(self, partition: Partition, memory_id: str, state: dict[str, Any]) -> None:
-        self._db.execute(
+        text = _encode(state)
+        taken = self._store._take(partition, (memory_id,))
+        self._write(
             "UPDATE memories SET state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?",
-            (json.dumps(state, sort_keys=True), state.get("due_at"), memory_id, *partition),
+            (text, state.get("due_at"), memory_id, *partition),
+            cached=True,
         )
+        e = taken.get(memory_id)
+        if e is not None:
+            # Decoded when next read (the same json.loads a fresh read would run).
+            e.vals[24] = None
+            e.state_plan = None
+            e.state_text = text
+            self._store._put_back(taken)
 
     def delete_memory(self, partition: Partition, memory_id: str) -> None:
         user, agent = partition
         row = self._db.execute(
             "SELECT content_hash FROM memories WHERE id=? AND user_id=? AND agent_id=?", (memory_id, user, agent)
         ).fetchone()
-        self._db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?", (memory_id, user, agent))
-        self._db.execute("DELETE FROM memories_fts WHERE memory_id=? AND user_id=? AND agent_id=?", (memory_id, user, agent))
-        self._db.execute(
+        self._store._items.pop(memory_id, None)
+        self._write("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?", (memory_id, user, agent), cached=True)
+        self._write("DELETE FROM memories_fts WHERE memory_id=? AND user_id=? AND agent_id=?", (memory_id, user, agent))
+        self._write(
             "DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)", (user, agent, memory_id, memory_id)
         )
-        self._db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?", (user, agent, memory_id))
+        self._write("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?", (user, agent, memory_id))
         # Events of other memories that name this one (a debate it took part in) may quote it.
-        self._db.execute(
+        self._write(
             "DELETE FROM history WHERE user_id=? AND agent_id=? AND instr(detail, ?) > 0", (user, agent, memory_id)
         )
         if row is not None:
@@ -193,18 +376,19 @@ class SQLiteTransaction:
     def _drop_orphan_embedding(self, content_hash: str) -> None:
         """A vector no memory refers to any more is erased with its text's last memory."""
         if self._db.execute("SELECT 1 FROM memories WHERE content_hash=? LIMIT 1", (content_hash,)).fetchone() is None:
-            self._db.execute("DELETE FROM embeddings WHERE hash=?", (content_hash,))
+            self._write("DELETE FROM embeddings WHERE hash=?", (content_hash,))
             self._store._erased = True
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
-        self._db.executemany(
+        self._write(
             "INSERT OR IGNORE INTO embeddings (model, hash, vector) VALUES (?,?,?)",
             [(model, h, vectors[i].tobytes()) for i, h in enumerate(hashes)],
+            many=True,
         )
 
     def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
-        self._db.executemany(
+        self._write(
             "INSERT INTO edges (user_id, agent_id, src, dst, relation, weight, variance, activations, updated_at) "
             "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(user_id, agent_id, src, dst, relation) DO UPDATE SET "
             "weight=excluded.weight, variance=excluded.variance, activations=excluded.activations, "
@@ -213,48 +397,94 @@ class SQLiteTransaction:
                 (*partition, e.src, e.dst, e.relation, float(e.weight), float(e.variance), int(e.activations), float(e.updated_at))
                 for e in edges
             ],
+            many=True,
         )
 
     def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:
-        self._db.executemany(
+        self._write(
             "DELETE FROM edges WHERE user_id=? AND agent_id=? AND src=? AND dst=? AND relation=?",
             [(*partition, s, d, r) for s, d, r in keys],
+            many=True,
         )
 
     def log(self, partition: Partition, event: HistoryEvent) -> None:
-        self._db.execute(
+        self._write(
             "INSERT INTO history (user_id, agent_id, memory_id, at, action, detail) VALUES (?,?,?,?,?,?)",
-            (*partition, event.memory_id, event.at, event.action, json.dumps(event.detail, sort_keys=True, default=float)),
+            (*partition, event.memory_id, event.at, event.action, _encode_detail(event.detail)),
         )
 
     def kv_clear(self, partition: Partition) -> None:
-        self._db.execute("DELETE FROM kv WHERE user_id=? AND agent_id=?", partition)
+        self._write("DELETE FROM kv WHERE user_id=? AND agent_id=?", partition)
         self._store._erased = True
 
     def increment_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
         """access_count + 1 in SQL, so concurrent recalls from other processes are not lost."""
-        self._db.executemany(
+        taken = self._store._take(partition, ids)
+        self._write(
             "UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?) "
             "WHERE id=? AND user_id=? AND agent_id=?",
             [(now, mid, *partition) for mid in ids],
+            many=True,
+            cached=True,
         )
+        if taken:
+            try:
+                t = _as_real(now)
+            except _Unsure:
+                return
+            for mid in ids:
+                e = taken.get(mid)
+                if e is None:
+                    continue
+                count, last = e.vals[14], e.vals[13]
+                if type(count) is int and count < 2**63 - 1 and type(last) is float:
+                    e.vals[14] = count + 1
+                    e.vals[13] = t if t >= last else last
+                else:
+                    taken[mid] = None
+            self._store._put_back(taken)
 
     def kv_put(self, partition: Partition, key: str, value: Any) -> None:
-        self._db.execute(
+        self._write(
             "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
             "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
-            (*partition, key, json.dumps(value, sort_keys=True, default=float)),
+            (*partition, key, _encode_detail(value)),
         )
 
 
 class SQLiteStore:
-    """One SQLite file. Safe to open from several processes at once."""
+    """One SQLite file. Safe to open from several processes at once.
 
-    def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0) -> None:
+    Decoded memories are cached by id (least recently used first out, at most
+    ``item_cache_size`` of them; 0 turns the cache off). The cache is exact: every write of
+    this store drops or rewrites the entries of the rows it touches, a rolled-back
+    transaction empties it, and so does any other change to the file - a commit through
+    another connection or process (``PRAGMA data_version``) or a write through
+    ``raw_connection()`` (the connection's change counter moved without this store
+    knowing why). Every read hands out new objects, so callers may change them freely.
+    """
+
+    DEFAULT_ITEM_CACHE_SIZE = 100_000
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        embedder_name: str,
+        dim: int,
+        timeout: float = 30.0,
+        item_cache_size: int = DEFAULT_ITEM_CACHE_SIZE,
+    ) -> None:
         self.path = str(path)
         self.embedder_name = embedder_name
         self.dim = int(dim)
         self._lock = threading.RLock()
+        self._items: OrderedDict[str, _Cached] = OrderedDict()
+        self._item_cache_size = max(0, int(item_cache_size))
+        self._seen_version: int | None = None  # PRAGMA data_version the cache agrees with
+        # A private in-memory database has no other connection: nothing else can change it.
+        self._shared = self.path != ":memory:"
+        self._seen_changes = -1  # the connection's total_changes after this store's last write
         self._indexes: dict[Partition, PartitionIndex] = {}
         self._seen_seq = 0
         self._erased = False
@@ -281,6 +511,9 @@ class SQLiteStore:
             self._db.close()
             raise StorageError(f"{self.path} is not a usable zenbrain store: {exc}") from exc
         self._check_meta()
+        # Triggers could change memory rows behind the statements that keep the cache exact.
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE type='trigger' LIMIT 1").fetchone() is not None:
+            self._item_cache_size = 0
         # Indexes are built and synced through a second connection, which only ever sees
         # committed rows, so they cannot pick up a write that is later rolled back.
         if self.path == ":memory:":
@@ -367,14 +600,16 @@ class SQLiteStore:
             self._tx = tx
             try:
                 yield tx
-                self._db.executemany(
-                    "INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)", sorted(tx.touched)
+                tx._write(
+                    "INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)", sorted(tx.touched), many=True
                 )
                 self._db.execute("COMMIT")
             except BaseException:
                 try:
                     self._db.execute("ROLLBACK")
                 finally:
+                    # Cached items may hold values of the rows the transaction wrote.
+                    self._clear_items()
                     self._erased = False
                     self._tx = None
                     if not durable:
@@ -389,8 +624,121 @@ class SQLiteStore:
 
     def _scrub(self) -> None:
         """After an erasure: rewrite the FTS index without the deleted rows and truncate the WAL."""
+        self._own_writes_only()
         self._db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        self._settle()
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # -- the item cache ----------------------------------------------------------------------
+    def _clear_items(self) -> None:
+        self._items.clear()
+
+    def _settle(self) -> None:
+        """After a write of this store: its effect on cached items has been accounted for."""
+        self._seen_changes = self._db.total_changes
+
+    def _own_writes_only(self) -> None:
+        """Empty the cache if this connection wrote anything this store did not account for."""
+        if self._db.total_changes != self._seen_changes:
+            self._items.clear()
+            self._seen_changes = self._db.total_changes
+
+    def _fresh(self) -> None:
+        """Before a read that uses the cache: empty it if the file changed in any way the
+        cache does not already reflect (another connection's commit, an unaccounted write)."""
+        if self._shared:
+            version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._seen_version:
+                self._items.clear()
+                self._seen_version = version
+        self._own_writes_only()
+
+    def _take(self, partition: Partition, ids: Iterable[str]) -> dict[str, _Cached | None]:
+        """Remove and return the cached entries of ``ids`` in ``partition`` (before a write to them)."""
+        self._own_writes_only()
+        items = self._items
+        if not items:
+            return {}
+        user, agent = partition
+        taken: dict[str, _Cached | None] = {}
+        for mid in ids:
+            e = items.get(mid)
+            if e is not None and e.vals[1] == user and e.vals[2] == agent:
+                taken[mid] = items.pop(mid)
+        return taken
+
+    def _put_back(self, entries: dict[str, _Cached | None]) -> None:
+        for mid, e in entries.items():
+            if e is not None:
+                self._remember(mid, e)
+
+    def _remember(self, mid: str, e: _Cached) -> None:
+        items = self._items
+        items[mid] = e
+        if len(items) > self._item_cache_size:
+            items.popitem(last=False)
+
+    def _tuples(self) -> sqlite3.Cursor:
+        cur = self._db.cursor()
+        cur.row_factory = None
+        return cur
+
+    def _begin_read(self) -> bool:
+        """One snapshot for a read made of several statements (the cache check included)."""
+        if not self._shared or self._db.in_transaction:
+            return False
+        self._db.execute("BEGIN")
+        return True
+
+    def _end_read(self, own: bool) -> None:
+        if own and self._db.in_transaction:
+            self._db.execute("COMMIT")
+
+    def _fetch(self, partition: Partition, ids: Sequence[str]) -> dict[str, _Cached]:
+        """Read and cache the rows of ``ids`` in ``partition`` (missing ones are left out)."""
+        out: dict[str, _Cached] = {}
+        cur = self._tuples()
+        for chunk in iter_chunks(list(dict.fromkeys(ids)), 500):
+            q = ",".join("?" * len(chunk))
+            # "+column" stops the planner from scanning the partition index instead of the primary key.
+            for row in cur.execute(
+                f"SELECT {_SELECT} FROM memories WHERE +user_id=? AND +agent_id=? AND id IN ({q})", (*partition, *chunk)
+            ):
+                e = _Cached(_decode(row))
+                out[row[0]] = e
+                self._remember(row[0], e)
+        return out
+
+    def _items_in_order(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        """The memories of ``ids`` (a query's result, in its order) from the cache or the file."""
+        items = self._items
+        user, agent = partition
+        found: list[_Cached | None] = []
+        missing = []
+        for mid in ids:
+            e = items.get(mid)
+            if e is not None and e.vals[1] == user and e.vals[2] == agent:
+                items.move_to_end(mid)
+            else:
+                e = None
+                missing.append(mid)
+            found.append(e)
+        if missing:
+            fetched = self._fetch(partition, missing)
+            found = [e if e is not None else fetched.get(mid) for mid, e in zip(ids, found)]
+        return [e.item() for e in found if e is not None]
+
+    def _select_items(self, partition: Partition, tail: str, args: Sequence[Any]) -> list[MemoryItem]:
+        """The memories ``SELECT ... {tail}`` (FROM memories WHERE ... ORDER BY ...) selects, in order."""
+        if not self._item_cache_size:
+            return [_item_from_row(r) for r in self._tuples().execute(f"SELECT {_SELECT} {tail}", args)]
+        own = self._begin_read()
+        try:
+            self._fresh()
+            ids = [r[0] for r in self._tuples().execute(f"SELECT id {tail}", args)]
+            return self._items_in_order(partition, ids)
+        finally:
+            self._end_read(own)
 
     def lexical_text(self, item: MemoryItem) -> str:
         extra = item.metadata.get("lexical_extra")
@@ -398,15 +746,41 @@ class SQLiteStore:
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        ids = list(ids)
+        if not ids:
+            return []
         out: dict[str, MemoryItem] = {}
         with self._lock:
-            for chunk in iter_chunks(list(ids), 500):
-                q = ",".join("?" * len(chunk))
-                for row in self._db.execute(
-                    # "+column" stops the planner from scanning the partition index instead of the primary key.
-                    f"SELECT * FROM memories WHERE +user_id=? AND +agent_id=? AND id IN ({q})", (*partition, *chunk)
-                ):
-                    out[row["id"]] = _item_from_row(row)
+            if not self._item_cache_size:
+                cur = self._tuples()
+                for chunk in iter_chunks(ids, 500):
+                    q = ",".join("?" * len(chunk))
+                    for row in cur.execute(
+                        f"SELECT {_SELECT} FROM memories WHERE +user_id=? AND +agent_id=? AND id IN ({q})",
+                        (*partition, *chunk),
+                    ):
+                        out[row[0]] = _item_from_row(row)
+                return [out[i] for i in ids if i in out]
+            own = self._begin_read()
+            try:
+                self._fresh()
+                items = self._items
+                user, agent = partition
+                missing = []
+                for mid in ids:
+                    if mid in out:
+                        continue
+                    e = items.get(mid)
+                    if e is not None and e.vals[1] == user and e.vals[2] == agent:
+                        items.move_to_end(mid)
+                        out[mid] = e.item()
+                    else:
+                        missing.append(mid)
+                if missing:
+                    for mid, e in self._fetch(partition, missing).items():
+                        out[mid] = e.item()
+            finally:
+                self._end_read(own)
         return [out[i] for i in ids if i in out]
 
     def _where(self, partition: Partition, flt: Filter, alias: str = "") -> tuple[str, list[Any]]:
@@ -456,18 +830,18 @@ class SQLiteStore:
             raise StorageError(f"cannot order by {order_by}")
         where, args = self._where(partition, flt)
         order = f"COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
-        sql = f"SELECT * FROM memories WHERE {where} ORDER BY {order} {'DESC' if descending else 'ASC'}, id"
+        tail = f"FROM memories WHERE {where} ORDER BY {order} {'DESC' if descending else 'ASC'}, id"
         if limit is not None:
-            sql += " LIMIT ?"
+            tail += " LIMIT ?"
             args.append(int(limit))
         with self._lock:
-            return [_item_from_row(r) for r in self._db.execute(sql, args)]
+            return self._select_items(partition, tail, args)
 
     def due(self, partition: Partition, now: float, limit: int, flt: Filter = Filter()) -> list[MemoryItem]:
         where, args = self._where(partition, flt)
-        sql = f"SELECT * FROM memories WHERE {where} AND due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?"
+        tail = f"FROM memories WHERE {where} AND due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?"
         with self._lock:
-            return [_item_from_row(r) for r in self._db.execute(sql, (*args, now, limit))]
+            return self._select_items(partition, tail, (*args, now, limit))
 
     def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
         q = fts_query(text)
@@ -601,8 +975,9 @@ class SQLiteStore:
     # -- graph, history, kv ------------------------------------------------------------------
     def edges(self, partition: Partition, ids: Iterable[str] | None = None) -> list[Edge]:
         with self._lock:
+            cur = self._tuples()
             if ids is None:
-                rows = self._db.execute("SELECT * FROM edges WHERE user_id=? AND agent_id=?", partition).fetchall()
+                rows = cur.execute(f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=?", partition).fetchall()
             else:
                 idl = list(dict.fromkeys(ids))
                 rows = []
@@ -610,22 +985,20 @@ class SQLiteStore:
                     q = ",".join("?" * len(chunk))
                     # Two indexed lookups; an OR across both columns would scan the table.
                     rows.extend(
-                        self._db.execute(
-                            f"SELECT * FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
-                            f"SELECT * FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
+                        cur.execute(
+                            f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
+                            f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
                             (*partition, *chunk, *partition, *chunk),
                         ).fetchall()
                     )
         seen = set()
         out = []
         for r in rows:
-            key = (r["src"], r["dst"], r["relation"])
+            key = r[:3]
             if key in seen:
                 continue
             seen.add(key)
-            out.append(
-                Edge(r["src"], r["dst"], r["relation"], r["weight"], r["variance"], r["activations"], r["updated_at"])
-            )
+            out.append(Edge(*r))
         return out
 
     def edges_among(self, partition: Partition, ids: Iterable[str]) -> list[Edge]:
@@ -636,11 +1009,11 @@ class SQLiteStore:
             return [e for e in self.edges(partition, idl) if e.src in wanted and e.dst in wanted]
         q = ",".join("?" * len(idl))
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT * FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q})",
+            rows = self._tuples().execute(
+                f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q})",
                 (*partition, *idl, *idl),
             ).fetchall()
-        return [Edge(r["src"], r["dst"], r["relation"], r["weight"], r["variance"], r["activations"], r["updated_at"]) for r in rows]
+        return [Edge(*r) for r in rows]
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
         with self._lock:
