@@ -807,3 +807,24 @@ def test_a_crash_at_any_point_leaves_the_index_agreeing_with_the_database(backen
         assert len(set(batches) - set(reported)) <= 1
         if s is not store:
             s.close()
+
+
+def test_lexical_search_beyond_the_ranked_head_matches_a_full_ranking(store):
+    """More matches than the first ranking step reads, most of them filtered out: the
+    result is still the best k the filter allows, in BM25 order."""
+    rng = np.random.default_rng(3)
+    words = ["river", "stone", "maple", "harbor", "lantern"]
+    items = []
+    for n in range(400):
+        text = " ".join(rng.choice(words, size=int(rng.integers(2, 9)))) + f" item{n}"
+        items.append(make_item(P1, text, id=f"m{n:03d}", archived=bool(n % 7), layer=Layer.SEMANTIC if n % 3 else Layer.EPISODIC))
+    put(store, items + [make_item(P2, "river river river", id="foreign")])
+    for flt, k in ((Filter(), 10), (Filter(), 80), (Filter(include_archived=True), 30),
+                   (Filter(layers=frozenset({Layer.EPISODIC})), 25), (Filter(include_archived=True), 200)):
+        allowed = {i.id for i in items if (flt.include_archived or not i.archived)
+                   and (flt.layers is None or i.layer in flt.layers)}
+        full = store.lexical_search(P1, "river harbor", 1000, Filter(include_archived=True))
+        expect = [(i, s) for i, s in full if i in allowed][:k]
+        got = store.lexical_search(P1, "river harbor", k, flt)
+        assert [s for _, s in got] == pytest.approx([s for _, s in expect])
+        assert set(i for i, _ in got) == set(i for i, _ in expect) or len({s for _, s in expect}) < len(expect)

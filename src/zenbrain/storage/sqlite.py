@@ -48,6 +48,11 @@ _STOPWORDS = frozenset(
 )
 
 
+# The lexical search's first step ranks this many FTS matches per result asked for.
+LEXICAL_HEAD_FACTOR = 4
+LEXICAL_HEAD_MIN = 100
+
+
 def fts_query(text: str) -> str | None:
     """An FTS5 OR-query of the text's distinct words (stopwords dropped), each quoted."""
     words = []
@@ -785,8 +790,12 @@ class SQLiteStore:
                 self._end_read(own)
         return [out[i] for i in ids if i in out]
 
-    def _where(self, partition: Partition, flt: Filter, alias: str = "") -> tuple[str, list[Any]]:
+    def _where(self, partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bool = True) -> tuple[str, list[Any]]:
+        """The filter as SQL. ``use_indexes=False`` writes ``+column``, so the planner looks
+        rows up by another condition (an id list) instead of scanning an index of these."""
         p = f"{alias}." if alias else ""
+        if not use_indexes:
+            p = "+" + p
         clauses = [f"{p}user_id=?", f"{p}agent_id=?"]
         args: list[Any] = list(partition)
         if not flt.include_archived:
@@ -850,18 +859,41 @@ class SQLiteStore:
         if q is None or k <= 0:
             return []
         where, args = self._where(partition, flt, alias="m")
-        sql = (
+        joined = (
             "SELECT f.memory_id AS id, -bm25(memories_fts) AS score FROM memories_fts f "
             "JOIN memories m ON m.id = f.memory_id "
             f"WHERE memories_fts MATCH ? AND f.user_id=? AND f.agent_id=? AND {where} "
             "ORDER BY bm25(memories_fts) LIMIT ?"
         )
+        # First FTS5 alone ranks its best matches (about half the cost of ranking through
+        # the join), then the memories table keeps those the filter allows. Every memory
+        # the filter allows outside that head ranks below all of it, so when k survive
+        # they are exactly the joined query's top k; otherwise the joined query runs.
+        head = max(LEXICAL_HEAD_FACTOR * int(k), LEXICAL_HEAD_MIN)
+        ranked_sql = (
+            "SELECT memory_id, -rank FROM memories_fts "
+            "WHERE memories_fts MATCH ? AND user_id=? AND agent_id=? ORDER BY rank LIMIT ?"
+        )
         with self._lock:
+            own = self._begin_read()
             try:
-                rows = self._db.execute(sql, (q, *partition, *args, int(k))).fetchall()
+                ranked = self._tuples().execute(ranked_sql, (q, *partition, head)).fetchall()
+                complete = len(ranked) < head  # every match is in the head: no fallback needed
+                by_id, by_id_args = self._where(partition, flt, alias="m", use_indexes=False)
+                allowed: set[str] = set()
+                for chunk in iter_chunks([r[0] for r in ranked], 500):
+                    marks = ",".join("?" * len(chunk))
+                    allowed.update(r[0] for r in self._tuples().execute(
+                        f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND {by_id}", (*chunk, *by_id_args)))
+                kept = [(mid, float(score)) for mid, score in ranked if mid in allowed]
+                if complete or len(kept) >= k:
+                    return kept[: int(k)]
+                rows = self._tuples().execute(joined, (q, *partition, *args, int(k))).fetchall()
             except sqlite3.OperationalError as exc:
                 raise StorageError(f"lexical search failed: {exc}") from exc
-        return [(r["id"], float(r["score"])) for r in rows]
+            finally:
+                self._end_read(own)
+        return [(mid, float(score)) for mid, score in rows]
 
     # -- vectors -----------------------------------------------------------------------------
     def _index(self, partition: Partition) -> PartitionIndex:
