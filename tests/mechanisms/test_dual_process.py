@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -115,6 +116,61 @@ def test_clustering_is_a_cohesive_bounded_partition(seed, n, threshold, min_size
         rows = unit[[pos[m] for m in c]]
         sims = [float(rows[i] @ rows[j]) for i, j in itertools.combinations(range(len(c)), 2)]
         assert np.mean(sims) >= threshold - 1e-9  # the average-linkage guarantee
+
+
+@PROPS
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 40),
+    threshold=st.floats(0.3, 0.99),
+    min_size=st.integers(2, 5),
+    extra=st.integers(0, 6),
+)
+def test_precheck_never_changes_the_clustering(seed, n, threshold, min_size, extra):
+    rng = np.random.default_rng(seed)
+    x = np.eye(6)[rng.integers(0, 6, n)] + rng.uniform(0.0, 1.2) * rng.normal(size=(n, 6))
+    x[np.linalg.norm(x, axis=1) == 0] = 1.0
+    ids = [f"m{i}" for i in range(n)]
+    p = D.DualProcessParams(similarity_threshold=threshold, min_cluster_size=min_size, max_cluster_size=min_size + extra)
+    got = D.cluster_episodes(ids=ids, vectors=x, params=p)
+    with mock.patch.object(D, "may_cluster", lambda *a, **k: True):  # always build the dendrogram
+        full = D.cluster_episodes(ids=ids, vectors=x, params=p)
+    assert got == full
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    if not D.may_cluster(unit, p):
+        assert got.clusters == [] and got.unclustered == ids
+
+
+def test_precheck_at_the_threshold_and_just_above():
+    # three unit vectors at pairwise cosine 1/2
+    x = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]) / np.sqrt(2.0)
+    ids = ["a", "b", "c"]
+    at = D.DualProcessParams(similarity_threshold=0.5, min_cluster_size=3)
+    assert D.may_cluster(x, at)
+    assert D.cluster_episodes(ids=ids, vectors=x, params=at).clusters == [ids]
+    above = D.DualProcessParams(similarity_threshold=0.5 + 1e-6, min_cluster_size=3)
+    assert not D.may_cluster(x, above)
+    assert D.cluster_episodes(ids=ids, vectors=x, params=above).clusters == []
+    # a chain a-b, b-c links all three even though a and c are far apart
+    chain = np.array([[1.0, 0.0], [np.cos(0.5), np.sin(0.5)], [np.cos(1.0), np.sin(1.0)]])
+    p = D.DualProcessParams(similarity_threshold=float(np.cos(0.6)), min_cluster_size=3)
+    assert D.may_cluster(chain, p)
+    assert not D.may_cluster(chain, D.DualProcessParams(similarity_threshold=float(np.cos(0.4)), min_cluster_size=3))
+    # two linked pairs are no group of three
+    pairs = np.array([[1.0, 0.0, 0.0], [0.99, 0.1, 0.0], [0.0, 0.0, 1.0], [0.0, 0.1, 0.99]])
+    assert not D.may_cluster(pairs / np.linalg.norm(pairs, axis=1, keepdims=True), D.DualProcessParams())
+    assert D.may_cluster(pairs / np.linalg.norm(pairs, axis=1, keepdims=True), D.DualProcessParams(min_cluster_size=2))
+
+
+def test_precheck_in_blocks_sees_pairs_across_blocks(monkeypatch):
+    monkeypatch.setattr(D, "_PRECHECK_BLOCK", 2)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(7, 16))
+    x[6] = x[0] + 0.01  # three near-copies, far apart in row order
+    x[3] = x[0] - 0.01
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    assert D.may_cluster(unit, D.DualProcessParams(min_cluster_size=3))
+    assert not D.may_cluster(unit, D.DualProcessParams(min_cluster_size=4))
 
 
 EPISODES = [

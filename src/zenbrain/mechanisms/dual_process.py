@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.cluster.hierarchy import linkage, to_tree
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import pdist
 
 from ..errors import ConfigError, ValidationError
@@ -108,16 +110,63 @@ def _split(unit: np.ndarray, threshold_dist: float, max_size: int) -> list[np.nd
     return out
 
 
+# Slack on the similarity threshold in the pre-check, far above the round-off of a cosine.
+_PRECHECK_SLACK = 1e-9
+_PRECHECK_BLOCK = 1024  # rows of the similarity matrix formed at a time
+
+
+def may_cluster(unit: np.ndarray, params: DualProcessParams = DualProcessParams()) -> bool:
+    """False only when ``cluster_episodes`` cannot form a single cluster of these unit rows.
+
+    Every merge of average linkage at height h <= 1 - threshold joins two groups with at
+    least one cross pair at cosine >= threshold (h is the mean cross distance), and the
+    heights grow towards the root. So the members of any part ``_split`` keeps are
+    connected in the graph of pairs with cosine >= threshold, and a cluster of
+    ``min_cluster_size`` episodes needs a connected component that large. This check forms
+    that graph with matrix products (in blocks of rows) and compares its largest component
+    with ``min_cluster_size``; the similarity threshold is lowered by a 1e-9 slack, so
+    round-off can only make it answer True.
+    """
+    n = unit.shape[0]
+    need = int(params.min_cluster_size)
+    if n < need:
+        return False
+    thr = float(params.similarity_threshold) - _PRECHECK_SLACK
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    for start in range(0, n, _PRECHECK_BLOCK):
+        mask = (unit[start:start + _PRECHECK_BLOCK] @ unit.T) >= thr
+        diag = np.arange(mask.shape[0])
+        mask[diag, start + diag] = False  # an episode is no pair with itself
+        if mask.any():
+            i, j = np.nonzero(mask)
+            rows.append(i + start)
+            cols.append(j)
+    if not rows:
+        return False
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    graph = sp.coo_matrix((np.ones(r.size, dtype=np.int8), (r, c)), shape=(n, n)).tocsr()
+    _, labels = connected_components(graph, directed=False)
+    return bool(np.bincount(labels).max() >= need)
+
+
 def cluster_episodes(
     *, ids: Sequence[str], vectors: Any, params: DualProcessParams = DualProcessParams()
 ) -> Clustering:
-    """System 1: group episodes whose embeddings are close. Deterministic for a given input."""
+    """System 1: group episodes whose embeddings are close. Deterministic for a given input.
+
+    When no group of ``min_cluster_size`` episodes is linked by pairs at the similarity
+    threshold (``may_cluster``), the result is known without building the dendrogram:
+    no cluster, every id unclustered.
+    """
     n = len(ids)
     if len(set(ids)) != n:
         raise ValidationError("ids must be unique")
     if n == 0:
         return Clustering([], [])
     unit = _unit_rows(vectors, n)
+    if not may_cluster(unit, params):
+        return Clustering([], list(ids))
     parts = _split(unit, 1.0 - params.similarity_threshold, int(params.max_cluster_size))
     clusters, rest = [], []
     for part in parts:
@@ -372,6 +421,7 @@ __all__ = [
     "cluster_episodes",
     "consolidate",
     "content_terms",
+    "may_cluster",
     "parse_schema_reply",
     "promote_procedure",
 ]
