@@ -30,7 +30,12 @@ mechanism is switched off reports ``{"skipped": "switched off"}`` and changes no
 6. ``bayesian_confidence``: belief propagation over the semantic facts' supports /
    contradicts / ... edges, updating conf_alpha / conf_beta.
 7. ``spectral_kg_health``: Fiedler value per context graph; a fragmented graph gets the
-   proposed ``bridge`` edges; before/after reported, the last lambda_2 kept in kv.
+   proposed ``bridge`` edges; before/after reported, the last lambda_2 kept in kv. While a
+   graph keeps its nodes and pairs and its weights moved by factors within
+   ``SpectralParams.reuse_tolerance`` (relative error of lambda_2, 1 % by default) since
+   lambda_2 was last computed, it is rescaled from that value (kv ``spectral_cache``)
+   instead of recomputed and reported with ``fiedler_error``; components and bridges are
+   always computed afresh.
 8. ``compositional_context``: shared and per-context bases fitted over the partition's
    vectors, saved in kv ``compositional``.
 9. ``curiosity``: knowledge gaps ranked, the queue saved in kv ``curiosity``.
@@ -38,12 +43,23 @@ mechanism is switched off reports ``{"skipped": "switched off"}`` and changes no
     ``metacognition``), one HyperAgent step, state and change log saved in kv ``hyperagent``.
 11. ``retrievability``, ``stc_rescue``, ``archive``, ``restore``, ``review``: as ``run_decay``.
 
+``run_sleep(..., detail=False)`` keeps every count but leaves out the entries that grow
+with the store: ``two_factor_hebbian.decayed`` becomes ``decayed_count``;
+``simulation_selection_sleep`` drops ``ltp``, ``ltd``, ``skipped_ids`` and
+``edges_changed`` (counted in its ``summary``); ``triple_copy`` drops ``memories``
+(counted by ``promoted``); ``bayesian_confidence.changed`` becomes ``changed_count``.
+Pruned edges, counterfactuals, created edges and bridges, schemas, archived, restored and
+rescued memories are listed either way. The history log and every write are the same.
+
 Each stage writes in its own transaction (schemas are created through
 ``coord.store_many``), so a failure leaves the earlier stages applied and the later
-ones untouched. The partition is read once per operation into a :class:`Snapshot`
-that the stages keep current as they write (edges are read again after
-``store_many``, which links the new schemas). Caps that keep sleep fast are in :class:`LifecycleLimits`; pass
-``limits=`` to override them.
+ones untouched; the one exception is the Two-Factor decay, whose edge writes and pass
+time are committed in replay's transaction (so an edge decayed and then changed by
+replay is written once): a failure in replay leaves the decay unapplied too, and the
+next sleep decays the same span. The partition is read once per operation into a
+:class:`Snapshot` that the stages keep current as they write (edges are read again
+after ``store_many``, which links the new schemas). Caps that keep sleep fast are in
+:class:`LifecycleLimits`; pass ``limits=`` to override them.
 """
 
 from __future__ import annotations
@@ -85,8 +101,15 @@ def run_consolidate(coord: "MemoryCoordinator", scope: "Scope", *, limits: Lifec
     return report
 
 
-def run_sleep(coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLimits = LIMITS) -> Report:
-    """The whole offline pipeline; see the module docstring for the order."""
+def run_sleep(
+    coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLimits = LIMITS, detail: bool = True
+) -> Report:
+    """The whole offline pipeline; see the module docstring for the order.
+
+    ``detail=False`` returns a summary: the stages whose entries grow with the store
+    report counts instead of one entry per item (see the module docstring); what the
+    stages change is the same either way.
+    """
     part = coord._part(scope)
     report = Report("sleep", coord.clock.now())
     st = report.stages
@@ -98,11 +121,13 @@ def run_sleep(coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLi
         return coord.clock.now()
 
     st["neuromodulator"], neuro = neuromodulator_stage(coord, part, now())
-    st["two_factor_hebbian"] = edge_decay_stage(coord, snap, now())
-    st["simulation_selection_sleep"], replayed = selection_stage(coord, snap, now(), limits, neuro)
-    st["triple_copy"] = triple_copy_stage(coord, snap, now(), replayed)
+    # Two-Factor decay is written with replay's edge changes (one write per edge).
+    st["two_factor_hebbian"] = edge_decay_stage(coord, snap, now(), detail=detail, defer=True)
+    st["simulation_selection_sleep"], replayed = selection_stage(coord, snap, now(), limits, neuro, detail=detail)
+    snap.flush()  # the decay, when replay wrote nothing
+    st["triple_copy"] = triple_copy_stage(coord, snap, now(), replayed, detail=detail)
     st.update(consolidate_stages(coord, scope, limits, snap))
-    st["bayesian_confidence"] = bayesian_stage(coord, snap, now())
+    st["bayesian_confidence"] = bayesian_stage(coord, snap, now(), detail=detail)
     st["spectral_kg_health"] = spectral_stage(coord, snap, now(), scope.context)
     st["compositional_context"] = compositional_stage(coord, snap, now(), limits)
     st["curiosity"] = curiosity_stage(coord, snap, now(), limits)

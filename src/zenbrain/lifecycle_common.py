@@ -35,6 +35,7 @@ CONF_HISTORY = "conf_history"  # [[t, confidence], ...]: recent confidence point
 
 # Per-partition key-value keys written by the lifecycle.
 KV_EDGE_DECAY = "edge_decay"  # {"at": time of the last Two-Factor edge decay}
+KV_SPECTRAL_CACHE = "spectral_cache"  # {context: lifecycle_sleep.FiedlerMemo entry}: lambda_2 reuse
 
 # Edge relations the lifecycle creates or treats specially.
 EVIDENCE_OF = "evidence_of"  # episode -> schema: provenance, never decayed, depressed or pruned
@@ -115,6 +116,12 @@ class Snapshot:
     (strengths, states, archived flags, layers, confidences; edges put or deleted), so a
     whole sleep reads the store twice instead of once per stage. Writes by another
     process during the operation are not seen (as with any read-then-write pass).
+
+    Edge writes can be deferred (``defer_edges``): the snapshot changes at once and the
+    store at the next edge write through the snapshot (``write_edges``, ``put_edges``,
+    ``delete_edges``) or ``flush``, in that write's transaction. ``write_edges`` merges
+    them with its own: an edge put twice is written once, with its last value; an edge
+    put and then deleted is only deleted. The store ends as after the writes one by one.
     """
 
     def __init__(self, coord: "MemoryCoordinator", part: Partition) -> None:
@@ -122,6 +129,10 @@ class Snapshot:
         self.part = part
         self.items: dict[str, MemoryItem] = {i.id: i for i in load(coord, part, include_archived=True)}
         self._edges: dict[tuple[str, str, str], Edge] | None = None
+        # Deferred writes: deletions (they came first), then puts by key, then key-value pairs.
+        self._deferred_deletes: list[tuple[str, str, str]] = []
+        self._deferred_puts: dict[tuple[str, str, str], Edge] = {}
+        self._deferred_kv: dict[str, Any] = {}
 
     def select(
         self, *, layers: Iterable[Layer] | None = None, archived: bool | None = False, kind: Any = None
@@ -142,7 +153,7 @@ class Snapshot:
     @property
     def edges(self) -> dict[tuple[str, str, str], Edge]:
         if self._edges is None:
-            self._edges = {edge_key(e): e for e in self.coord.storage.edges(self.part)}
+            self._edges = {(e.src, e.dst, e.relation): e for e in self.coord.storage.edges(self.part)}
         return self._edges
 
     def edges_touching(self, ids: Iterable[str]) -> list[Edge]:
@@ -154,24 +165,76 @@ class Snapshot:
         e.g. ``store_many`` linking new memories)."""
         if self._edges is None or not ids:
             return
+        self.flush()  # the store must hold what the snapshot holds before it is read again
         for e in self.coord.storage.edges(self.part, list(ids)):
             self._edges[edge_key(e)] = e
 
     def put_edges(self, tx: Any, edges: Sequence[Edge]) -> None:
-        if not edges:
-            return
-        tx.put_edges(self.part, list(edges))
-        if self._edges is not None:
-            for e in edges:
-                self._edges[edge_key(e)] = e
+        self.write_edges(tx, puts=edges)
 
     def delete_edges(self, tx: Any, keys: Sequence[tuple[str, str, str]]) -> None:
-        if not keys:
-            return
-        tx.delete_edges(self.part, list(keys))
+        self.write_edges(tx, deletes=keys)
+
+    def write_edges(
+        self, tx: Any, *, puts: Sequence[Edge] = (), deletes: Sequence[tuple[str, str, str]] = ()
+    ) -> None:
+        """Put ``puts``, then delete ``deletes`` (with the deferred writes before them), in ``tx``."""
+        first = self._deferred_deletes
+        merged = self._deferred_puts
+        kv = self._deferred_kv
+        self._deferred_deletes, self._deferred_puts, self._deferred_kv = [], {}, {}
+        keyed = [((e.src, e.dst, e.relation), e) for e in puts]
         if self._edges is not None:
-            for k in keys:
+            self._edges.update(keyed)
+            for k in deletes:
                 self._edges.pop(k, None)
+        if first:
+            tx.delete_edges(self.part, first)
+        if merged:
+            merged.update(keyed)
+            for k in deletes:
+                merged.pop(k, None)
+            out = list(merged.values())
+        else:
+            out = list(puts)
+        if out:
+            tx.put_edges(self.part, out)
+        if deletes:
+            tx.delete_edges(self.part, list(deletes))
+        for key, value in kv.items():
+            tx.kv_put(self.part, key, value)
+
+    def defer_edges(
+        self,
+        *,
+        puts: Sequence[Edge] = (),
+        deletes: Sequence[tuple[str, str, str]] = (),
+        kv: dict[str, Any] | None = None,
+    ) -> None:
+        """Change the snapshot now and the store with the next edge write (see the class).
+
+        Only for writes made before any other deferred write: deletions of edges that no
+        deferred put names, then puts. ``kv`` pairs are written with the edges.
+        """
+        if self.deferred:
+            raise RuntimeError("edge writes are already deferred; flush them first")
+        current = self.edges  # loaded now: a later load would not see the deferred writes
+        self._deferred_deletes = list(deletes)
+        self._deferred_puts = {(e.src, e.dst, e.relation): e for e in puts}
+        self._deferred_kv = dict(kv or {})
+        current.update(self._deferred_puts)
+        for k in deletes:
+            current.pop(k, None)
+
+    @property
+    def deferred(self) -> bool:
+        return bool(self._deferred_puts or self._deferred_deletes or self._deferred_kv)
+
+    def flush(self) -> None:
+        """Write the deferred edge writes, if any, in a transaction of their own."""
+        if self.deferred:
+            with self.coord.storage.transaction() as tx:
+                self.write_edges(tx)
 
 
 def vectors(coord: "MemoryCoordinator", part: Partition, ids: Sequence[str]) -> np.ndarray:
@@ -243,6 +306,7 @@ __all__ = [
     "COUNTERFACTUAL",
     "EVIDENCE_OF",
     "KV_EDGE_DECAY",
+    "KV_SPECTRAL_CACHE",
     "LIMITS",
     "LifecycleLimits",
     "PROVENANCE",

@@ -9,14 +9,18 @@ entry. ``lifecycle.run_sleep`` sequences them.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import warnings
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, laplacian
+from scipy.sparse.csgraph import laplacian
 from scipy.sparse.linalg import lobpcg
 
 from . import dynamics, monitor_log
@@ -27,6 +31,7 @@ from .lifecycle_common import (
     CONF_WRITTEN,
     COUNTERFACTUAL,
     KV_EDGE_DECAY,
+    KV_SPECTRAL_CACHE,
     META_REWARD,
     META_TD_ERROR,
     PROVENANCE,
@@ -34,7 +39,6 @@ from .lifecycle_common import (
     Snapshot,
     copy_state,
     edge_entry,
-    edge_key,
     num,
     skipped,
     vectors,
@@ -77,13 +81,20 @@ def neuromodulator_stage(
 
 
 # ---------------------------------------------------------------------------- Two-Factor decay
-def edge_decay_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> dict[str, Any]:
+def edge_decay_stage(
+    coord: "MemoryCoordinator", snap: Snapshot, now: float, *, detail: bool = True, defer: bool = False
+) -> dict[str, Any]:
     """Importance-gated decay of every association edge since the last pass; prune the dead.
 
     The time decayed is measured from the later of the edge's last change and the last
     edge-decay pass (kv ``edge_decay``), so repeated sleeps never decay a span twice. An
     edge without a timestamp starts counting at the first pass. Provenance edges
     (``evidence_of``) are not associations and do not decay.
+
+    ``detail=False`` reports the number of decayed edges (``decayed_count``) instead of
+    one entry per edge; pruned edges are always listed. ``defer=True`` leaves the writes
+    (edges and the pass time) to the snapshot's next edge write (``Snapshot.defer_edges``),
+    so an edge that replay changes next is written once.
     """
     if not coord._on("two_factor_hebbian"):
         return skipped()
@@ -92,41 +103,53 @@ def edge_decay_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> 
     last = coord.storage.kv_get(part, KV_EDGE_DECAY) or {}
     last_at = last.get("at")
     edges = [e for e in snap.edges.values() if e.relation not in PROVENANCE]
-    report: dict[str, Any] = {"edges": len(edges), "last_pass": last_at, "decayed": [], "pruned": []}
+    report: dict[str, Any] = {"edges": len(edges), "last_pass": last_at}
+    decayed: list[Edge] = []
+    dead_keys: list[tuple[str, str, str]] = []
+    decayed_entries: list[dict[str, Any]] = []
+    pruned_entries: list[dict[str, Any]] = []
     if edges:
-        upd = np.fromiter((e.updated_at for e in edges), float, len(edges))
+        n = len(edges)
+        upd = np.fromiter((e.updated_at for e in edges), float, n)
         if last_at is None:
             start = np.where(upd > 0, upd, now)
         else:
             start = np.maximum(upd, float(last_at))
         days = np.maximum(0.0, now - start) / DAY
-        w = np.fromiter((e.weight for e in edges), float, len(edges))
-        var = np.fromiter((e.variance for e in edges), float, len(edges))
+        w = np.fromiter((e.weight for e in edges), float, n)
+        var = np.fromiter((e.variance for e in edges), float, n)
         new_w, prune = two_factor.decay(w, var, days=days, params=params)
         new_w, prune = np.asarray(new_w, float).reshape(-1), np.asarray(prune, bool).reshape(-1)
-        changed = np.flatnonzero(~prune & (np.abs(new_w - w) > 1e-12))
-        dead = np.flatnonzero(prune)
-        imp = (1.0 / np.maximum(var, 1e-12)).tolist()
-        wl, nl, dl = w.tolist(), new_w.tolist(), days.tolist()
-
-        def entry(j: int, with_days: bool) -> dict[str, Any]:
-            e = edges[j]
-            out = {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": [wl[j], nl[j]], "importance": imp[j]}
-            if with_days:
-                out["days"] = dl[j]
-            return out
-
-        report["decayed"] = [entry(j, True) for j in changed.tolist()]
-        report["pruned"] = [entry(j, False) for j in dead.tolist()]
-    with coord.storage.transaction() as tx:
-        if edges:
-            snap.put_edges(tx, [
-                Edge(edges[j].src, edges[j].dst, edges[j].relation, nl[j], edges[j].variance, edges[j].activations,
-                     edges[j].updated_at)
-                for j in changed.tolist()
-            ])
-            snap.delete_edges(tx, [edge_key(edges[j]) for j in dead.tolist()])
-        tx.kv_put(part, KV_EDGE_DECAY, {"at": now})
+        changed = np.flatnonzero(~prune & (np.abs(new_w - w) > 1e-12)).tolist()
+        dead = np.flatnonzero(prune).tolist()
+        nl = new_w.tolist()
+        # The snapshot's edges change in place (as its memories do); the store follows below.
+        decayed = [edges[j] for j in changed]
+        for e, x in zip(decayed, (nl[j] for j in changed)):
+            e.weight = x
+        dead_keys = [(e.src, e.dst, e.relation) for j in dead for e in (edges[j],)]
+        if detail or dead:
+            imp = (1.0 / np.maximum(var, 1e-12)).tolist()
+            wl, dl = w.tolist(), days.tolist()
+            pruned_entries = [
+                {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": [wl[j], nl[j]], "importance": imp[j]}
+                for j in dead for e in (edges[j],)
+            ]
+            if detail:
+                decayed_entries = [
+                    {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": [wl[j], nl[j]],
+                     "importance": imp[j], "days": dl[j]}
+                    for j, e in zip(changed, decayed)
+                ]
+    if detail:
+        report["decayed"] = decayed_entries
+    else:
+        report["decayed_count"] = len(decayed)
+    report["pruned"] = pruned_entries
+    # Puts and deletions name different edges, so deleting first is the same as after.
+    snap.defer_edges(puts=decayed, deletes=dead_keys, kv={KV_EDGE_DECAY: {"at": now}})
+    if not defer:
+        snap.flush()
     return report
 
 
@@ -172,11 +195,14 @@ def selection_stage(
     now: float,
     limits: LifecycleLimits,
     neuro: neuromodulator.NeuromodulatorOutputs,
+    *,
+    detail: bool = True,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """Replay real episodes and generated counterfactuals; LTP/LTD on strengths and edges; prune.
 
     Returns the report entry and the replayed memories with a replay amount (their TAG)
-    for TripleCopy promotion.
+    for TripleCopy promotion. ``detail=False`` leaves out the per-memory ``ltp``/``ltd``
+    entries, ``skipped_ids`` and ``edges_changed`` (their counts are in ``summary``).
     """
     if not coord._on("simulation_selection_sleep"):
         return skipped(), {}
@@ -193,26 +219,33 @@ def selection_stage(
     report: dict[str, Any] = {
         "threshold": theta, "ltd_threshold": ltd, "patience": num(neuro.consolidation_patience),
         "candidates": {"real": len(eps), "counterfactual": 0},
-        "ltp": {}, "ltd": {}, "skipped_ids": [], "counterfactuals": [],
-        "edges_changed": [], "edges_created": [], "edges_pruned": [],
     }
+    if detail:
+        report.update({"ltp": {}, "ltd": {}, "skipped_ids": []})
+    report["counterfactuals"] = []
+    if detail:
+        report["edges_changed"] = []
+    report.update({"edges_created": [], "edges_pruned": []})
     if not eps:
         return report, {}
     ids = [e.id for e in eps]
     index = {m: k for k, m in enumerate(ids)}
     edges = [e for e in snap.edges_touching(ids) if e.relation not in PROVENANCE]
-    by_key = {edge_key(e): e for e in edges}
+    by_key = {(e.src, e.dst, e.relation): e for e in edges}
     keys = list(by_key)
     degree = np.zeros(len(ids))
     for s, d, _ in keys:
-        for x in (s, d):
-            k = index.get(x)
-            if k is not None:
-                degree[k] += 1
+        k = index.get(s)
+        if k is not None:
+            degree[k] += 1
+        k = index.get(d)
+        if k is not None:
+            degree[k] += 1
     reward, td = episode_signals(eps, limits)
     emotion = np.fromiter((abs(e.valence) * e.arousal for e in eps), float, len(eps))
     vec = vectors(coord, part, ids).astype(np.float64)
     use_ewc = coord._on("two_factor_hebbian")
+    edge_list = list(by_key.values())
     plan = sleep_selection.plan_sleep(
         memory_ids=ids,
         strengths=np.fromiter((e.strength for e in eps), float, len(eps)),
@@ -223,24 +256,35 @@ def selection_stage(
         emotion=emotion,
         embeddings=vec,
         edges=keys,
-        edge_weights=np.fromiter((by_key[k].weight for k in keys), float, len(keys)),
-        edge_variances=np.fromiter((by_key[k].variance for k in keys), float, len(keys)) if use_ewc else None,
+        edge_weights=np.fromiter((e.weight for e in edge_list), float, len(keys)),
+        edge_variances=np.fromiter((e.variance for e in edge_list), float, len(keys)) if use_ewc else None,
         params=params,
         two_factor_params=tf,
     )
     tags = plan.tags
     replayed: dict[str, float] = {}
-    for mid in plan.ltp_ids:
-        old = eps[index[mid]].strength
-        report["ltp"][mid] = {"tag": num(tags[mid]), "strength": [num(old), num(plan.strengths.get(mid, old))]}
-        replayed[mid] = max(replayed.get(mid, 0.0), float(tags[mid]))
-    for mid in plan.ltd_ids:
-        old = eps[index[mid]].strength
-        report["ltd"][mid] = {"tag": num(tags[mid]), "strength": [num(old), num(plan.strengths.get(mid, old))]}
-    report["skipped_ids"] = list(plan.skipped_ids)
+    # Per-memory entries: every LTP/LTD memory in detail, else only those whose strength
+    # changed (their entry is the history event's detail).
+    moved: dict[str, dict[str, Any]] = {}
+    for action, group in (("ltp", plan.ltp_ids), ("ltd", plan.ltd_ids)):
+        out = report[action] if detail else None
+        for mid in group:
+            if action == "ltp":
+                replayed[mid] = max(replayed.get(mid, 0.0), float(tags[mid]))
+            new_s = plan.strengths.get(mid)
+            if out is None and new_s is None:
+                continue
+            old = eps[index[mid]].strength
+            entry = {"tag": num(tags[mid]), "strength": [num(old), num(old if new_s is None else new_s)]}
+            if out is not None:
+                out[mid] = entry
+            if new_s is not None:
+                moved[mid] = {"action": action, **entry}
+    if detail:
+        report["skipped_ids"] = list(plan.skipped_ids)
     unit = _unit(vec)
     for cf in plan.counterfactuals:
-        entry: dict[str, Any] = {
+        entry = {
             "source_id": cf.source_id, "neighbour_id": cf.neighbour_id, "mix": num(cf.mix),
             "similarity": num(cf.similarity), "reward": num(cf.reward), "td_error": num(cf.td_error),
             "novelty": num(cf.novelty), "tag": num(cf.tag), "action": cf.action,
@@ -261,35 +305,40 @@ def selection_stage(
         tx.update_columns(part, changed_ids, strength=[plan.strengths[m] for m in changed_ids])
         for mid in changed_ids:
             eps[index[mid]].strength = float(plan.strengths[mid])
-            action = "ltp" if mid in report["ltp"] else "ltd"
-            tx.log(part, HistoryEvent(mid, now, "replayed", {"action": action, **report[action][mid]}))
+            tx.log(part, HistoryEvent(mid, now, "replayed", moved[mid]))
+        if detail:
+            report["edges_changed"] = [
+                {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": [float(e.weight), float(w)]}
+                for k, w in plan.edge_weights.items() for e in (by_key[k],)
+            ]
         upd = []
-        for key, new_w in plan.edge_weights.items():
+        for key, new_w in plan.edge_weights.items():  # the snapshot's edges change in place
             e = by_key[key]
-            upd.append(replace(e, weight=float(new_w), updated_at=now))
-            report["edges_changed"].append(edge_entry(e, e.weight, new_w))
-        snap.put_edges(tx, upd)
-        new = []
+            e.weight, e.updated_at = float(new_w), now
+            upd.append(e)
         for (src, dst), w in plan.new_edges.items():
             e = Edge(src, dst, COUNTERFACTUAL, float(w), tf.initial_variance, 0, now)
-            new.append(e)
+            upd.append(e)
             report["edges_created"].append(edge_entry(e))
-        snap.put_edges(tx, new)
-        snap.delete_edges(tx, list(plan.pruned_edges))
         report["edges_pruned"] = [edge_entry(by_key[k]) for k in plan.pruned_edges]
+        # One write with any deferred Two-Factor decay: each edge is written once.
+        snap.write_edges(tx, puts=upd, deletes=list(plan.pruned_edges))
     report["summary"] = plan.summary()
     return report, replayed
 
 
 # ---------------------------------------------------------------------------- TripleCopy
 def triple_copy_stage(
-    coord: "MemoryCoordinator", snap: Snapshot, now: float, replayed: dict[str, float]
+    coord: "MemoryCoordinator", snap: Snapshot, now: float, replayed: dict[str, float], *, detail: bool = True
 ) -> dict[str, Any]:
-    """Replayed memories consolidate: their deep copy's target grows (``triple_copy.consolidate``)."""
+    """Replayed memories consolidate: their deep copy's target grows (``triple_copy.consolidate``).
+
+    ``detail=False`` leaves out the per-memory ``memories`` entries (``promoted`` counts them).
+    """
     if not coord._on("triple_copy"):
         return skipped()
     params = coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)
-    report: dict[str, Any] = {"promoted": 0, "memories": {}}
+    report: dict[str, Any] = {"promoted": 0, "memories": {}} if detail else {"promoted": 0}
     if not replayed:
         report["note"] = "no memory was replayed"
         return report
@@ -301,28 +350,32 @@ def triple_copy_stage(
             new = triple_copy.consolidate(st, now=now, amount=replayed[it.id], params=params)
             it.state[dynamics.COPIES] = new.to_dict()
             tx.update_state(part, it.id, it.state)
-            report["memories"][it.id] = {
-                "amount": num(replayed[it.id]),
-                "deep_target": [num(st.deep_target), num(new.deep_target)],
-            }
-    report["promoted"] = len(report["memories"])
+            if detail:
+                report["memories"][it.id] = {
+                    "amount": num(replayed[it.id]),
+                    "deep_target": [num(st.deep_target), num(new.deep_target)],
+                }
+    report["promoted"] = len(items)
     return report
 
 
 # ---------------------------------------------------------------------------- Bayesian
-def bayesian_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> dict[str, Any]:
+def bayesian_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, *, detail: bool = True) -> dict[str, Any]:
     """Loopy belief propagation over the semantic facts' typed edges.
 
     The local evidence of each fact (the unary factor) is kept in state ``conf_local``;
     observations added since the last pass (conf_alpha/conf_beta moved away from what
     propagation wrote, ``conf_written``) are added to it, so the graph is never counted twice.
+    ``detail=False`` reports the number of changed facts (``changed_count``) instead of
+    one entry per fact.
     """
     if not coord._on("bayesian_confidence"):
         return skipped()
     params = coord.config.param("bayesian_confidence", bayesian.BayesianParams())
     part = snap.part
     facts = snap.select(layers=[Layer.SEMANTIC])
-    report: dict[str, Any] = {"facts": len(facts), "edges": 0, "changed": {}}
+    report: dict[str, Any] = {"facts": len(facts), "edges": 0}
+    report.update({"changed": {}} if detail else {"changed_count": 0})
     if not facts:
         return report
     n = len(facts)
@@ -362,33 +415,127 @@ def bayesian_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> di
                      "alpha": [float(cur_a[k]), float(res.alpha[k])], "beta": [float(cur_b[k]), float(res.beta[k])]}
             if abs(after - before) >= params.log_threshold:
                 tx.log(part, HistoryEvent(f.id, now, "confidence", entry))
-            report["changed"][f.id] = entry
+            if detail:
+                report["changed"][f.id] = entry
+    if not detail:
+        report["changed_count"] = int(moved.size)
     return report
 
 
 # ---------------------------------------------------------------------------- spectral health
-def _lobpcg_fiedler(a: sp.csr_matrix) -> float | None:
+def _lobpcg_fiedler(a: sp.csr_matrix, start: np.ndarray | None = None) -> tuple[float | None, np.ndarray | None]:
     """lambda_2 of a connected graph's Laplacian by LOBPCG, the constant vector deflated and a
-    Jacobi preconditioner; None when it has not converged (then the exact solver is used)."""
+    Jacobi preconditioner, and the final block of iterates (a warm start for a similar graph);
+    (None, None) when it has not converged (then the exact solver is used).
+
+    ``start`` (n x k) starts the iteration instead of the fixed random block; when it does not
+    converge from there, the fixed start is tried.
+    """
     n = a.shape[0]
     lap = laplacian(sp.csr_matrix(a, dtype=np.float64)).tocsr()
     deg = lap.diagonal()
     pre = sp.diags(1.0 / np.maximum(deg, 1e-12))
     ones = np.full((n, 1), 1.0 / np.sqrt(n))
-    x0 = np.random.default_rng(0).normal(size=(n, min(4, n - 2)))  # fixed start: same graph, same answer
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        vals, vecs = lobpcg(lap, x0, M=pre, Y=ones, largest=False, tol=1e-8, maxiter=200)
-    j = int(np.argmin(vals))
-    lam, v = float(vals[j]), vecs[:, j]
-    resid = float(np.linalg.norm(lap @ v - lam * v))
-    if not np.isfinite(lam) or lam <= 0.0 or resid > 1e-3 * lam:  # not converged to 0.1 %
+    k = min(4, n - 2)
+    cold = np.random.default_rng(0).normal(size=(n, k))  # fixed start: same graph, same answer
+    starts = [cold]
+    if start is not None and start.shape == (n, k) and np.all(np.isfinite(start)):
+        starts.insert(0, np.asarray(start, dtype=np.float64))
+    for x0 in starts:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                vals, vecs = lobpcg(lap, x0, M=pre, Y=ones, largest=False, tol=1e-8, maxiter=200)
+        except (np.linalg.LinAlgError, ValueError):
+            continue
+        j = int(np.argmin(vals))
+        lam, v = float(vals[j]), vecs[:, j]
+        resid = float(np.linalg.norm(lap @ v - lam * v))
+        if np.isfinite(lam) and lam > 0.0 and resid <= 1e-3 * lam:  # converged to 0.1 %
+            return max(0.0, lam), vecs
+    return None, None
+
+
+def _b64(x: np.ndarray, dtype: Any) -> str:
+    return base64.b64encode(np.ascontiguousarray(x, dtype=dtype).tobytes()).decode("ascii")
+
+
+def _unb64(text: Any, dtype: Any) -> np.ndarray | None:
+    try:
+        return np.frombuffer(base64.b64decode(str(text), validate=True), dtype=dtype)
+    except (binascii.Error, ValueError, TypeError):
         return None
-    return max(0.0, lam)
+
+
+class FiedlerMemo:
+    """What the last computed lambda_2 of one graph leaves for the next pass over it.
+
+    ``entry`` is JSON-safe (kept in kv ``spectral_cache`` per context): digests of the
+    node ids and of the linked pairs, the pair weights (float64), lambda_2 and, for a
+    graph solved by LOBPCG, its final block (float32). A later graph over the same nodes
+    and pairs whose weights moved by factors in [lo, hi] with sqrt(hi / lo) - 1 at most
+    ``SpectralParams.reuse_tolerance`` gets lambda_2 rescaled instead of recomputed
+    (``spectral.rescaled_fiedler``); ``reused`` then holds the bound on its relative
+    error (0.0 for identical weights). A graph over the same nodes that needs LOBPCG
+    starts from the stored block.
+    """
+
+    def __init__(self, entry: Any = None) -> None:
+        self.entry: dict[str, Any] = dict(entry) if isinstance(entry, dict) else {}
+        self.reused: float | None = None
+
+    def solver(
+        self, node_ids: list[str], params: spectral.SpectralParams
+    ) -> Callable[[sp.csr_matrix], float]:
+        """lambda_2 of the connected graph over ``node_ids`` (in adjacency order)."""
+        h = hashlib.sha1()
+        for x in node_ids:
+            h.update(x.encode("utf-8"))
+            h.update(b"\0")
+        nodes_key = h.hexdigest()
+
+        def solve(sub: sp.csr_matrix) -> float:
+            self.reused = None
+            pairs, weights = spectral.pair_weights(sub)
+            old = self.entry
+            same_nodes = old.get("nodes") == nodes_key
+            if same_nodes and old.get("pairs") == pairs and isinstance(old.get("fiedler"), (int, float)):
+                prev = _unb64(old.get("weights"), np.float64)
+                if prev is not None and prev.shape == weights.shape:
+                    est, bound = spectral.rescaled_fiedler(float(old["fiedler"]), prev, weights)
+                    if bound <= params.reuse_tolerance:
+                        self.reused = bound
+                        return est
+            m = sub.shape[0]
+            lam: float | None = None
+            block: np.ndarray | None = None
+            if m > params.dense_max_nodes:
+                start = None
+                if same_nodes:
+                    raw = _unb64(old.get("start"), np.float32)
+                    k = min(4, m - 2)
+                    if raw is not None and raw.size == m * k:
+                        start = raw.reshape(m, k)
+                lam, block = _lobpcg_fiedler(sub, start)
+            if lam is None:
+                lam = spectral.fiedler_value(sub, params=params)
+            self.entry = {"nodes": nodes_key, "pairs": pairs, "weights": _b64(weights, np.float64), "fiedler": lam}
+            if block is not None:
+                self.entry["start"] = _b64(block, np.float32)
+            return lam
+
+        return solve
 
 
 def graph_health(
-    *, n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, params: spectral.SpectralParams
+    *,
+    n: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    params: spectral.SpectralParams,
+    memo: FiedlerMemo | None = None,
+    node_ids: Sequence[str] | None = None,
 ) -> spectral.SpectralHealth:
     """``spectral.health``, with lambda_2 of a large connected graph from LOBPCG.
 
@@ -396,26 +543,30 @@ def graph_health(
     ``dense_max_nodes``; on a well-mixed graph of 10k memories that LU fills in and takes
     most of a minute, while LOBPCG converges in well under a second. Where LOBPCG does not
     converge (long chains with a tiny lambda_2, whose LU is cheap) the exact path runs.
+
+    With ``memo`` (and ``node_ids``, the ids of nodes 0..n-1) lambda_2 of a connected graph
+    goes through ``FiedlerMemo``: rescaled from the last computed value when the graph
+    changed little, else computed (LOBPCG warm-started when the nodes are the same) and
+    remembered. Components, and so the bridges, are always computed afresh.
     """
     a = spectral.adjacency(n=n, src=src, dst=dst, weight=weight, params=params)
     nodes = np.flatnonzero(np.asarray(a.getnnz(axis=1)).reshape(-1) > 0)
-    m = len(nodes)
-    if m > params.dense_max_nodes:
-        sub = a[nodes][:, nodes]
-        n_comp, _ = connected_components(sub, directed=False)
-        if n_comp == 1:
-            lam = _lobpcg_fiedler(sub)
-            if lam is not None:
-                return spectral.SpectralHealth(
-                    fiedler=lam, n_nodes=m, n_edges=int(sp.triu(sub, k=1).nnz), n_components=1,
-                    component_sizes=[m], labels=np.zeros(m, dtype=np.int64), nodes=nodes,
-                    is_fragmented=bool(m >= 2 and lam < params.fragmentation_threshold),
-                )
-    return spectral.health(n=n, src=src, dst=dst, weight=weight, params=params)
+    if memo is not None and node_ids is not None:
+        solve = memo.solver([node_ids[int(i)] for i in nodes], params)
+    else:
+        def solve(sub: sp.csr_matrix) -> float:
+            lam = _lobpcg_fiedler(sub)[0] if sub.shape[0] > params.dense_max_nodes else None
+            return spectral.fiedler_value(sub, params=params) if lam is None else lam
+    return spectral.health_of(a, params=params, fiedler=solve)
 
 
 def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, context: str) -> dict[str, Any]:
-    """Fiedler value of each context's memory graph; bridge fragments; store the last lambda_2."""
+    """Fiedler value of each context's memory graph; bridge fragments; store the last lambda_2.
+
+    lambda_2 goes through a per-context ``FiedlerMemo`` kept in kv ``spectral_cache``; a
+    context whose lambda_2 was rescaled instead of recomputed reports ``fiedler_error``:
+    the bound on the relative error of each value (0.0 for a computed one).
+    """
     if not coord._on("spectral_kg_health"):
         return skipped()
     params = coord.config.param("spectral_kg_health", spectral.SpectralParams())
@@ -423,11 +574,14 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
     active = {i.id: i.context for i in snap.select()}
     per_ctx: dict[str, list[Edge]] = defaultdict(list)
     for e in snap.edges.values():
-        c1, c2 = active.get(e.src), active.get(e.dst)
-        if c1 is not None and c1 == c2 and e.src != e.dst:
+        c1 = active.get(e.src)
+        if c1 is not None and e.src != e.dst and active.get(e.dst) == c1:
             per_ctx[c1].append(e)
     report: dict[str, Any] = {"contexts": {}, "bridges": []}
     new_edges: list[Edge] = []
+    cache_raw = coord.storage.kv_get(part, KV_SPECTRAL_CACHE)
+    cache_in = cache_raw if isinstance(cache_raw, dict) else {}
+    cache_out: dict[str, Any] = {}
     for ctx in sorted(per_ctx):
         edges = per_ctx[ctx]
         nodes = sorted({x for e in edges for x in (e.src, e.dst)})
@@ -435,7 +589,9 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
         s = np.fromiter((pos[e.src] for e in edges), np.int64, len(edges))
         d = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))
         w = np.fromiter((e.weight for e in edges), float, len(edges))
-        before = graph_health(n=len(nodes), src=s, dst=d, weight=w, params=params)
+        memo = FiedlerMemo(cache_in.get(ctx))
+        before = graph_health(n=len(nodes), src=s, dst=d, weight=w, params=params, memo=memo, node_ids=nodes)
+        errors = [memo.reused, None]
         bridges: list[spectral.Bridge] = []
         if before.is_fragmented and before.n_components > 1:
             vec = vectors(coord, part, nodes).astype(np.float64)
@@ -443,12 +599,18 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
         after = before
         if bridges:
             s2, d2, w2 = spectral.with_bridges(src=s, dst=d, weight=w, bridges=bridges)
-            after = graph_health(n=len(nodes), src=s2, dst=d2, weight=w2, params=params)
+            memo.reused = None
+            after = graph_health(n=len(nodes), src=s2, dst=d2, weight=w2, params=params, memo=memo, node_ids=nodes)
+            errors[1] = memo.reused
             for b in bridges:
                 e = Edge(nodes[b.src], nodes[b.dst], BRIDGE, float(b.similarity), 1.0, 0, now)
                 new_edges.append(e)
                 report["bridges"].append({**edge_entry(e), "context": ctx, "similarity": num(b.similarity),
                                           "components": list(b.components)})
+        else:
+            errors[1] = errors[0]
+        if memo.entry:
+            cache_out[ctx] = memo.entry
         change = spectral.compare(before, after)
         report["contexts"][ctx] = {
             "fiedler": [num(change.fiedler_before), num(change.fiedler_after)],
@@ -456,6 +618,8 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
             "nodes": before.n_nodes, "edges": before.n_edges,
             "fragmented": [before.is_fragmented, after.is_fragmented],
         }
+        if any(x is not None for x in errors):
+            report["contexts"][ctx]["fiedler_error"] = [num(x or 0.0) for x in errors]
     scoped = report["contexts"].get(context)
     kv = {
         "at": now,
@@ -469,6 +633,8 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
     with coord.storage.transaction() as tx:
         snap.put_edges(tx, new_edges)
         tx.kv_put(part, dynamics.KV_SPECTRAL, kv)
+        if cache_out or cache_in:
+            tx.kv_put(part, KV_SPECTRAL_CACHE, cache_out)
     return report
 
 
@@ -582,11 +748,13 @@ def hyperagent_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[
 
 
 __all__ = [
+    "FiedlerMemo",
     "bayesian_stage",
     "compositional_stage",
     "curiosity_stage",
     "edge_decay_stage",
     "episode_signals",
+    "graph_health",
     "hyperagent_stage",
     "neuromodulator_stage",
     "selection_stage",

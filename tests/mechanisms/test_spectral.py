@@ -119,6 +119,57 @@ def test_fiedler_is_nonnegative_and_zero_iff_disconnected(g):
     assert sorted(h.component_sizes, reverse=True) == h.component_sizes and sum(h.component_sizes) == n
 
 
+@PROPS
+@given(g=graphs(), seed=st.integers(0, 1000), spread=st.floats(0.0, 0.5))
+def test_rescaled_fiedler_brackets_the_true_value(g, seed, spread):
+    n, pairs, weights = g
+    src = np.array([p[0] for p in pairs], dtype=int)
+    dst = np.array([p[1] for p in pairs], dtype=int)
+    a = S.adjacency(n=n, src=src, dst=dst, weight=weights)
+    rng = np.random.default_rng(seed)
+    moved = np.asarray(weights) * rng.uniform(1.0 - spread, 1.0 + spread, len(weights))
+    b = S.adjacency(n=n, src=src, dst=dst, weight=moved)
+    key_a, w_a = S.pair_weights(a)
+    key_b, w_b = S.pair_weights(b)
+    assert key_a == key_b and w_a.shape == w_b.shape  # the same pairs, aligned
+    if w_a.size == 0:
+        return
+    lam_a, lam_b = S.fiedler_value(a), S.fiedler_value(b)
+    est, bound = S.rescaled_fiedler(lam_a, w_a, w_b)
+    rho = w_b / w_a
+    assert rho.min() * lam_a - 1e-9 <= lam_b <= rho.max() * lam_a + 1e-9  # Courant-Fischer
+    assert abs(est - lam_b) <= bound * lam_b + 1e-9
+    assert S.rescaled_fiedler(lam_a, w_a, w_a) == (lam_a, 0.0)
+
+
+def test_pair_weights_name_the_pairs_not_the_edge_order():
+    src, dst, w = np.array([0, 1, 2, 1]), np.array([1, 2, 3, 0]), np.array([1.0, 2.0, 3.0, 0.5])
+    key, weights = S.pair_weights(S.adjacency(n=4, src=src, dst=dst, weight=w))
+    assert weights.tolist() == [1.5, 2.0, 3.0]  # both directions of 0-1 add up
+    key2, weights2 = S.pair_weights(S.adjacency(n=4, src=dst[::-1], dst=src[::-1], weight=w[::-1]))
+    assert key2 == key and weights2.tolist() == weights.tolist()
+    key3, _ = S.pair_weights(S.adjacency(n=4, src=np.array([0, 1, 2]), dst=np.array([1, 2, 0]), weight=w[:3]))
+    assert key3 != key
+    assert S.rescaled_fiedler(1.0, [1.0, 0.0], [1.0, 1.0])[1] == math.inf
+    with pytest.raises(ValidationError):
+        S.rescaled_fiedler(1.0, [1.0], [1.0, 2.0])
+
+
+def test_health_of_asks_the_given_solver_only_for_a_connected_graph():
+    calls = []
+
+    def solver(a):
+        calls.append(a.shape[0])
+        return 42.0
+
+    path = S.adjacency(n=5, src=_path(5)[0], dst=_path(5)[1])
+    assert S.health_of(path, fiedler=solver).fiedler == 42.0 and calls == [5]
+    split = S.adjacency(n=5, src=np.array([0, 2]), dst=np.array([1, 3]))
+    h = S.health_of(split, fiedler=solver)
+    assert h.fiedler == 0.0 and h.n_components == 2 and calls == [5]
+    assert S.health_of(path).fiedler == pytest.approx(S.health(n=5, src=_path(5)[0], dst=_path(5)[1]).fiedler)
+
+
 def test_bridges_join_the_two_largest_components_at_their_most_similar_pair():
     rng = np.random.default_rng(4)
     src, dst = np.array([0, 1, 2, 4, 5, 7]), np.array([1, 2, 3, 5, 6, 8])  # sizes 4, 3, 2

@@ -12,11 +12,19 @@ disconnected and grows with how well it hangs together. Small graphs use a dense
 node pair (cosine of the vectors passed in) between the largest component and each of the
 next ones, as data for the caller to add as ``similar_to`` edges; ``compare`` reports the
 change between two health checks (e.g. before and after sleep).
+
+``pair_weights`` and ``rescaled_fiedler`` let a caller skip the eigensolver when a graph
+kept its node pairs and its weights moved little since lambda_2 was last computed: if
+every weight moved by a factor in [rho_min, rho_max], then rho_min L <= L' <= rho_max L
+(the differences are Laplacians of non-negative weights), so by Courant-Fischer
+rho_min lambda_2 <= lambda_2' <= rho_max lambda_2.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +45,9 @@ class SpectralParams(Params):
     shift: float = bounded(1e-3, 1e-9, 1.0, "shift-invert offset for the sparse eigensolver (L + shift I is invertible)")
     max_bridges: int = bounded(1, 0, 1000, "bridges proposed: largest component to each of the next ones")
     min_bridge_similarity: float = bounded(0.3, -1.0, 1.0, "cosine below which no bridge is proposed")
+    reuse_tolerance: float = bounded(
+        0.01, 0.0, 1.0, "largest relative error of a lambda_2 rescaled from the last one instead of recomputed"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -121,6 +132,22 @@ def health(
     if n < 0:
         raise ValidationError("n must be >= 0")
     a = adjacency(n=n, src=src, dst=dst, weight=weight, params=params)
+    return health_of(a, include_isolated=include_isolated, params=params)
+
+
+def health_of(
+    a: sp.csr_matrix,
+    *,
+    include_isolated: bool = False,
+    params: SpectralParams = SpectralParams(),
+    fiedler: Callable[[sp.csr_matrix], float] | None = None,
+) -> SpectralHealth:
+    """``health`` of a symmetric adjacency (``adjacency``'s output).
+
+    ``fiedler`` computes lambda_2 of the analysed graph (its adjacency, connected, at least
+    two nodes); ``fiedler_value`` by default.
+    """
+    n = a.shape[0]
     if include_isolated:
         nodes = np.arange(n)
     else:
@@ -139,7 +166,12 @@ def health(
     relabel[rank] = np.arange(n_comp)
     labels = relabel[raw]
     # lambda_2 of a disconnected graph is exactly 0; report that, not solver round-off.
-    lam = 0.0 if n_comp > 1 else fiedler_value(a, params=params)
+    if n_comp > 1:
+        lam = 0.0
+    elif fiedler is None or m < 2:
+        lam = fiedler_value(a, params=params)
+    else:
+        lam = float(fiedler(a))
     fragmented = m >= 2 and (n_comp > 1 or lam < params.fragmentation_threshold)
     return SpectralHealth(
         fiedler=lam,
@@ -151,6 +183,44 @@ def health(
         nodes=nodes,
         is_fragmented=bool(fragmented),
     )
+
+
+def pair_weights(a: sp.spmatrix) -> tuple[str, np.ndarray]:
+    """(digest of the node pairs, their weights) of a symmetric adjacency.
+
+    The pairs are the upper triangle in row-major order; two graphs over the same nodes
+    have the same digest iff they link the same pairs, and then the weights align.
+    """
+    u = sp.triu(sp.csr_matrix(a, dtype=np.float64), k=1).tocsr()
+    u.sum_duplicates()
+    u.sort_indices()
+    h = hashlib.sha1()
+    h.update(np.asarray(u.shape, dtype=np.int64).tobytes())
+    h.update(u.indptr.astype(np.int64).tobytes())
+    h.update(u.indices.astype(np.int64).tobytes())
+    return h.hexdigest(), np.array(u.data, dtype=np.float64)
+
+
+def rescaled_fiedler(fiedler: float, old: Any, new: Any) -> tuple[float, float]:
+    """lambda_2 of a graph whose pair weights moved from ``old`` to ``new`` (aligned, same
+    pairs), from the lambda_2 computed on ``old``: (estimate, bound on its relative error).
+
+    With rho = new / old in [lo, hi], the true value lies in [lo, hi] * ``fiedler``; the
+    estimate is its geometric middle, ``sqrt(lo * hi) * fiedler``, within a factor
+    ``sqrt(hi / lo)`` of the truth. Identical weights return ``fiedler`` itself with bound
+    0; a zero or negative weight on either side returns bound ``inf``.
+    """
+    o = np.asarray(old, dtype=np.float64).reshape(-1)
+    w = np.asarray(new, dtype=np.float64).reshape(-1)
+    if o.shape != w.shape:
+        raise ValidationError("old and new weights must align")
+    if np.array_equal(o, w):
+        return float(fiedler), 0.0
+    if o.size == 0 or not (np.all(o > 0) and np.all(w > 0) and np.all(np.isfinite(w))):
+        return float(fiedler), math.inf
+    rho = w / o
+    lo, hi = float(rho.min()), float(rho.max())
+    return float(fiedler) * math.sqrt(lo * hi), math.sqrt(hi / lo) - 1.0
 
 
 @dataclass(frozen=True)
@@ -238,6 +308,9 @@ __all__ = [
     "compare",
     "fiedler_value",
     "health",
+    "health_of",
+    "pair_weights",
     "propose_bridges",
+    "rescaled_fiedler",
     "with_bridges",
 ]
