@@ -8,13 +8,18 @@ import math
 import numpy as np
 import pytest
 
-from zenbrain import dynamics
+from zenbrain import dynamics, lifecycle
 from zenbrain.lifecycle_common import BRIDGE, CONF_LOCAL, COUNTERFACTUAL, KV_EDGE_DECAY
 from zenbrain.mechanisms import compositional
 from zenbrain.model import Edge, Layer
 from zenbrain.pma import metacognition, neuromodulator, triple_copy
 
 OFF = {"skipped": "switched off"}
+
+
+def _sleep_detailed(w):
+    """A sleep with the full report (one entry per replayed memory, changed edge and belief)."""
+    return lifecycle.run_sleep(w.mem, w.scope, detail=True)
 
 
 # ---------------------------------------------------------------------------- neuromodulator
@@ -74,7 +79,7 @@ def test_sleep_selection_replays_real_and_counterfactual_episodes(world):
     w = world()
     ids = _selection_scene(w)
     before = {k: w.get(v).strength for k, v in ids.items()}
-    rep = w.mem.sleep(w.scope)
+    rep = _sleep_detailed(w)
     sel = rep.stages["simulation_selection_sleep"]
     assert ids["fact"] not in {**sel["ltp"], **sel["ltd"]}  # only episodes are replayed
     assert sel["candidates"]["real"] == 4 and sel["candidates"]["counterfactual"] >= 1
@@ -128,7 +133,7 @@ def test_replayed_memories_consolidate_into_the_deep_copy(world):
     def run(*off):
         w = world(*off)
         ids = _selection_scene(w)
-        rep = w.mem.sleep(w.scope)
+        rep = _sleep_detailed(w)
         w.clock.advance(days=60)
         later = w.mem.decay(w.scope)
         return w, ids, rep, later
@@ -204,7 +209,7 @@ def _belief_scene(w):
 def test_bayesian_propagation_lowers_a_contradicted_fact(world):
     w = world()
     claim, source, _ = _belief_scene(w)
-    rep = w.mem.sleep(w.scope)
+    rep = _sleep_detailed(w)
     stage = rep.stages["bayesian_confidence"]
     entry = stage["changed"][claim.id]
     before, after = entry["confidence"]
