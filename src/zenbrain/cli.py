@@ -542,7 +542,7 @@ def _summary(detail: Any) -> str:
 
 def cmd_sleep(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
-        report = mem.sleep(make_scope(args))
+        report = mem.sleep(make_scope(args), detail=bool(args.json))
     _print_report(report, args.json)
     return EXIT_OK
 

@@ -650,11 +650,13 @@ class MemoryCoordinator:
         item = self._get_own(scope, memory_id)
         return reinforcement.record_outcome(self, self._part(scope), item, success, self.clock.now())
 
-    def sleep(self, scope: Scope) -> Report:
-        """Offline consolidation: runs every enabled sleep-time mechanism and reports each change."""
+    def sleep(self, scope: Scope, *, detail: bool = False) -> Report:
+        """Offline consolidation: runs every enabled sleep-time mechanism and reports what
+        changed - counts per stage, or with ``detail=True`` every changed memory and edge
+        (megabytes on a large store)."""
         from . import lifecycle
 
-        return lifecycle.run_sleep(self, scope)
+        return lifecycle.run_sleep(self, scope, detail=bool(detail))
 
     def assemble_context(self, query: str, scope: Scope, *, budget_tokens: int = 1200, k: int = 10) -> dict[str, Any]:
         """A token-budgeted context for an LLM prompt, assembled by the global workspace."""
