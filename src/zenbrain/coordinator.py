@@ -323,7 +323,10 @@ class MemoryCoordinator:
                 if c.id not in dense and c.id not in lexical:
                     cand_ids.append(c.id)
         if not cand_ids:
-            return RecallResult([], query_type=qtype, core=core_items, info={"candidates": 0})
+            # A recall that finds nothing still counts: a miss for the monitor, a surprise for
+            # the neuromodulators, a context shift, and a cue for prospective memory.
+            extra = reinforcement.after_recall(self, part, scope, query, qvec, [], now) if touch else {}
+            return RecallResult([], query_type=qtype, core=core_items, info={"candidates": 0, **extra})
         items = {i.id: i for i in self._db.get(part, cand_ids)}
         cand_ids = [c for c in cand_ids if c in items]
         # Dense similarity for lexical-only candidates, from the index.
@@ -374,7 +377,7 @@ class MemoryCoordinator:
             if len(out) == k:
                 break
         extra: dict[str, Any] = {}
-        if touch and out:
+        if touch:
             extra = reinforcement.after_recall(self, part, scope, query, qvec, out, now)
         return RecallResult(
             out,

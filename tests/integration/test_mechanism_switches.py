@@ -981,3 +981,22 @@ def test_prospective_memory_fires_cue_and_time_intentions_once(open_coord):
     assert all("intentions" not in info for info in off["infos"])
     assert off["early"] == off["due"] == off["later"] == []
     assert len(off["stored"]) == 2 and not any(i["done"] for i in off["stored"])
+
+
+def test_a_recall_that_finds_nothing_still_fires_cue_intentions_and_is_logged_as_a_miss(open_coord):
+    """An empty store: the recall returns no hit, yet the cue intention fires and the
+    monitor logs a recall that returned nothing."""
+
+    def scenario(coord, clock):
+        coord.intend("Ask about the passport renewal", SCOPE, cue="passport")
+        r = coord.recall("passport", SCOPE, k=3)
+        log = monitor_log.load(coord.storage, (SCOPE.user_id, SCOPE.agent_id))
+        return dict(hits=list(r), info=r.info, log=log)
+
+    on, off = run_both(open_coord, "prospective_memory", scenario)
+    assert on["hits"] == [] and off["hits"] == []
+    (fired,) = on["info"]["intentions"]
+    assert fired["trigger"] == "keyword" and fired["detail"] == "passport"
+    assert "intentions" not in off["info"]
+    (miss,) = on["log"].retrievals
+    assert miss.returned == 0 and miss.used == 0
