@@ -34,8 +34,6 @@ change of true and of false facts.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -171,12 +169,8 @@ def bayes_run(seed: int, bayesian: bool = True, n_facts: int = 30, n_relations: 
     vecs = unit_rows(np.random.default_rng([int(seed), 14]).normal(size=(n_facts, DIM)))
     texts = [f"bf{i:03d}" for i in range(n_facts)]
     mech = Mechanisms() if bayesian else Mechanisms(disabled=frozenset({"bayesian_confidence"}))
-    # A file store, not ':memory:': storing semantic facts runs iMAD's vector search inside
-    # the store transaction, and the in-memory store's index sync then opens a second
-    # transaction on the same connection (sqlite3.OperationalError).
-    with deterministic_ids(seed), tempfile.TemporaryDirectory(prefix="zenbrain-exp-") as tmp:
-        run = open_run(SyntheticEmbedder(dict(zip(texts, vecs))), Config(mechanisms=mech, seed=int(seed)),
-                       path=os.path.join(tmp, "bayes.db"))
+    with deterministic_ids(seed):
+        run = open_run(SyntheticEmbedder(dict(zip(texts, vecs))), Config(mechanisms=mech, seed=int(seed)))
         try:
             run.store_facts(texts, layer=Layer.SEMANTIC, kind=Kind.FACT)
             ids = run.fact_ids
