@@ -651,15 +651,6 @@ def bench_scale(
         lat2 = timed_recalls(mem, queries, f"{size}: pass 2 (queries cached)")
         assert emb.live_calls - live_before == embedded, "pass 2 must hit the query cache"
 
-        after_analyze = None
-        if analyze_above is not None and analyzed is None and analyze_above <= size < n_max:
-            analyzed = run_analyze(mem, size)
-            lat3 = timed_recalls(mem, queries, f"{size}: pass 3 (queries cached, after ANALYZE)")
-            after_analyze = {"p50": pct(lat3, 50), "p95": pct(lat3, 95), "mean": float(np.mean(lat3))}
-            say(f"   ANALYZE at {size} memories: {analyzed['seconds']:.1f} s; recall with the queries cached "
-                f"p50/p95 {after_analyze['p50']:.1f}/{after_analyze['p95']:.1f} ms after it, "
-                f"{pct(lat2, 50):.1f}/{pct(lat2, 95):.1f} ms before")
-
         decay_s = sleep_s = None
         stages: dict[str, Any] = {}
         if lifecycle_max is not None and size <= lifecycle_max:
@@ -671,6 +662,21 @@ def bench_scale(
             rep2 = mem.sleep(SCOPE)
             sleep_s = time.perf_counter() - t0
             stages = {"decay": _summary(rep.as_dict()), "sleep": _summary(rep2.as_dict())}
+
+        control = None
+        if analyze_above is not None and analyzed is None and analyze_above <= size < n_max:
+            # Control: the same cached queries on the same store, just before and just after ANALYZE.
+            lat3 = timed_recalls(mem, queries, f"{size}: pass 3 (queries cached, before ANALYZE)")
+            analyzed = run_analyze(mem, size)
+            lat4 = timed_recalls(mem, queries, f"{size}: pass 4 (queries cached, after ANALYZE)")
+            control = {
+                "before": {"p50": pct(lat3, 50), "p95": pct(lat3, 95), "mean": float(np.mean(lat3))},
+                "after": {"p50": pct(lat4, 50), "p95": pct(lat4, 95), "mean": float(np.mean(lat4))},
+            }
+            say(f"   ANALYZE at {size} memories: {analyzed['seconds']:.1f} s; recall with the queries cached "
+                f"p50/p95 {control['before']['p50']:.1f}/{control['before']['p95']:.1f} ms just before it, "
+                f"{control['after']['p50']:.1f}/{control['after']['p95']:.1f} ms after")
+
         st = mem.stats(SCOPE)
         files = store_files(db_path)
         disk = files["db"] + files["wal"]
@@ -695,7 +701,7 @@ def bench_scale(
             "query_embeddings_in_pass1": embedded,
             "recall_ms_query_embedded": {"p50": pct(lat1, 50), "p95": pct(lat1, 95), "mean": float(np.mean(lat1))},
             "recall_ms_query_cached": {"p50": pct(lat2, 50), "p95": pct(lat2, 95), "mean": float(np.mean(lat2))},
-            "recall_ms_query_cached_after_analyze": after_analyze,
+            "recall_ms_analyze_control": control,
             "query_embedding_ms": {"p50": pct(embed_ms, 50), "p95": pct(embed_ms, 95), "n": len(embed_ms)},
             "planner_statistics": analyzed is not None and analyzed["at_size"] < size,
             "analyze": analyzed,
@@ -713,7 +719,7 @@ def bench_scale(
             f"(query embedding alone {row['query_embedding_ms']['p50']:.1f}/{row['query_embedding_ms']['p95']:.1f} ms); "
             + (f"decay {decay_s:.2f} s, sleep {sleep_s:.2f} s; " if decay_s is not None else "decay/sleep not timed; ")
             + f"{row['file_mb']:.0f} MB on disk ({row['disk_bytes_per_memory']:.0f} B/memory), "
-              f"peak RSS {row['peak_rss_mb']:.0f} MB; load average {row['load_average']}")
+              f"RSS {row['rss_mb']:.0f} MB (peak so far {row['peak_rss_mb']:.0f} MB); load average {row['load_average']}")
         say("      store_many items/s while growing: " + ", ".join(f"{n}: {r:.0f}" for n, r in shown))
 
         for peer in live_peers:
@@ -763,6 +769,7 @@ def run_peer(peer: Peer, size: int, count: int, files, dim: int, warm: list[str]
         "ingest_items_per_s": zen["ingest_items_per_s"] / rate if rate else None,
         "recall_p50": z_lat["p50"] / row["recall_ms"]["p50"],
         "recall_p95": z_lat["p95"] / row["recall_ms"]["p95"],
+        "rss": zen["rss_mb"] / row["rss_mb"],
         "peak_rss": zen["peak_rss_mb"] / row["peak_rss_mb"],
         "disk_bytes_per_memory": zen["disk_bytes_per_memory"] / max(row["disk_bytes_per_memory"], 1e-9),
     }
@@ -770,10 +777,10 @@ def run_peer(peer: Peer, size: int, count: int, files, dim: int, warm: list[str]
     r = row["ratio_zenbrain_over_peer"]
     say(f"   {peer.name:>8} at {size}: grew by {count} in {grow['seconds']:.1f} s ({rate:.0f}/s); search p50/p95 "
         f"{row['recall_ms']['p50']:.1f}/{row['recall_ms']['p95']:.1f} ms with query embedding; "
-        f"{st['disk_bytes'] / 1e6:.0f} MB on disk ({row['disk_bytes_per_memory']:.0f} B/memory), peak RSS "
-        f"{st['peak_rss_mb']:.0f} MB")
+        f"{st['disk_bytes'] / 1e6:.0f} MB on disk ({row['disk_bytes_per_memory']:.0f} B/memory), RSS "
+        f"{st['rss_mb']:.0f} MB (peak {st['peak_rss_mb']:.0f} MB)")
     say(f"   {'':>8} zenbrain/{peer.name}: ingest items/s x{r['ingest_items_per_s']:.2f}, recall p50 x{r['recall_p50']:.2f}, "
-        f"p95 x{r['recall_p95']:.2f} (latency: above 1 = zenbrain slower), peak RSS x{r['peak_rss']:.2f}, "
+        f"p95 x{r['recall_p95']:.2f} (latency: above 1 = zenbrain slower), RSS x{r['rss']:.2f}, "
         f"bytes/memory x{r['disk_bytes_per_memory']:.2f}")
 
 
@@ -856,7 +863,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mem0-store", choices=("qdrant", "faiss"), default="qdrant", help="Mem0's vector store (default qdrant)")
     ap.add_argument("--workdir", default=None, help="where the stores go (default: a temp dir, removed)")
     ap.add_argument("--parts", default="ingest,growth,scale", help="which parts to run (default ingest,growth,scale)")
+    ap.add_argument("--summary", metavar="JSON", help="print the summary of a saved --json file and exit")
     args = ap.parse_args(argv)
+    if args.summary:
+        with open(args.summary, encoding="utf-8") as fh:
+            print_summary(json.load(fh))
+        return 0
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     peer_names = [] if args.peers.strip().lower() in ("", "none") else [p.strip() for p in args.peers.split(",") if p.strip()]
     for name in peer_names:
@@ -974,19 +986,20 @@ def print_summary(results: dict[str, Any]) -> None:
     if sc:
         say(f"recall (k=10, touch=True), {results['bulk']['note']}:")
         say(f"  {'size':>7}  {'ingest/s':>8}  {'p50 emb':>8}  {'p95 emb':>8}  {'p50 cached':>10}  {'p95 cached':>10}  "
-            f"{'embed p50':>9}  {'decay_s':>7}  {'sleep_s':>7}  {'file_MB':>7}  {'B/memory':>8}  {'peakRSS_MB':>10}")
+            f"{'embed p50':>9}  {'decay_s':>7}  {'sleep_s':>7}  {'file_MB':>7}  {'B/memory':>8}  {'RSS_MB':>6}  {'peakRSS_MB':>10}")
         for r in sc:
             a, b = r["recall_ms_query_embedded"], r["recall_ms_query_cached"]
             d = f"{r['decay_seconds']:.2f}" if r["decay_seconds"] is not None else "-"
             s = f"{r['sleep_seconds']:.2f}" if r["sleep_seconds"] is not None else "-"
             say(f"  {r['size']:>7}  {r['ingest_items_per_s']:>8.0f}  {a['p50']:>8.1f}  {a['p95']:>8.1f}  {b['p50']:>10.1f}  "
                 f"{b['p95']:>10.1f}  {r['query_embedding_ms']['p50']:>9.1f}  {d:>7}  {s:>7}  {r['file_mb']:>7.0f}  "
-                f"{r['disk_bytes_per_memory']:>8.0f}  {r['peak_rss_mb']:>10.0f}")
+                f"{r['disk_bytes_per_memory']:>8.0f}  {r['rss_mb']:>6.0f}  {r['peak_rss_mb']:>10.0f}")
         say("  (latencies in ms over the distinct queries; 'emb' includes embedding the query, 'cached' repeats them,\n"
             "   which also finds SQLite pages warm; 'embed p50' is the embedder alone on one query; ingest/s is\n"
             "   store_many with the vectors precomputed (storage only) while the store grew to that size; file_MB and\n"
-            "   B/memory count the SQLite file and its WAL; peak RSS is this process's ru_maxrss, which also holds\n"
-            f"   the generated texts and the embedder: {sc[0]['rss_before_store_mb']:.0f} MB before the store was opened)")
+            "   B/memory count the SQLite file and its WAL; RSS is this process's resident memory after the size,\n"
+            "   peakRSS its ru_maxrss so far (sleep() included); both also hold the generated texts and the\n"
+            f"   embedder: {sc[0]['rss_before_store_mb']:.0f} MB before the store was opened)")
         lc = [r for r in sc if r["decay_seconds"] is None]
         if lc and any(r["decay_seconds"] is not None for r in sc):
             say(f"  decay() and sleep() not timed at {', '.join(str(r['size']) for r in lc)} (--lifecycle-max)")
@@ -994,28 +1007,38 @@ def print_summary(results: dict[str, Any]) -> None:
         if stats:
             say(f"  SQLite ANALYZE was run on the store when it held {stats[0]['analyze']['at_size']} memories; sizes "
                 f"measured with planner statistics: {', '.join(str(r['size']) for r in stats)}")
-            ctl = next((r for r in sc if r.get("recall_ms_query_cached_after_analyze")), None)
+        for r in sc:
+            ctl = r.get("recall_ms_analyze_control")
             if ctl:
-                c, b = ctl["recall_ms_query_cached_after_analyze"], ctl["recall_ms_query_cached"]
-                say(f"  control at {ctl['size']}: recall with cached queries p50/p95 {b['p50']:.1f}/{b['p95']:.1f} ms "
+                b, c = ctl["before"], ctl["after"]
+                say(f"  control at {r['size']}: recall with cached queries p50/p95 {b['p50']:.1f}/{b['p95']:.1f} ms "
+                    f"just before ANALYZE, {c['p50']:.1f}/{c['p95']:.1f} ms after")
+            elif r.get("recall_ms_query_cached_after_analyze"):  # written by an earlier version of this script
+                b, c = r["recall_ms_query_cached"], r["recall_ms_query_cached_after_analyze"]
+                say(f"  control at {r['size']}: recall with cached queries p50/p95 {b['p50']:.1f}/{b['p95']:.1f} ms "
                     f"before ANALYZE, {c['p50']:.1f}/{c['p95']:.1f} ms after")
     for name, peer in (results.get("peers") or {}).items():
         say(f"{name} ({peer.get('library_version') or '?'}), own process, same texts, vectors and queries "
             "(search k=10, query embedded by the same embedder):")
         if peer["rows"]:
-            say(f"  {'size':>7}  {'ingest/s':>8}  {'p50':>8}  {'p95':>8}  {'disk_MB':>7}  {'B/memory':>8}  {'peakRSS_MB':>10}  "
-                f"{'zen/peer ingest/s':>17}  {'zen/peer p50':>12}  {'zen/peer p95':>12}")
+            say(f"  {'size':>7}  {'ingest/s':>8}  {'p50':>8}  {'p95':>8}  {'disk_MB':>7}  {'B/memory':>8}  {'RSS_MB':>6}  "
+                f"{'peakRSS_MB':>10}  {'zen/peer ingest/s':>17}  {'p50':>6}  {'p95':>6}  {'RSS':>5}  {'B/memory':>8}")
+        zen = {r["size"]: r for r in sc}
         for r in peer["rows"]:
             q = r["ratio_zenbrain_over_peer"]
+            z = zen.get(r["size"], {})
+            rss = z.get("rss_mb", float("nan")) / r["rss_mb"] if r.get("rss_mb") else float("nan")
             say(f"  {r['size']:>7}  {r['ingest_items_per_s']:>8.0f}  {r['recall_ms']['p50']:>8.1f}  {r['recall_ms']['p95']:>8.1f}  "
-                f"{r['disk_bytes'] / 1e6:>7.0f}  {r['disk_bytes_per_memory']:>8.0f}  {r['peak_rss_mb']:>10.0f}  "
-                f"{q['ingest_items_per_s']:>17.2f}  {q['recall_p50']:>12.2f}  {q['recall_p95']:>12.2f}")
+                f"{r['disk_bytes'] / 1e6:>7.0f}  {r['disk_bytes_per_memory']:>8.0f}  {r.get('rss_mb', float('nan')):>6.0f}  "
+                f"{r['peak_rss_mb']:>10.0f}  {q['ingest_items_per_s']:>17.2f}  {q['recall_p50']:>6.2f}  {q['recall_p95']:>6.2f}  "
+                f"{rss:>5.2f}  {q['disk_bytes_per_memory']:>8.2f}")
         if peer.get("skipped"):
             say(f"  {name} {peer['skipped']}")
     if results.get("peers"):
-        say("  (zen/peer: zenbrain's figure divided by the peer's; for ingest/s above 1 means zenbrain ingests faster,\n"
-            "   for latency above 1 means zenbrain answers slower; zenbrain's recall runs its whole pipeline with side\n"
-            "   effects, the peers return their nearest neighbours)")
+        say("  (the last five columns are zenbrain's figure divided by the peer's: ingest/s above 1 means zenbrain\n"
+            "   ingests faster; p50/p95 (search latency with the query embedded) above 1 means zenbrain answers slower;\n"
+            "   RSS and B/memory above 1 mean zenbrain holds more. zenbrain's recall runs its whole pipeline (dense and\n"
+            "   BM25 candidates, fusion, mechanisms, side effects); the peers return their nearest neighbours)")
 
 if __name__ == "__main__":
     raise SystemExit(main())

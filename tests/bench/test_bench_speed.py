@@ -61,12 +61,18 @@ def test_scale_sizes_memory_disk_lifecycle_cap_and_analyze(run, capsys):
     assert "decay() and sleep() not timed at 200, 300" in out and "B/memory" in out and "peakRSS_MB" in out
 
 
-def test_analyze_at_a_size_boundary_adds_a_control_pass(run):
-    res = run("--sizes", "100,200", "--no-lifecycle", "--analyze-above", "100", "--peers", "none")
+def test_analyze_at_a_size_boundary_comes_after_the_lifecycle_with_a_control(run, speed, tmp_path, capsys):
+    res = run("--sizes", "100,200", "--lifecycle-max", "100", "--analyze-above", "100", "--peers", "none")
     first, second = res["scale"]
     assert first["analyze"]["at_size"] == 100 and not first["planner_statistics"]
-    assert first["recall_ms_query_cached_after_analyze"]["p50"] > 0
-    assert second["planner_statistics"]
+    assert first["sleep_seconds"] is not None  # sleep ran on the store as shipped, before ANALYZE
+    ctl = first["recall_ms_analyze_control"]
+    assert ctl["before"]["p50"] > 0 and ctl["after"]["p50"] > 0
+    assert second["planner_statistics"] and second["recall_ms_analyze_control"] is None
+    capsys.readouterr()
+    assert speed.main(["--summary", str(tmp_path / "speed.json")]) == 0
+    out = capsys.readouterr().out
+    assert "control at 100: recall with cached queries" in out and "Summary" in out
 
 
 def test_budgets_curves_and_peer_skip(speed, capsys):
@@ -102,4 +108,4 @@ def test_chroma_beside_zenbrain_in_its_own_process(run, capsys):
         ratio = p["ratio_zenbrain_over_peer"]
         assert ratio["recall_p50"] == pytest.approx(z["recall_ms_query_embedded"]["p50"] / p["recall_ms"]["p50"])
         assert ratio["ingest_items_per_s"] == pytest.approx(z["ingest_items_per_s"] / p["ingest_items_per_s"])
-    assert "zen/peer p50" in capsys.readouterr().out
+    assert "zen/peer ingest/s" in capsys.readouterr().out
