@@ -33,9 +33,10 @@ Everything is measured in one run, on this machine, and printed as medians and r
    with the database (``SQLiteStore._sync``) scans the whole embeddings table for every
    500 changed ids, so each ``store_many`` batch costs time in proportion to the store's
    size. So that a million memories can be stored in a practical time, the script runs
-   ANALYZE on the store's connection once, when the store holds N memories; the size where
-   that happens is measured as shipped and once more after ANALYZE (pass 3, cached
-   queries), and every size above it is measured with the statistics. ``none`` never runs it.
+   ANALYZE on the store's connection once, when the store holds N memories. When N is one
+   of the sizes, that size is measured as shipped (recall, decay, sleep), then the cached
+   queries run once more just before ANALYZE (pass 3) and just after it (pass 4) as a
+   control; every size above N is measured with the statistics. ``none`` never runs it.
 
 4. Peers (``--peers chroma,mem0`` or ``none``): after zenbrain at each size, ChromaDB
    (``PersistentClient``, cosine HNSW, defaults) and Mem0 open source (``add(...,
