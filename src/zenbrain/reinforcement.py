@@ -117,12 +117,7 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
             rating = fsrs_schedule.grade_from_recall(rank, h.why.dense, params=fsrs_p)
             card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fsrs_p)
             if coord._on("vmpfc_fsrs"):
-                c_prev = dyn.decode_vec(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
-                pe = vm_p.missing_context_pe if c_prev is None else float(vmpfc.prediction_error(c_prev=c_prev, c_now=ctx_now, params=vm_p))
-                factor = float(vmpfc.interval_factor(pe=pe, params=vm_p))
-                due = float(vmpfc.apply(due, now, factor, params=vm_p))
-                card = fsrs_schedule.with_due(card, due)
-                st["vmpfc"] = {"pe": pe, "factor": factor}
+                card, due = _vmpfc_adjust(st, card, due, ctx_now, now, vm_p)
             factor_h = coord._tuned(part, "review_interval_factor", 1.0)
             if factor_h != 1.0:
                 due = now + (due - now) * factor_h
@@ -178,6 +173,18 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
         h.item.stability = s
         h.item.state = states[h.item.id]
     return info
+
+
+def _vmpfc_adjust(st: dict[str, Any], card: Any, due: float, ctx: np.ndarray, now: float,
+                  vp: vmpfc.VmpfcParams) -> tuple[Any, float]:
+    """Scale the FSRS interval by the vmPFC factor of the context shift since the memory's
+    last review; records the prediction error and factor in ``st``."""
+    c_prev = dyn.decode_vec(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
+    pe = vp.missing_context_pe if c_prev is None else float(vmpfc.prediction_error(c_prev=c_prev, c_now=ctx, params=vp))
+    factor = float(vmpfc.interval_factor(pe=pe, params=vp))
+    due = float(vmpfc.apply(due, now, factor, params=vp))
+    st["vmpfc"] = {"pe": pe, "factor": factor}
+    return fsrs_schedule.with_due(card, due), due
 
 
 def _query_kind(hits: list[RecallHit]) -> str:
@@ -263,12 +270,7 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
         if coord._on("fsrs"):
             card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fp)
             if ctx is not None:
-                c_prev = dyn.decode_vec(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
-                pe = vp.missing_context_pe if c_prev is None else float(vmpfc.prediction_error(c_prev=c_prev, c_now=ctx, params=vp))
-                factor = float(vmpfc.interval_factor(pe=pe, params=vp))
-                due = float(vmpfc.apply(due, now, factor, params=vp))
-                card = fsrs_schedule.with_due(card, due)
-                st["vmpfc"] = {"pe": pe, "factor": factor}
+                card, due = _vmpfc_adjust(st, card, due, ctx, now, vp)
                 st[dyn.REVIEW_CTX] = dyn.encode_vec(ctx)
             st[dyn.FSRS] = card
             st["due_at"] = due
