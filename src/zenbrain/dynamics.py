@@ -10,7 +10,7 @@ fades. Core memories never decay.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -58,6 +58,32 @@ def decode_vec(s: str) -> np.ndarray:
     return np.frombuffer(bytes.fromhex(s), dtype=np.float16).astype(np.float32)
 
 
+def _copy_row(item: MemoryItem, params: triple_copy.TripleCopyParams) -> tuple[float, ...]:
+    """The TripleCopy state of a memory as ``evaluate_many`` reads it (``CopyState``'s fields
+    in order), straight from the stored dict. A memory stored while TripleCopy was off is
+    read as if encoded at its last access."""
+    if COPIES not in item.state:
+        s = triple_copy.encode(s0=min(1.0, max(0.0, item.strength)), now=item.last_access, params=params)
+        return (s.s0, s.anchor, s.deep_base, s.deep_target, s.deep_anchor)
+    data = item.state[COPIES]
+    return (float(data["s0"]), float(data["anchor"]), float(data["deep_base"]), float(data["deep_target"]),
+            float(data["deep_anchor"]))
+
+
+def _copy_composite(items: Sequence[MemoryItem], now: float, params: triple_copy.TripleCopyParams) -> Any:
+    """``triple_copy.evaluate_many`` of the items' states (its composite), without building
+    a ``CopyState`` per memory: the same columns into the same ``strengths``."""
+    cols = np.array([_copy_row(i, params) for i in items], dtype=float).reshape(-1, 5)
+    return triple_copy.strengths(
+        s0=cols[:, 0],
+        age_s=now - cols[:, 1],
+        deep_base=cols[:, 2],
+        deep_target=cols[:, 3],
+        deep_age_s=now - cols[:, 4],
+        params=params,
+    ).composite
+
+
 def retrievability(
     items: Sequence[MemoryItem],
     now: float,
@@ -90,12 +116,6 @@ def retrievability(
             dtype=float,
         )
     if use_copies:
-        # A memory stored while TripleCopy was off is read as if encoded at its last access.
-        states = [
-            triple_copy.CopyState.from_dict(i.state[COPIES]) if COPIES in i.state
-            else triple_copy.encode(s0=min(1.0, max(0.0, i.strength)), now=i.last_access, params=copies)
-            for i in items
-        ]
-        comp = np.asarray(triple_copy.evaluate_many(states, now=now, params=copies).composite, dtype=float)
+        comp = np.asarray(_copy_composite(items, now, copies), dtype=float)
         r = np.maximum(r, comp)
     return np.where(core, 1.0, np.clip(r, 0.0, 1.0))

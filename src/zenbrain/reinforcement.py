@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,7 +43,19 @@ def hebbian_boost(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
     for h in hits:
         if h.item.id in best:
             w, var = best[h.item.id]
-            h.why.hebbian_boost = float(two_factor.recall_boost(w, var, params=tp))
+            h.why.hebbian_boost = _recall_boost(w, var, tp)
+
+
+def _recall_boost(weight: float, variance: float, tp: two_factor.TwoFactorParams) -> float:
+    """``two_factor.recall_boost`` of one edge in plain floats (it runs for every linked
+    candidate of every recall); the same operations in the same order, so the same value.
+    Anything but two finite floats takes the general path."""
+    if type(weight) is float and type(variance) is float and math.isfinite(weight) and math.isfinite(variance):
+        w = max(0.0, weight)
+        s2 = max(variance, tp.min_variance)
+        f = w / (w + tp.boost_half_weight)
+        return 1.0 + tp.boost_alpha * f * (1.0 / s2) ** tp.boost_importance_exponent
+    return float(two_factor.recall_boost(weight, variance, params=tp))
 
 
 def retrievability_weight(coord: "MemoryCoordinator", hits: list[RecallHit], now: float) -> None:
@@ -84,9 +98,29 @@ def cross_context_similarity(coord: "MemoryCoordinator", part: Partition, qvec: 
 
 
 # --------------------------------------------------------------------------- after recall
+_DECODED_MAX = 256  # context vectors kept decoded: the few latest ones are most memories' review context
+_decoded: OrderedDict[str, np.ndarray] = OrderedDict()
+
+
+def _decode_ctx(text: str) -> np.ndarray:
+    """``dyn.decode_vec`` of a stored context vector, remembered by its text (a pure
+    function of it): most recalled memories were last reviewed in one of the latest
+    contexts. The array is read-only, as it is shared."""
+    v = _decoded.get(text)
+    if v is None:
+        v = dyn.decode_vec(text)
+        v.flags.writeable = False
+        _decoded[text] = v
+        if len(_decoded) > _DECODED_MAX:
+            _decoded.popitem(last=False)
+    else:
+        _decoded.move_to_end(text)
+    return v
+
+
 def _context_vector(coord: "MemoryCoordinator", part: Partition) -> np.ndarray | None:
     raw = coord.storage.kv_get(part, dyn.KV_CONTEXT)
-    return dyn.decode_vec(raw) if raw else None
+    return _decode_ctx(raw) if raw else None
 
 
 def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query: str, qvec: np.ndarray,
@@ -97,12 +131,16 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
     ctx_prev = _context_vector(coord, part)
     ctx_now = qvec if ctx_prev is None else (1 - CONTEXT_RATE) * ctx_prev + CONTEXT_RATE * qvec
     ctx_now = ctx_now / max(float(np.linalg.norm(ctx_now)), 1e-12)
+    ctx_text = dyn.encode_vec(ctx_now)
     ebb_p = coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
     fsrs_p = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
     vm_p = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
     rc_p = coord.config.param("reconsolidation", reconsolidation.DEFAULT_PARAMS)
     tc_p = coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)
-    kv: dict[str, Any] = {dyn.KV_CONTEXT: dyn.encode_vec(ctx_now)}
+    use_ebb, use_fsrs, use_vm = coord._on("ebbinghaus_decay"), coord._on("fsrs"), coord._on("vmpfc_fsrs")
+    use_tc, use_rc = coord._on("triple_copy"), coord._on("reconsolidation")
+    factor_h: float | None = None  # the HyperAgent's interval factor, read once when first needed
+    kv: dict[str, Any] = {dyn.KV_CONTEXT: ctx_text}
     states: dict[str, dict[str, Any]] = {}
     stab = []
     for rank, h in enumerate(hits, start=1):
@@ -110,28 +148,28 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
         st = dict(item.state)
         spaced = now - item.last_access >= HOUR  # massed repetition does not build stability
         s = item.stability
-        if coord._on("ebbinghaus_decay") and spaced and item.layer is not Layer.CORE:
+        if use_ebb and spaced and item.layer is not Layer.CORE:
             s = float(ebbinghaus.review_stability(stability=s, success=True, params=ebb_p))
         stab.append(s)
-        if coord._on("fsrs") and item.layer not in (Layer.CORE, Layer.WORKING) and spaced:
+        if use_fsrs and item.layer not in (Layer.CORE, Layer.WORKING) and spaced:
             rating = fsrs_schedule.grade_from_recall(rank, h.why.dense, params=fsrs_p)
             card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fsrs_p)
-            if coord._on("vmpfc_fsrs"):
+            if use_vm:
                 card, due = _vmpfc_adjust(st, card, due, ctx_now, now, vm_p)
-            factor_h = coord._tuned(part, "review_interval_factor", 1.0)
+            if factor_h is None:
+                factor_h = coord._tuned(part, "review_interval_factor", 1.0)
             if factor_h != 1.0:
                 due = now + (due - now) * factor_h
                 card = fsrs_schedule.with_due(card, due)
             st[dyn.FSRS] = card
             st["due_at"] = due
-            st[dyn.REVIEW_CTX] = dyn.encode_vec(ctx_now)
-        if coord._on("triple_copy") and dyn.COPIES in st:
+            st[dyn.REVIEW_CTX] = ctx_text
+        if use_tc and dyn.COPIES in st:
             cs = triple_copy.CopyState.from_dict(st[dyn.COPIES])
             st[dyn.COPIES] = triple_copy.reinforce(cs, now=now, quality=min(1.0, max(0.0, h.why.dense)), params=tc_p).to_dict()
-        if coord._on("reconsolidation"):
+        if use_rc:
             st[dyn.LABILE_UNTIL] = reconsolidation.open_window(now=now, params=rc_p)
         states[item.id] = st
-
     edges = _coactivation(coord, part, hits, now) if coord._on("two_factor_hebbian") else []
 
     if coord._on("neuromodulator"):
@@ -179,7 +217,7 @@ def _vmpfc_adjust(st: dict[str, Any], card: Any, due: float, ctx: np.ndarray, no
                   vp: vmpfc.VmpfcParams) -> tuple[Any, float]:
     """Scale the FSRS interval by the vmPFC factor of the context shift since the memory's
     last review; records the prediction error and factor in ``st``."""
-    c_prev = dyn.decode_vec(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
+    c_prev = _decode_ctx(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
     pe = vp.missing_context_pe if c_prev is None else float(vmpfc.prediction_error(c_prev=c_prev, c_now=ctx, params=vp))
     factor = float(vmpfc.interval_factor(pe=pe, params=vp))
     due = float(vmpfc.apply(due, now, factor, params=vp))
@@ -257,6 +295,7 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
     the same as reviewing one after the other."""
     ratings = [fsrs_schedule.grade_from_feedback(g) for _, g in reviews]  # bad grades fail before any write
     ctx = _context_vector(coord, part) if coord._on("fsrs") and coord._on("vmpfc_fsrs") else None
+    ctx_text = dyn.encode_vec(ctx) if ctx is not None else None
     ebb_p = coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
     fp = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
     vp = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
@@ -271,7 +310,7 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
             card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fp)
             if ctx is not None:
                 card, due = _vmpfc_adjust(st, card, due, ctx, now, vp)
-                st[dyn.REVIEW_CTX] = dyn.encode_vec(ctx)
+                st[dyn.REVIEW_CTX] = ctx_text
             st[dyn.FSRS] = card
             st["due_at"] = due
         if coord._on("triple_copy") and dyn.COPIES in st and success:

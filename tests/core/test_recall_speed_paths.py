@@ -1,0 +1,75 @@
+"""The scalar and direct paths of recall agree exactly with the general formulas they replace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zenbrain import dynamics, reinforcement
+from zenbrain.mechanisms import two_factor
+from zenbrain.model import Kind, Layer, MemoryItem
+from zenbrain.pma import triple_copy
+
+
+def _edge_samples() -> list[tuple[float, float]]:
+    rng = np.random.default_rng(7)
+    w = np.concatenate([rng.random(3000) * 3, rng.random(500) * 1e-3, [0.0, -0.0, -1.0, 0.5, 1e-300, 2.0]])
+    v = np.concatenate([rng.random(3000), rng.random(500) * 0.02, [0.01, 0.3, 1e-9, 1.0, 0.01, 0.0]])
+    return [(float(a), float(b)) for a, b in zip(w, v)]
+
+
+@pytest.mark.parametrize("params", [two_factor.DEFAULTS,
+                                    two_factor.TwoFactorParams(boost_alpha=0.7, boost_half_weight=0.3,
+                                                               boost_importance_exponent=0.37, min_variance=0.05)])
+def test_recall_boost_scalar_path_matches_general(params):
+    for w, var in _edge_samples():
+        assert reinforcement._recall_boost(w, var, params) == two_factor.recall_boost(w, var, params=params)
+
+
+def test_recall_boost_non_float_inputs_take_general_path():
+    tp = two_factor.DEFAULTS
+    assert reinforcement._recall_boost(1, 1, tp) == two_factor.recall_boost(1, 1, params=tp)
+    assert np.isnan(reinforcement._recall_boost(float("nan"), 0.5, tp)) == np.isnan(
+        two_factor.recall_boost(float("nan"), 0.5, params=tp))
+
+
+def _item(n: int, state: dict, strength: float = 0.7, last_access: float = 1.7e9) -> MemoryItem:
+    return MemoryItem(id=f"m{n}", user_id="u", agent_id="a", session_id=None, context="default",
+                      layer=Layer.EPISODIC, kind=Kind.FACT, content="x", content_hash="h", metadata={},
+                      created_at=1.6e9, updated_at=1.6e9, event_time=None, last_access=last_access,
+                      strength=strength, state=state)
+
+
+def test_copy_composite_matches_evaluate_many():
+    rng = np.random.default_rng(3)
+    now = 1.7e9 + 5 * 86400
+    items = []
+    for n in range(200):
+        if n % 7 == 0:
+            items.append(_item(n, {}, strength=float(rng.random()), last_access=1.7e9 - rng.random() * 1e6))
+            continue
+        s = triple_copy.CopyState(s0=float(rng.random()), anchor=1.7e9 - float(rng.random()) * 1e6,
+                                  deep_base=float(rng.random()), deep_target=float(rng.random()),
+                                  deep_anchor=1.7e9 - float(rng.random()) * 2e6)
+        d = s.to_dict()
+        if n % 5 == 0:
+            d = {k: int(v) if k == "anchor" else v for k, v in d.items()}  # ints read as floats
+        items.append(_item(n, {dynamics.COPIES: d}))
+    for params in (triple_copy.DEFAULT_PARAMS, triple_copy.TripleCopyParams(deep_initial_share=0.4, tau_fast_s=600.0)):
+        states = [triple_copy.CopyState.from_dict(i.state[dynamics.COPIES]) if dynamics.COPIES in i.state
+                  else triple_copy.encode(s0=min(1.0, max(0.0, i.strength)), now=i.last_access, params=params)
+                  for i in items]
+        want = np.asarray(triple_copy.evaluate_many(states, now=now, params=params).composite, dtype=float)
+        got = np.asarray(dynamics._copy_composite(items, now, params), dtype=float)
+        assert np.array_equal(got, want)
+
+
+def test_decoded_context_is_decode_vec_and_read_only():
+    v = np.linspace(-1, 1, 32).astype(np.float32)
+    text = dynamics.encode_vec(v)
+    a = reinforcement._decode_ctx(text)
+    b = reinforcement._decode_ctx(text)
+    assert a is b
+    assert np.array_equal(a, dynamics.decode_vec(text)) and a.dtype == dynamics.decode_vec(text).dtype
+    with pytest.raises(ValueError):
+        a[0] = 3.0
