@@ -9,6 +9,7 @@ Every call names a Scope; nothing it reads or writes leaves that scope's partiti
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,11 @@ from .retrieval.query import classify
 from .storage.base import Filter, Partition, Store
 from .text import content_hash, jaccard, token_set
 from .validation import check_content, check_k, check_metadata, check_number
+
+
+# The word set of a memory's text, for de-duplicating recall results: a pure function of
+# the text, remembered for the memories recalled most recently.
+_content_tokens = functools.lru_cache(maxsize=8192)(token_set)
 
 
 def _check_limit(limit: Any) -> int | None:
@@ -357,7 +363,7 @@ class MemoryCoordinator:
         # 4. Mechanism hooks: compositional cross-context similarity, Two-Factor boost,
         #    retrievability (Ebbinghaus / TripleCopy), priority.
         reinforcement.cross_context_similarity(self, part, qvec, hits, scope.context, lw)
-        reinforcement.hebbian_boost(self, part, hits, k)
+        edges = reinforcement.hebbian_boost(self, part, hits, k)
         reinforcement.retrievability_weight(self, hits, now)
         reinforcement.priority_weight(self, hits)
         for h in hits:
@@ -369,7 +375,7 @@ class MemoryCoordinator:
         out: list[RecallHit] = []
         kept_tokens: list[frozenset[str]] = []
         for h in hits:
-            toks = token_set(h.item.content)
+            toks = _content_tokens(h.item.content)
             if any(jaccard(toks, t) > rp.dedup_jaccard for t in kept_tokens):
                 continue
             out.append(h)
@@ -378,7 +384,7 @@ class MemoryCoordinator:
                 break
         extra: dict[str, Any] = {}
         if touch:
-            extra = reinforcement.after_recall(self, part, scope, query, qvec, out, now)
+            extra = reinforcement.after_recall(self, part, scope, query, qvec, out, now, edges=edges)
         return RecallResult(
             out,
             query_type=qtype,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,16 +27,35 @@ CONTEXT_RATE = 0.2  # how fast the partition's context vector follows new querie
 
 
 # --------------------------------------------------------------------------- ranking hooks
-def hebbian_boost(coord: "MemoryCoordinator", part: Partition, hits: list[RecallHit], k: int) -> None:
+@dataclass(frozen=True)
+class EdgesAmong:
+    """The edges among a set of memories, as one recall read them: a later step of the
+    same recall that needs the edges among a subset takes them from here."""
+
+    ids: frozenset[str]
+    edges: list[Edge]
+
+    def among(self, ids: list[str]) -> list[Edge] | None:
+        """The edges with both ends in ``ids`` (what ``edges_among`` returns, in some
+        order), or None when ``ids`` is not a subset of what was read."""
+        wanted = set(ids)
+        if not wanted <= self.ids:
+            return None
+        return [e for e in self.edges if e.src in wanted and e.dst in wanted]
+
+
+def hebbian_boost(coord: "MemoryCoordinator", part: Partition, hits: list[RecallHit], k: int) -> EdgesAmong | None:
     """Two-Factor boost: a candidate linked by strong, mature edges to other strong
-    candidates of this query gets score x (1 + alpha * f(w) * I^0.1)."""
+    candidates of this query gets score x (1 + alpha * f(w) * I^0.1). Returns the edges
+    it read (None when it read none)."""
     if not coord._on("two_factor_hebbian") or len(hits) < 2:
-        return
+        return None
     tp = coord.config.param("two_factor_hebbian", two_factor.DEFAULTS)
     ranked = sorted(hits, key=lambda h: -h.why.fused)[: max(BOOST_POOL * k, 10)]
     pool = {h.item.id for h in ranked}
     best: dict[str, tuple[float, float]] = {}
-    for e in coord.storage.edges_among(part, pool):
+    read = coord.storage.edges_among(part, pool)
+    for e in read:
         if e.relation != "contradicts":
             for node in (e.src, e.dst):
                 if node not in best or e.weight > best[node][0]:
@@ -44,6 +64,7 @@ def hebbian_boost(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
         if h.item.id in best:
             w, var = best[h.item.id]
             h.why.hebbian_boost = _recall_boost(w, var, tp)
+    return EdgesAmong(frozenset(pool), read)
 
 
 def _recall_boost(weight: float, variance: float, tp: two_factor.TwoFactorParams) -> float:
@@ -124,8 +145,9 @@ def _context_vector(coord: "MemoryCoordinator", part: Partition) -> np.ndarray |
 
 
 def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query: str, qvec: np.ndarray,
-                 hits: list[RecallHit], now: float) -> dict[str, Any]:
-    """Side effects that keep memory alive. One transaction."""
+                 hits: list[RecallHit], now: float, *, edges: EdgesAmong | None = None) -> dict[str, Any]:
+    """Side effects that keep memory alive. One transaction. ``edges``: edges this recall
+    has read already (by ``hebbian_boost``), so that they are not read again."""
     info: dict[str, Any] = {}
     ids = [h.item.id for h in hits]
     ctx_prev = _context_vector(coord, part)
@@ -170,7 +192,7 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
         if use_rc:
             st[dyn.LABILE_UNTIL] = reconsolidation.open_window(now=now, params=rc_p)
         states[item.id] = st
-    edges = _coactivation(coord, part, hits, now) if coord._on("two_factor_hebbian") else []
+    new_edges = _coactivation(coord, part, hits, now, edges) if coord._on("two_factor_hebbian") else []
 
     if coord._on("neuromodulator"):
         ns = _neuro(coord, part, now)
@@ -201,8 +223,8 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
         tx.update_columns(part, ids, stability=stab)
         for mid, st in states.items():
             tx.update_state(part, mid, st)
-        if edges:
-            tx.put_edges(part, edges)
+        if new_edges:
+            tx.put_edges(part, new_edges)
         for key, value in kv.items():
             tx.kv_put(part, key, value)
     for h, s in zip(hits, stab):
@@ -240,15 +262,20 @@ def _neuro(coord: "MemoryCoordinator", part: Partition, now: float) -> neuromodu
     return neuromodulator.NeuromodulatorState.from_dict(raw) if raw else neuromodulator.initial_state(now=now)
 
 
-def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[RecallHit], now: float) -> list[Edge]:
-    """Hebbian learning: the top hits of one recall were active together."""
+def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[RecallHit], now: float,
+                  known: EdgesAmong | None = None) -> list[Edge]:
+    """Hebbian learning: the top hits of one recall were active together. ``known``:
+    edges read earlier in this recall, used when they cover the top hits."""
     tp = coord.config.param("two_factor_hebbian", two_factor.DEFAULTS)
     top = hits[:COACTIVE_TOP]
     if len(top) < 2:
         return []
     ids = [h.item.id for h in top]
     vecs = coord.storage.vectors(part, ids)
-    existing = {(e.src, e.dst): e for e in coord.storage.edges_among(part, ids) if e.relation == "co_recall"}
+    among = known.among(ids) if known is not None else None
+    if among is None:
+        among = coord.storage.edges_among(part, ids)
+    existing = {(e.src, e.dst): e for e in among if e.relation == "co_recall"}
     best = max(h.score for h in top) or 1.0
     pairs, old = [], []
     for i in range(len(top)):

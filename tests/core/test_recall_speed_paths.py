@@ -73,3 +73,33 @@ def test_decoded_context_is_decode_vec_and_read_only():
     assert np.array_equal(a, dynamics.decode_vec(text)) and a.dtype == dynamics.decode_vec(text).dtype
     with pytest.raises(ValueError):
         a[0] = 3.0
+
+
+def test_edges_among_subset_matches_store_query(tmp_path):
+    from zenbrain.model import Edge
+    from zenbrain.storage.sqlite import SQLiteStore
+
+    store = SQLiteStore(str(tmp_path / "e.db"), embedder_name="t", dim=4)
+    part = ("u", "a")
+    ids = [f"n{i}" for i in range(8)]
+    edges = [Edge(ids[i], ids[j], rel, 0.1 * (i + j), 0.5, i, 1.0)
+             for i in range(8) for j in range(8) if i != j and (i * j) % 3 != 1
+             for rel in ("co_recall", "contradicts")[: 1 + (i + j) % 2]]
+    with store.transaction() as tx:
+        tx.put_edges(part, edges)
+    pool = ids[:6]
+    read = reinforcement.EdgesAmong(frozenset(pool), store.edges_among(part, pool))
+    key = lambda e: (e.src, e.dst, e.relation)
+    for sub in (ids[:2], ids[1:5], ids[:6], [ids[5], ids[0], ids[3]]):
+        assert sorted(read.among(sub), key=key) == sorted(store.edges_among(part, sub), key=key)
+    assert read.among([ids[0], ids[7]]) is None
+    store.close()
+
+
+def test_classify_remembered_equals_fresh():
+    from zenbrain.retrieval import query
+
+    for q in ("When did I move to Berlin?", "how do I install it", "what is my name", "in May 2023 what happened",
+              "before 8 May, 2023 who called", "the latest news", "hello"):
+        assert query.classify(q) == query._classify.__wrapped__(q)
+        assert query.classify(q) is query.classify(q)

@@ -9,6 +9,7 @@ time window (from "in May 2023", "on 8 May, 2023", "in 2022") and a time directi
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -102,6 +103,13 @@ def parse_window(query: str) -> TimeWindow | None:
 
 
 def classify(query: str) -> QueryInfo:
+    """The query's type, time window and time direction (a pure function of the text,
+    remembered for the latest few thousand queries: agents repeat their questions)."""
+    return _classify(query)
+
+
+@functools.lru_cache(maxsize=4096)
+def _classify(query: str) -> QueryInfo:
     if _IDENTITY.search(query):
         qtype = IDENTITY
     elif _PROCEDURAL.search(query) and not re.match(r"\s*when\b", query, re.IGNORECASE):
