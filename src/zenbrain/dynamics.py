@@ -19,6 +19,11 @@ from .mechanisms import ebbinghaus
 from .model import Layer, MemoryItem
 from .pma import triple_copy
 
+try:  # the ufunc np.clip ends in for float arrays, without np.clip's Python-level dispatch
+    from numpy._core.umath import clip as _clip
+except ImportError:  # an older numpy layout
+    _clip = np.clip
+
 if TYPE_CHECKING:
     from .registry import Mechanisms
 
@@ -118,4 +123,4 @@ def retrievability(
     if use_copies:
         comp = np.asarray(_copy_composite(items, now, copies), dtype=float)
         r = np.maximum(r, comp)
-    return np.where(core, 1.0, np.clip(r, 0.0, 1.0))
+    return np.where(core, 1.0, _clip(r, 0.0, 1.0))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -277,18 +278,13 @@ def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
         among = coord.storage.edges_among(part, ids)
     existing = {(e.src, e.dst): e for e in among if e.relation == "co_recall"}
     best = max(h.score for h in top) or 1.0
-    pairs, old = [], []
-    for i in range(len(top)):
-        for j in range(i + 1, len(top)):
-            a, b = ids[i], ids[j]
-            e = existing.get((a, b)) or existing.get((b, a))
-            if e is None:
-                w0, v0, k0 = two_factor.new_edge(params=tp)
-                e = Edge(a, b, "co_recall", w0, v0, k0, now)
-            pairs.append((i, j))
-            old.append(e)
-    ii = np.array([p[0] for p in pairs])
-    jj = np.array([p[1] for p in pairs])
+    ii, jj = _pair_index(len(top))
+    w0, v0, k0 = two_factor.new_edge(params=tp)
+    old = []
+    for i, j in zip(ii.tolist(), jj.tolist()):
+        a, b = ids[i], ids[j]
+        e = existing.get((a, b)) or existing.get((b, a))
+        old.append(Edge(a, b, "co_recall", w0, v0, k0, now) if e is None else e)
     scores = np.array([h.score for h in top])
     amp = np.maximum(0.0, np.einsum("ij,ij->i", vecs[ii], vecs[jj]))
     tag = np.minimum(1.0, (scores[ii] + scores[jj]) / (2 * best))
@@ -296,7 +292,19 @@ def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
     lock = np.asarray(two_factor.variance_lock(var)) if coord._on("stability_protector") else np.zeros(len(old))
     w, var2, k = two_factor.update(np.array([e.weight for e in old]), var, np.array([e.activations for e in old]),
                                    tag, amp, lock, params=tp)
-    return [Edge(e.src, e.dst, "co_recall", float(w[n]), float(var2[n]), int(k[n]), now) for n, e in enumerate(old)]
+    return [Edge(e.src, e.dst, "co_recall", wn, vn, int(kn), now)
+            for e, wn, vn, kn in zip(old, np.asarray(w, dtype=float).tolist(), np.asarray(var2, dtype=float).tolist(),
+                                     np.asarray(k).tolist())]
+
+
+@functools.lru_cache(maxsize=None)
+def _pair_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column of every pair i < j of n hits, row by row (shared, read-only)."""
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    ii = np.array([p[0] for p in pairs])
+    jj = np.array([p[1] for p in pairs])
+    ii.flags.writeable = jj.flags.writeable = False
+    return ii, jj
 
 
 def _check_intentions(coord, part, key, now, *, text=None, embedding=None):

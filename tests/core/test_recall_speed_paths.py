@@ -103,3 +103,33 @@ def test_classify_remembered_equals_fresh():
               "before 8 May, 2023 who called", "the latest news", "hello"):
         assert query.classify(q) == query._classify.__wrapped__(q)
         assert query.classify(q) is query.classify(q)
+
+
+@pytest.mark.parametrize("module", ["zenbrain.dynamics", "zenbrain.mechanisms.ebbinghaus", "zenbrain.pma.triple_copy"])
+def test_clip_ufunc_matches_np_clip(module):
+    import importlib
+
+    clip = importlib.import_module(module)._clip
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.normal(0.5, 1.0, 500), [np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0, 2.0]])
+    for lo, hi in ((0.0, 1.0), (0.05, 36500.0), (-0.0, 0.0)):
+        a, b = clip(x, lo, hi), np.clip(x, lo, hi)
+        assert np.array_equal(a, b, equal_nan=True) and np.array_equal(np.signbit(a), np.signbit(b))
+        s, t = clip(np.asarray(0.3), lo, hi), np.clip(np.asarray(0.3), lo, hi)
+        assert s == t and type(s) is type(t)
+
+
+def test_pair_index_is_every_pair_row_by_row():
+    for n in range(2, 7):
+        ii, jj = reinforcement._pair_index(n)
+        assert list(zip(ii.tolist(), jj.tolist())) == [(i, j) for i in range(n) for j in range(i + 1, n)]
+
+
+def test_fsrs_datetime_is_fromtimestamp():
+    from datetime import datetime, timezone
+
+    from zenbrain.mechanisms import fsrs_schedule
+
+    for t in (0.0, 1.7e9, 1703888000.123456, 1706785655.2958918):
+        assert fsrs_schedule._dt(t) == datetime.fromtimestamp(t, tz=timezone.utc)
+        assert fsrs_schedule._dt(t).timestamp() == datetime.fromtimestamp(t, tz=timezone.utc).timestamp()

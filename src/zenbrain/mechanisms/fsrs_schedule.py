@@ -81,7 +81,10 @@ def _check_time(name: str, value: Any) -> float:
     return float(value)
 
 
+@functools.lru_cache(maxsize=4096)
 def _dt(t: float) -> datetime:
+    """The UTC datetime of an epoch time (immutable, so shared: the same few review times
+    recur across the cards of one recall or one session)."""
     return datetime.fromtimestamp(t, tz=timezone.utc)
 
 

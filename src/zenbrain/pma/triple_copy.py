@@ -52,6 +52,11 @@ import numpy as np
 from ..errors import ValidationError
 from ..params import Params, bounded
 
+try:  # the ufunc np.clip ends in for float arrays, without np.clip's Python-level dispatch
+    from numpy._core.umath import clip as _clip
+except ImportError:  # an older numpy layout
+    _clip = np.clip
+
 HOUR = 3600.0
 DAY = 86400.0
 
@@ -117,15 +122,15 @@ def strengths(
     """Vectorised strengths. ``deep_target=None`` means ``deep_initial_share * s0``;
     ``deep_age_s=None`` means the deep copy started with the encoding (``age_s``).
     Negative ages count as 0."""
-    s0 = np.clip(np.asarray(s0, dtype=float), 0.0, 1.0)
+    s0 = _clip(np.asarray(s0, dtype=float), 0.0, 1.0)
     t = np.maximum(np.asarray(age_s, dtype=float), 0.0)
     td = t if deep_age_s is None else np.maximum(np.asarray(deep_age_s, dtype=float), 0.0)
     target = params.deep_initial_share * s0 if deep_target is None else np.asarray(deep_target, dtype=float)
-    target = np.clip(target, 0.0, 1.0)
-    base = np.clip(np.asarray(deep_base, dtype=float), 0.0, 1.0)
-    fast = np.clip(s0 * np.exp(-t / params.tau_fast_s), 0.0, 1.0)
-    medium = np.clip(params.medium_share * s0 * np.exp(-t / params.tau_medium_s), 0.0, 1.0)
-    deep = np.clip(target - (target - base) * np.exp(-td / params.tau_deep_s), 0.0, 1.0)
+    target = _clip(target, 0.0, 1.0)
+    base = _clip(np.asarray(deep_base, dtype=float), 0.0, 1.0)
+    fast = _clip(s0 * np.exp(-t / params.tau_fast_s), 0.0, 1.0)
+    medium = _clip(params.medium_share * s0 * np.exp(-t / params.tau_medium_s), 0.0, 1.0)
+    deep = _clip(target - (target - base) * np.exp(-td / params.tau_deep_s), 0.0, 1.0)
     composite = np.maximum(np.maximum(fast, medium), deep)
     return CopyStrengths(_out(fast), _out(medium), _out(deep), _out(composite))
 
