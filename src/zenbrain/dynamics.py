@@ -9,7 +9,9 @@ fades. Core memories never decay.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,6 +65,10 @@ def decode_vec(s: str) -> np.ndarray:
     return np.frombuffer(bytes.fromhex(s), dtype=np.float16).astype(np.float32)
 
 
+_COPY_FIELDS = operator.itemgetter("s0", "anchor", "deep_base", "deep_target", "deep_anchor")  # CopyState's order
+_DECAY_FIELDS = operator.attrgetter("last_access", "stability", "arousal", "valence")
+
+
 def _copy_row(item: MemoryItem, params: triple_copy.TripleCopyParams) -> tuple[float, ...]:
     """The TripleCopy state of a memory as ``evaluate_many`` reads it (``CopyState``'s fields
     in order), straight from the stored dict. A memory stored while TripleCopy was off is
@@ -78,7 +84,8 @@ def _copy_row(item: MemoryItem, params: triple_copy.TripleCopyParams) -> tuple[f
 def _copy_composite(items: Sequence[MemoryItem], now: float, params: triple_copy.TripleCopyParams) -> Any:
     """``triple_copy.evaluate_many`` of the items' states (its composite), without building
     a ``CopyState`` per memory: the same columns into the same ``strengths``."""
-    cols = np.array([_copy_row(i, params) for i in items], dtype=float).reshape(-1, 5)
+    rows = (_COPY_FIELDS(i.state[COPIES]) if COPIES in i.state else _copy_row(i, params) for i in items)
+    cols = np.fromiter(chain.from_iterable(rows), float, 5 * len(items)).reshape(-1, 5)
     return triple_copy.strengths(
         s0=cols[:, 0],
         age_s=now - cols[:, 1],
@@ -87,6 +94,12 @@ def _copy_composite(items: Sequence[MemoryItem], now: float, params: triple_copy
         deep_age_s=now - cols[:, 4],
         params=params,
     ).composite
+
+
+def _decay_columns(items: Sequence[MemoryItem]) -> np.ndarray:
+    """Rows last_access, stability, arousal, valence of the items (each row contiguous)."""
+    flat = np.fromiter(chain.from_iterable(map(_DECAY_FIELDS, items)), float, 4 * len(items))
+    return flat.reshape(-1, 4).T.copy()
 
 
 def retrievability(
@@ -101,20 +114,21 @@ def retrievability(
     n = len(items)
     if n == 0:
         return np.zeros(0)
-    core = np.fromiter((i.layer is Layer.CORE for i in items), dtype=bool, count=n)
     use_ebb = mechanisms.on("ebbinghaus_decay")
     use_copies = mechanisms.on("triple_copy")
     if not use_ebb and not use_copies:
         return np.ones(n)
+    has_core = any(i.layer is Layer.CORE for i in items)
     r = np.zeros(n)
     if use_ebb:
-        elapsed = np.maximum(0.0, (now - np.fromiter((i.last_access for i in items), float, n)) / DAY)
+        last_access, stability, arousal, valence = _decay_columns(items)
+        elapsed = np.maximum(0.0, (now - last_access) / DAY)
         r = np.asarray(
             ebbinghaus.retrievability(
                 elapsed_days=elapsed,
-                stability=np.fromiter((i.stability for i in items), float, n),
-                arousal=np.fromiter((i.arousal for i in items), float, n),
-                valence=np.fromiter((i.valence for i in items), float, n),
+                stability=stability,
+                arousal=arousal,
+                valence=valence,
                 significance=np.fromiter((float(i.state.get(SIGNIFICANCE, 0.0)) for i in items), float, n),
                 params=ebb,
             ),
@@ -123,4 +137,8 @@ def retrievability(
     if use_copies:
         comp = np.asarray(_copy_composite(items, now, copies), dtype=float)
         r = np.maximum(r, comp)
-    return np.where(core, 1.0, _clip(r, 0.0, 1.0))
+    r = _clip(r, 0.0, 1.0)
+    if not has_core:  # the common case: nothing to pin at 1
+        return r
+    core = np.fromiter((i.layer is Layer.CORE for i in items), dtype=bool, count=n)
+    return np.where(core, 1.0, r)

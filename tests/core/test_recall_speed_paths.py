@@ -133,3 +133,79 @@ def test_fsrs_datetime_is_fromtimestamp():
     for t in (0.0, 1.7e9, 1703888000.123456, 1706785655.2958918):
         assert fsrs_schedule._dt(t) == datetime.fromtimestamp(t, tz=timezone.utc)
         assert fsrs_schedule._dt(t).timestamp() == datetime.fromtimestamp(t, tz=timezone.utc).timestamp()
+
+
+def _reference_retrievability(items, now, mechanisms, ebb, copies):
+    """dynamics.retrievability as written before its columns were gathered in one pass."""
+    from zenbrain.clock import DAY
+    from zenbrain.mechanisms import ebbinghaus
+
+    n = len(items)
+    core = np.fromiter((i.layer is Layer.CORE for i in items), dtype=bool, count=n)
+    use_ebb, use_copies = mechanisms.on("ebbinghaus_decay"), mechanisms.on("triple_copy")
+    if not use_ebb and not use_copies:
+        return np.ones(n)
+    r = np.zeros(n)
+    if use_ebb:
+        elapsed = np.maximum(0.0, (now - np.fromiter((i.last_access for i in items), float, n)) / DAY)
+        r = np.asarray(ebbinghaus.retrievability(
+            elapsed_days=elapsed, stability=np.fromiter((i.stability for i in items), float, n),
+            arousal=np.fromiter((i.arousal for i in items), float, n),
+            valence=np.fromiter((i.valence for i in items), float, n),
+            significance=np.fromiter((float(i.state.get(dynamics.SIGNIFICANCE, 0.0)) for i in items), float, n),
+            params=ebb), dtype=float)
+    if use_copies:
+        states = [triple_copy.CopyState.from_dict(i.state[dynamics.COPIES]) if dynamics.COPIES in i.state
+                  else triple_copy.encode(s0=min(1.0, max(0.0, i.strength)), now=i.last_access, params=copies)
+                  for i in items]
+        r = np.maximum(r, np.asarray(triple_copy.evaluate_many(states, now=now, params=copies).composite, dtype=float))
+    return np.where(core, 1.0, np.clip(r, 0.0, 1.0))
+
+
+@pytest.mark.parametrize("off", [(), ("triple_copy",), ("ebbinghaus_decay",), ("triple_copy", "ebbinghaus_decay")])
+@pytest.mark.parametrize("with_core", [False, True])
+def test_retrievability_matches_reference(off, with_core):
+    from zenbrain.mechanisms import ebbinghaus
+    from zenbrain.registry import Mechanisms
+
+    rng = np.random.default_rng(5)
+    now = 1.7e9 + 40 * 86400
+    items = []
+    for n in range(150):
+        state = {}
+        if n % 6:
+            state[dynamics.COPIES] = triple_copy.CopyState(
+                s0=float(rng.random()), anchor=1.7e9 + float(rng.random()) * 3e6, deep_base=float(rng.random()),
+                deep_target=float(rng.random()), deep_anchor=1.7e9 + float(rng.random()) * 3e6).to_dict()
+        if n % 4 == 0:
+            state[dynamics.SIGNIFICANCE] = float(rng.random())
+        it = _item(n, state, strength=float(rng.random()), last_access=1.7e9 + float(rng.random()) * 3e6)
+        it.stability = float(rng.random() * 30)
+        it.arousal, it.valence = float(rng.random()), float(rng.random() * 2 - 1)
+        if with_core and n % 9 == 0:
+            it.layer = Layer.CORE
+        items.append(it)
+    mech = Mechanisms(disabled=frozenset(off))
+    for ebb, copies in ((ebbinghaus.DEFAULTS, triple_copy.DEFAULT_PARAMS),
+                        (ebbinghaus.EbbinghausParams(default_stability=4.0), triple_copy.TripleCopyParams(deep_initial_share=0.5))):
+        for sub in (items, items[:1], items[:7], items[3:64]):
+            got = dynamics.retrievability(sub, now, mech, ebb=ebb, copies=copies)
+            want = _reference_retrievability(sub, now, mech, ebb, copies)
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_copy_state_from_dict_and_finite_checks():
+    from zenbrain.errors import ValidationError
+
+    d = {"s0": 1, "anchor": 1.7e9, "deep_base": np.float64(0.25), "deep_target": 0.5, "deep_anchor": 17, "x": 3}
+    keys = ("s0", "anchor", "deep_base", "deep_target", "deep_anchor")
+    got = triple_copy.CopyState.from_dict(d)
+    assert got == triple_copy.CopyState(**{k: float(d[k]) for k in keys})
+    assert all(type(getattr(got, k)) is float for k in keys)
+    for q in (0.3, 1, np.float64(0.7), np.float32(2.0), True, -5.0):
+        assert triple_copy._check_q(q) == float(min(1.0, max(0.0, q)))
+    for bad in (float("nan"), float("inf"), np.float64("nan"), -np.inf):
+        with pytest.raises(ValidationError):
+            triple_copy._check_q(bad)
+        with pytest.raises(ValidationError):
+            triple_copy.encode(s0=0.5, now=bad)
