@@ -84,7 +84,7 @@ def _copy_row(item: MemoryItem, params: triple_copy.TripleCopyParams) -> tuple[f
 def _copy_composite(items: Sequence[MemoryItem], now: float, params: triple_copy.TripleCopyParams) -> Any:
     """``triple_copy.evaluate_many`` of the items' states (its composite), without building
     a ``CopyState`` per memory: the same columns into the same ``strengths``."""
-    rows = (_COPY_FIELDS(i.state[COPIES]) if COPIES in i.state else _copy_row(i, params) for i in items)
+    rows = [_COPY_FIELDS(i.state[COPIES]) if COPIES in i.state else _copy_row(i, params) for i in items]
     cols = np.fromiter(chain.from_iterable(rows), float, 5 * len(items)).reshape(-1, 5)
     return triple_copy.strengths(
         s0=cols[:, 0],
