@@ -87,7 +87,8 @@ def retrievability_weight(coord: "MemoryCoordinator", hits: list[RecallHit], now
                            ebb=coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS),
                            copies=coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS))
     floor = coord.config.recall.retrievability_floor
-    for h, ri in zip(hits, r):
+    # Python floats: the same IEEE products and sums as numpy scalars, without their overhead.
+    for h, ri in zip(hits, np.asarray(r, dtype=float).tolist()):
         h.why.retrievability = float(floor + (1.0 - floor) * ri)
 
 

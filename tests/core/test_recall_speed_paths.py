@@ -209,3 +209,16 @@ def test_copy_state_from_dict_and_finite_checks():
             triple_copy._check_q(bad)
         with pytest.raises(ValidationError):
             triple_copy.encode(s0=0.5, now=bad)
+
+
+def test_score_breakdown_positional_order():
+    from zenbrain.model import ScoreBreakdown
+
+    assert ScoreBreakdown(0.5, 0.25, 1.5, 0.75) == ScoreBreakdown(dense=0.5, lexical=0.25, layer_weight=1.5, fused=0.75)
+
+
+def test_retrievability_weight_python_floats_match_numpy_scalars():
+    rng = np.random.default_rng(9)
+    r = np.concatenate([rng.random(5000), [0.0, 1.0, 1e-300, 0.5]])
+    for floor in (0.0, 0.05, 0.3, 1 / 3):
+        assert [float(floor + (1.0 - floor) * ri) for ri in r] == [float(floor + (1.0 - floor) * ri) for ri in r.tolist()]
