@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -121,23 +120,13 @@ def cross_context_similarity(coord: "MemoryCoordinator", part: Partition, qvec: 
 
 
 # --------------------------------------------------------------------------- after recall
-_DECODED_MAX = 256  # context vectors kept decoded: the few latest ones are most memories' review context
-_decoded: OrderedDict[str, np.ndarray] = OrderedDict()
-
-
+@functools.lru_cache(maxsize=256)
 def _decode_ctx(text: str) -> np.ndarray:
     """``dyn.decode_vec`` of a stored context vector, remembered by its text (a pure
     function of it): most recalled memories were last reviewed in one of the latest
     contexts. The array is read-only, as it is shared."""
-    v = _decoded.get(text)
-    if v is None:
-        v = dyn.decode_vec(text)
-        v.flags.writeable = False
-        _decoded[text] = v
-        if len(_decoded) > _DECODED_MAX:
-            _decoded.popitem(last=False)
-    else:
-        _decoded.move_to_end(text)
+    v = dyn.decode_vec(text)
+    v.flags.writeable = False
     return v
 
 
