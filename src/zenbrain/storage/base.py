@@ -8,6 +8,7 @@ can reach another partition's rows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -130,6 +131,13 @@ class Store(Protocol):
     def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any: ...
 
     def all_ids(self, partition: Partition) -> list[str]: ...
+
+    def sample_ids(
+        self, partition: Partition, k: int, rng: np.random.Generator, exclude: AbstractSet[str] = frozenset()
+    ) -> list[str]:
+        """Up to ``k`` distinct ids of the partition outside ``exclude``, drawn uniformly with
+        ``rng``; all of them (and ``rng`` untouched) when there are no more than ``k``."""
+        ...
 
     def due(self, partition: Partition, now: float, limit: int, flt: Filter = Filter()) -> list[MemoryItem]:
         """Memories whose review is due at ``now``, most overdue first."""

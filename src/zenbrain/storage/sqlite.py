@@ -20,6 +20,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
 
@@ -47,6 +48,15 @@ _STOPWORDS = frozenset(
     "whom why will with you your".split()
 )
 
+
+# Rounds of random rowids a large partition's sample may take before all its ids are read.
+SAMPLE_ROUNDS = 4
+
+# Planner statistics: gathered once the memories table has this many rows and again each
+# time it has grown by this factor, from this many rows per index (PRAGMA analysis_limit).
+ANALYZE_MIN_ROWS = 10_000
+ANALYZE_GROWTH = 2
+ANALYZE_LIMIT = 1000
 
 # The lexical search's first step ranks this many FTS matches per result asked for.
 LEXICAL_HEAD_FACTOR = 4
@@ -77,6 +87,13 @@ _FIELD = {name: i for i, name in enumerate(f.name for f in dataclasses.fields(Me
 _EDGE = "src, dst, relation, weight, variance, activations, updated_at"  # Edge's fields in order
 if tuple(f.name for f in dataclasses.fields(Edge)) != tuple(_EDGE.split(", ")):
     raise RuntimeError("Edge's fields no longer match the edges table")
+# A vector index row of each memory the WHERE clause that follows selects. CROSS JOIN keeps
+# memories the outer table: without planner statistics SQLite may otherwise scan the whole
+# embeddings table and look memories up by content hash, for a handful of changed ids.
+_INDEX_ROW = (
+    "m.id, m.layer, m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at) AS t, "
+    "e.vector FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.content_hash"
+)
 _LAYERS = {layer.value: layer for layer in Layer}
 _KINDS = {kind.value: kind for kind in Kind}
 # One encoder each instead of one per json.dumps call; the output is the same.
@@ -255,6 +272,7 @@ class SQLiteTransaction:
         self._store = store
         self._db = store._db
         self.touched: set[tuple[str, str, str]] = set()
+        self.inserted = 0  # memory rows put
 
     def _write(self, sql: str, args: Any = (), *, many: bool = False, cached: bool = False) -> sqlite3.Cursor:
         store = self._store
@@ -277,6 +295,7 @@ class SQLiteTransaction:
             (self._store.lexical_text(item), item.id, item.user_id, item.agent_id),
         )
         self._changed((item.user_id, item.agent_id), item.id)
+        self.inserted += 1
 
     def update_memory(self, item: MemoryItem) -> None:
         old = self._db.execute(
@@ -496,6 +515,7 @@ class SQLiteStore:
         self._seen_seq = 0
         self._erased = False
         self._tx: SQLiteTransaction | None = None
+        self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
         if self.path != ":memory:":
             parent = os.path.dirname(os.path.abspath(self.path))
             os.makedirs(parent, exist_ok=True)
@@ -576,6 +596,13 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._shared and self._tx is None:
+                try:
+                    # Keeps the planner's statistics current (cheap when nothing changed much).
+                    self._db.execute(f"PRAGMA analysis_limit={ANALYZE_LIMIT}")
+                    self._db.execute("PRAGMA optimize")
+                except sqlite3.Error:
+                    pass
             for conn in {id(self._db): self._db, id(self._reader): self._reader}.values():
                 try:
                     conn.close()
@@ -628,6 +655,37 @@ class SQLiteStore:
             if self._erased:
                 self._erased = False
                 self._scrub()
+            if tx.inserted:
+                self._keep_statistics()
+
+    def _analyzed_rows(self) -> int:
+        """Memory rows when the planner's statistics were last gathered (0: never)."""
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE name='sqlite_stat1'").fetchone() is None:
+            return 0
+        row = self._db.execute("SELECT stat FROM sqlite_stat1 WHERE tbl='memories' LIMIT 1").fetchone()
+        try:
+            return int(str(row[0]).split()[0]) if row is not None else 0
+        except (ValueError, IndexError):
+            return 0
+
+    def _keep_statistics(self) -> None:
+        """ANALYZE (sampled) whenever the memories table has doubled since it last ran, so the
+        planner never works from statistics of a much smaller table, or from none at all."""
+        rows = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+        if rows < ANALYZE_MIN_ROWS or rows < ANALYZE_GROWTH * self._stats_rows:
+            return
+        self._stats_rows = self._analyzed_rows()
+        if rows < ANALYZE_GROWTH * self._stats_rows:
+            return  # another connection has analyzed meanwhile
+        self._own_writes_only()
+        try:
+            self._db.execute(f"PRAGMA analysis_limit={ANALYZE_LIMIT}")
+            self._db.execute("ANALYZE")
+        except sqlite3.Error:
+            return  # statistics only guide the planner: the write itself has committed
+        finally:
+            self._settle()  # statistics rows only: no cached memory changed
+        self._stats_rows = rows
 
     def _scrub(self) -> None:
         """After an erasure: rewrite the FTS index without the deleted rows and truncate the WAL."""
@@ -908,10 +966,7 @@ class SQLiteStore:
                     self._reader.execute("BEGIN")
                 try:
                     rows = self._reader.execute(
-                        "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
-                        "COALESCE(m.event_time, m.created_at) AS t, e.vector FROM memories m "
-                        "JOIN embeddings e ON e.model=? AND e.hash=m.content_hash "
-                        "WHERE m.user_id=? AND m.agent_id=?",
+                        f"SELECT {_INDEX_ROW} WHERE m.user_id=? AND m.agent_id=?",
                         (self.embedder_name, *partition),
                     ).fetchall()
                 finally:
@@ -956,10 +1011,7 @@ class SQLiteStore:
             for chunk in iter_chunks(ids, 500):
                 q = ",".join("?" * len(chunk))
                 for r in self._reader.execute(
-                    "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
-                    "COALESCE(m.event_time, m.created_at) AS t, e.vector FROM memories m "
-                    "JOIN embeddings e ON e.model=? AND e.hash=m.content_hash "
-                    f"WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({q})",
+                    f"SELECT {_INDEX_ROW} WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({q})",
                     (self.embedder_name, *part, *chunk),
                 ):
                     idx.upsert(self._row(r))
@@ -1069,6 +1121,54 @@ class SQLiteStore:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?", partition)]
 
+    def sample_ids(
+        self, partition: Partition, k: int, rng: np.random.Generator, exclude: AbstractSet[str] = frozenset()
+    ) -> list[str]:
+        """Up to ``k`` distinct ids of the partition outside ``exclude``, drawn uniformly with
+        ``rng``; all of them (and ``rng`` untouched) when there are no more than ``k``.
+
+        A large partition is sampled by random rowids, a few primary-key lookups instead of
+        reading every id."""
+        k = int(k)
+        if k <= 0:
+            return []
+        limit = k + len(exclude) + 1
+        with self._lock:
+            head = [r[0] for r in self._db.execute(
+                "SELECT id FROM memories WHERE user_id=? AND agent_id=? LIMIT ?", (*partition, limit))]
+            if len(head) == limit:
+                picked = self._sample_by_rowid(partition, k, rng, exclude)
+                if picked is not None:
+                    return picked
+                head = self.all_ids(partition)
+        return _choose(head, k, rng, exclude)
+
+    def _sample_by_rowid(
+        self, partition: Partition, k: int, rng: np.random.Generator, exclude: AbstractSet[str]
+    ) -> list[str] | None:
+        """``k`` ids drawn by uniform random rowids (each row of the partition is equally
+        likely at every draw); None when too few draws land in the partition."""
+        top = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+        found: dict[int, str] = {}
+        cur = self._tuples()
+        for _ in range(SAMPLE_ROUNDS):
+            need = k - len(found)
+            draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
+            for chunk in iter_chunks([r for r in draws if r not in found], 500):
+                q = ",".join("?" * len(chunk))
+                for rowid, mid in cur.execute(
+                    f"SELECT rowid, id FROM memories WHERE rowid IN ({q}) AND +user_id=? AND +agent_id=?",
+                    (*chunk, *partition),
+                ):
+                    if mid not in exclude:
+                        found[rowid] = mid
+            if len(found) >= k:
+                # Which rows are kept must not depend on how the draws happened to be ordered.
+                keep = sorted(found)
+                pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
+                return [found[keep[i]] for i in pick]
+        return None
+
     def partitions(self) -> list[Partition]:
         with self._lock:
             return [tuple(r) for r in self._db.execute("SELECT DISTINCT user_id, agent_id FROM memories ORDER BY 1, 2")]
@@ -1106,6 +1206,15 @@ class SQLiteStore:
     def raw_connection(self) -> sqlite3.Connection:
         """For tests and maintenance tools only."""
         return self._db
+
+
+def _choose(ids: list[str], k: int, rng: np.random.Generator, exclude: AbstractSet[str]) -> list[str]:
+    """``k`` of ``ids`` outside ``exclude`` at random, in their order (all when no more than ``k``)."""
+    ids = [i for i in ids if i not in exclude]
+    if len(ids) > k:
+        pick = rng.choice(len(ids), size=k, replace=False)
+        ids = [ids[i] for i in sorted(pick)]
+    return ids
 
 
 def _split_sql(sql: str) -> list[str]:
