@@ -1,5 +1,5 @@
 """How the SQLite store behaves as it grows: planner statistics, the index sync query,
-sampling a large partition, and the recently-used index."""
+sampling a large partition, the recently-used index, and edges among a set of ids."""
 
 from __future__ import annotations
 
@@ -163,4 +163,27 @@ def test_an_existing_store_gains_the_recently_used_index(tmp_path):
     steps = plan(con, f"SELECT id FROM memories WHERE {where} ORDER BY last_access DESC, id LIMIT 5", args)
     assert any("memories_recent" in step for step in steps), steps
     assert [i.content for i in s.query(P1, order_by="last_access", descending=True, limit=2)] == ["memory alice 4", "memory alice 3"]
+    s.close()
+
+
+def test_edges_among_equals_the_pairwise_filter_in_the_same_order(tmp_path):
+    s = open_store(tmp_path / "s.db")
+    rng = np.random.default_rng(9)
+    ids = [f"m{i:03d}" for i in range(60)]
+    edges = {}
+    for _ in range(600):
+        a, b = rng.choice(ids, 2, replace=False)
+        rel = str(rng.choice(["similar", "temporal", "supports"]))
+        edges[(a, b, rel)] = Edge(str(a), str(b), rel, float(rng.random()), 0.1, 1, T0)
+    with s.transaction() as tx:
+        tx.put_edges(P1, list(edges.values()))
+        tx.put_edges(P2, list(edges.values())[:50])
+    con = s.raw_connection()
+    for n in (1, 5, 30, 60):
+        some = [str(x) for x in rng.choice(ids, n, replace=False)]
+        q = ",".join("?" * len(some))
+        want = [Edge(*r) for r in con.execute(
+            f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q}) "
+            "ORDER BY dst, src, relation", (*P1, *some, *some))]
+        assert s.edges_among(P1, some) == want
     s.close()
