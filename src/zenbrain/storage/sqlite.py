@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import os
 import re
@@ -29,6 +28,7 @@ import numpy as np
 from .._sqlite import enable_wal
 from ..errors import ConfigError, StorageError
 from ..model import Edge, HistoryEvent, Kind, Layer, MemoryItem
+from . import json_text
 from .base import Filter, Partition, StoreStats, iter_chunks
 from .migrations import MIGRATIONS
 from .vector_index import PartitionIndex, Row
@@ -96,13 +96,15 @@ _INDEX_ROW = (
 )
 _LAYERS = {layer.value: layer for layer in Layer}
 _KINDS = {kind.value: kind for kind in Kind}
-# One encoder each instead of one per json.dumps call; the output is the same.
-_encode = json.JSONEncoder(sort_keys=True).encode
-_encode_detail = json.JSONEncoder(sort_keys=True, default=float).encode
+# JSON text of metadata and state, and of history details and kv values (which may hold
+# numpy scalars): reads back as json.dumps(..., sort_keys=True[, default=float]) would.
+_encode = json_text.encode
+_encode_detail = json_text.encode_lenient
+_json_decode = json_text.decode
 
 
 def _loads(text: Any) -> Any:
-    return {} if text == "{}" else json.loads(text)
+    return {} if text == "{}" else _json_decode(text)
 
 
 def _decode(row: Sequence[Any]) -> list[Any]:
@@ -370,7 +372,7 @@ class SQLiteTransaction:
         )
         e = taken.get(memory_id)
         if e is not None:
-            # Decoded when next read (the same json.loads a fresh read would run).
+            # Decoded when next read (the same decoding a fresh read would run).
             e.vals[24] = None
             e.state_plan = None
             e.state_text = text
@@ -1110,14 +1112,14 @@ class SQLiteStore:
                 "SELECT * FROM history WHERE user_id=? AND agent_id=? AND memory_id=? ORDER BY seq",
                 (*partition, memory_id),
             ).fetchall()
-        return [HistoryEvent(r["memory_id"], r["at"], r["action"], json.loads(r["detail"])) for r in rows]
+        return [HistoryEvent(r["memory_id"], r["at"], r["action"], _json_decode(r["detail"])) for r in rows]
 
     def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any:
         with self._lock:
             row = self._db.execute(
                 "SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?", (*partition, key)
             ).fetchone()
-        return default if row is None else json.loads(row[0])
+        return default if row is None else _json_decode(row[0])
 
     def all_ids(self, partition: Partition) -> list[str]:
         """Every memory id of the partition, whatever its layer, session, context or state."""
