@@ -169,7 +169,7 @@ def test_an_existing_store_gains_the_recently_used_index(tmp_path):
 def test_edges_among_equals_the_pairwise_filter_in_the_same_order(tmp_path):
     s = open_store(tmp_path / "s.db")
     rng = np.random.default_rng(9)
-    ids = [f"m{i:03d}" for i in range(60)]
+    ids = [f"m{i:03d}" for i in range(55)] + ["Z1", "a1", "é1", "ß2", "中3"]
     edges = {}
     for _ in range(600):
         a, b = rng.choice(ids, 2, replace=False)
@@ -186,4 +186,43 @@ def test_edges_among_equals_the_pairwise_filter_in_the_same_order(tmp_path):
             f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q}) "
             "ORDER BY dst, src, relation", (*P1, *some, *some))]
         assert s.edges_among(P1, some) == want
+    s.close()
+
+
+def _edges_by_union_and_first_seen(con, part, ids):
+    """The edges touching ``ids`` as a union of the two lookups, each key where first met."""
+    seen, out = set(), []
+    idl = list(dict.fromkeys(ids))
+    for i in range(0, len(idl), 400):
+        chunk = idl[i : i + 400]
+        q = ",".join("?" * len(chunk))
+        for r in con.execute(
+            f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
+            f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
+            (*part, *chunk, *part, *chunk),
+        ):
+            if r[:3] not in seen:
+                seen.add(r[:3])
+                out.append(Edge(*r))
+    return out
+
+
+def test_edges_touching_ids_are_each_edge_once_where_first_met(tmp_path):
+    s = open_store(tmp_path / "s.db")
+    rng = np.random.default_rng(10)
+    ids = [f"m{i:04d}" for i in range(1000)]
+    edges = {}
+    for _ in range(5000):
+        a, b = rng.choice(ids, 2, replace=False)
+        rel = str(rng.choice(["similar", "temporal"]))
+        edges[(a, b, rel)] = Edge(str(a), str(b), rel, float(rng.random()), 0.1, 1, T0)
+    with s.transaction() as tx:
+        tx.put_edges(P1, list(edges.values()))
+    con = s.raw_connection()
+    for n in (1, 50, 399, 400, 401, 950):  # one chunk and several
+        some = [str(x) for x in rng.choice(ids, n, replace=False)]
+        some += some[:3]  # repeated ids count once
+        assert s.edges(P1, some) == _edges_by_union_and_first_seen(con, P1, some)
+    by_key = lambda e: (e.dst, e.src, e.relation)  # noqa: E731
+    assert sorted(s.edges(P1), key=by_key) == sorted(edges.values(), key=by_key)
     s.close()

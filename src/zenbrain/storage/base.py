@@ -7,7 +7,7 @@ can reach another partition's rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -59,6 +59,10 @@ class Transaction(Protocol):
 
     def update_state(self, partition: Partition, memory_id: str, state: dict[str, Any]) -> None:
         """Replace a memory's mechanism state (and its review due time, ``state["due_at"]``)."""
+        ...
+
+    def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]]) -> None:
+        """``update_state`` of each memory of ``states`` (id -> state), in one go."""
         ...
 
     def delete_memory(self, partition: Partition, memory_id: str) -> None:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
+import operator
 import os
 import re
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
@@ -94,6 +96,7 @@ _INDEX_ROW = (
     "m.id, m.layer, m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at) AS t, "
     "e.vector FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.content_hash"
 )
+_DST_SRC_RELATION = operator.itemgetter(1, 0, 2)  # an edge row's (dst, src, relation)
 _LAYERS = {layer.value: layer for layer in Layer}
 _KINDS = {kind.value: kind for kind in Kind}
 # JSON text of metadata and state, and of history details and kv values (which may hold
@@ -264,6 +267,63 @@ def _writes_memories(sql: str) -> bool:
     return _MEMORY_WRITE.match(sql) is not None
 
 
+@functools.lru_cache(maxsize=256)
+def _filter_sql(flt: Filter, alias: str, use_indexes: bool) -> tuple[str, tuple[Any, ...]]:
+    """A filter's WHERE clause after the partition's two placeholders, and its arguments
+    after the partition's (the same for every partition, so built once per filter)."""
+    p = f"{alias}." if alias else ""
+    if not use_indexes:
+        p = "+" + p
+    clauses = [f"{p}user_id=?", f"{p}agent_id=?"]
+    args: list[Any] = []
+    if not flt.include_archived:
+        clauses.append(f"{p}archived=0")
+    if flt.layers is not None:
+        clauses.append(f"{p}layer IN ({','.join('?' * len(flt.layers))})")
+        args.extend(sorted(layer.value for layer in flt.layers))
+    if flt.contexts is not None:
+        clauses.append(f"{p}context IN ({','.join('?' * len(flt.contexts))})")
+        args.extend(sorted(flt.contexts))
+    if flt.kinds is not None:
+        clauses.append(f"{p}kind IN ({','.join('?' * len(flt.kinds))})")
+        args.extend(sorted(flt.kinds))
+    eph = f"{p}layer IN ('working','short_term')"
+    if flt.all_sessions:
+        pass
+    elif flt.session_id is None:
+        clauses.append(f"NOT {eph}")
+    else:
+        clauses.append(f"(NOT {eph} OR {p}session_id=?)")
+        args.append(flt.session_id)
+    if flt.event_after is not None:
+        clauses.append(f"COALESCE({p}event_time, {p}created_at) >= ?")
+        args.append(flt.event_after)
+    if flt.event_before is not None:
+        clauses.append(f"COALESCE({p}event_time, {p}created_at) <= ?")
+        args.append(flt.event_before)
+    if flt.ids is not None:
+        clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
+        args.extend(sorted(flt.ids))
+    return " AND ".join(clauses), tuple(args)
+
+
+_NUMPY_SCALARS = (np.floating, np.integer, np.bool_)
+
+
+def _column_values(values: Sequence[Any], n: int, *, archived: bool = False) -> list[Any]:
+    """The first ``n`` values of a column to write, numpy scalars as Python ones
+    (``archived`` as 0 or 1)."""
+    if len(values) < n:
+        raise IndexError("a column has fewer values than there are ids")
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biuf":
+        out = values[:n].tolist()  # the same Python values as .item() of each
+    else:
+        out = [v.item() if isinstance(v, _NUMPY_SCALARS) else v for v in itertools.islice(values, n)]
+    if archived:
+        out = [int(bool(v)) for v in out]
+    return out
+
+
 class SQLiteTransaction:
     """Every write goes through ``_write``. A statement that writes memory rows either
     keeps the store's item cache exact itself (``cached=True``: it drops the rows it
@@ -331,17 +391,10 @@ class SQLiteTransaction:
             raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
         names = list(columns)
         sets = ",".join(f"{c}=?" for c in names)
-        rows = []
-        for i, mid in enumerate(ids):
-            vals = []
-            for c in names:
-                v = columns[c][i]
-                if isinstance(v, (np.floating, np.integer, np.bool_)):
-                    v = v.item()
-                if c == "archived":
-                    v = int(bool(v))
-                vals.append(v)
-            rows.append((*vals, mid, partition[0], partition[1]))
+        n = len(ids)
+        user, agent = partition
+        cols = [_column_values(columns[c], n, archived=c == "archived") for c in names]
+        rows = list(zip(*cols, ids, itertools.repeat(user, n), itertools.repeat(agent, n)))
         taken = self._store._take(partition, ids)
         self._write(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?", rows, many=True, cached=True)
         if taken:
@@ -376,6 +429,24 @@ class SQLiteTransaction:
             e.vals[24] = None
             e.state_plan = None
             e.state_text = text
+            self._store._put_back(taken)
+
+    def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]]) -> None:
+        """``update_state`` of each memory of ``states`` (id -> state), as one statement."""
+        if not states:
+            return
+        rows = [(_encode(state), state.get("due_at"), mid, *partition) for mid, state in states.items()]
+        taken = self._store._take(partition, states)
+        self._write(
+            "UPDATE memories SET state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?", rows, many=True, cached=True
+        )
+        if taken:
+            for text, _, mid, _, _ in rows:
+                e = taken.get(mid)
+                if e is not None:
+                    e.vals[24] = None
+                    e.state_plan = None
+                    e.state_text = text
             self._store._put_back(taken)
 
     def delete_memory(self, partition: Partition, memory_id: str) -> None:
@@ -853,40 +924,11 @@ class SQLiteStore:
     def _where(self, partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bool = True) -> tuple[str, list[Any]]:
         """The filter as SQL. ``use_indexes=False`` writes ``+column``, so the planner looks
         rows up by another condition (an id list) instead of scanning an index of these."""
-        p = f"{alias}." if alias else ""
-        if not use_indexes:
-            p = "+" + p
-        clauses = [f"{p}user_id=?", f"{p}agent_id=?"]
-        args: list[Any] = list(partition)
-        if not flt.include_archived:
-            clauses.append(f"{p}archived=0")
-        if flt.layers is not None:
-            clauses.append(f"{p}layer IN ({','.join('?' * len(flt.layers))})")
-            args.extend(sorted(layer.value for layer in flt.layers))
-        if flt.contexts is not None:
-            clauses.append(f"{p}context IN ({','.join('?' * len(flt.contexts))})")
-            args.extend(sorted(flt.contexts))
-        if flt.kinds is not None:
-            clauses.append(f"{p}kind IN ({','.join('?' * len(flt.kinds))})")
-            args.extend(sorted(flt.kinds))
-        eph = f"{p}layer IN ('working','short_term')"
-        if flt.all_sessions:
-            pass
-        elif flt.session_id is None:
-            clauses.append(f"NOT {eph}")
-        else:
-            clauses.append(f"(NOT {eph} OR {p}session_id=?)")
-            args.append(flt.session_id)
-        if flt.event_after is not None:
-            clauses.append(f"COALESCE({p}event_time, {p}created_at) >= ?")
-            args.append(flt.event_after)
-        if flt.event_before is not None:
-            clauses.append(f"COALESCE({p}event_time, {p}created_at) <= ?")
-            args.append(flt.event_before)
-        if flt.ids is not None:
-            clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
-            args.extend(sorted(flt.ids))
-        return " AND ".join(clauses), args
+        try:
+            sql, args = _filter_sql(flt, alias, use_indexes)
+        except TypeError:  # a filter holding unhashable values (a set for a frozenset)
+            sql, args = _filter_sql.__wrapped__(flt, alias, use_indexes)
+        return sql, [*partition, *args]
 
     def query(
         self,
@@ -1066,27 +1108,25 @@ class SQLiteStore:
             cur = self._tuples()
             if ids is None:
                 rows = cur.execute(f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=?", partition).fetchall()
-            else:
-                idl = list(dict.fromkeys(ids))
-                rows = []
-                for chunk in iter_chunks(idl, 400):
-                    q = ",".join("?" * len(chunk))
-                    # Two indexed lookups; an OR across both columns would scan the table.
-                    rows.extend(
-                        cur.execute(
-                            f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
-                            f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
-                            (*partition, *chunk, *partition, *chunk),
-                        ).fetchall()
-                    )
-        seen = set()
-        out = []
-        for r in rows:
-            key = r[:3]
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(Edge(*r))
+                return [Edge(*r) for r in rows]  # one row per key
+            idl = list(dict.fromkeys(ids))
+            out: list[Edge] = []
+            before: set[str] = set()  # the ids of the chunks already read
+            for chunk in iter_chunks(idl, 400):
+                q = ",".join("?" * len(chunk))
+                # Two indexed lookups; an OR across both columns would scan the table.
+                from_chunk = cur.execute(
+                    f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q})", (*partition, *chunk)
+                ).fetchall()
+                into_chunk = cur.execute(
+                    f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})", (*partition, *chunk)
+                ).fetchall()
+                # Each edge once, where it is first met: an edge from this chunk was already
+                # met if it goes into an earlier chunk; one into this chunk if it comes from
+                # an earlier chunk or this one.
+                out.extend(Edge(*r) for r in from_chunk if r[1] not in before)
+                before.update(chunk)
+                out.extend(Edge(*r) for r in into_chunk if r[0] not in before)
         return out
 
     def edges_among(self, partition: Partition, ids: Iterable[str]) -> list[Edge]:
@@ -1097,14 +1137,14 @@ class SQLiteStore:
             return [e for e in self.edges(partition, idl) if e.src in wanted and e.dst in wanted]
         q = ",".join("?" * len(idl))
         with self._lock:
-            # The edges into the ids (the dst index, in its order), of which Python keeps those
-            # from the ids: one index range per id instead of one lookup per pair of ids.
+            # One primary-key range per src, its dst tested against the list ("+": not one
+            # index lookup per pair of ids), then in (dst, src, relation) order.
             rows = self._tuples().execute(
-                f"SELECT {_EDGE} FROM edges INDEXED BY edges_dst WHERE user_id=? AND agent_id=? AND dst IN ({q})",
-                (*partition, *idl),
+                f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND +dst IN ({q})",
+                (*partition, *idl, *idl),
             ).fetchall()
-        wanted = set(idl)
-        return [Edge(*r) for r in rows if r[0] in wanted]
+        rows.sort(key=_DST_SRC_RELATION)
+        return [Edge(*r) for r in rows]
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
         with self._lock:
