@@ -159,7 +159,8 @@ def _copy(value: Any, plan: Any) -> Any:
     out = value.copy()
     if plan:
         for k, p in plan:
-            out[k] = _copy(out[k], p)
+            # Most nested containers hold scalars only (plan None): copied here, not in a call.
+            out[k] = out[k].copy() if p is None else _copy(out[k], p)
     return out
 
 
