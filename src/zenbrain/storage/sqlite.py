@@ -696,6 +696,8 @@ class SQLiteStore:
             if self._tx is not None:
                 yield self._tx
                 return
+            # An in-memory database is never synced: its synchronous setting changes nothing.
+            durable = durable or not self._shared
             if not durable:
                 self._db.execute("PRAGMA synchronous=NORMAL")
             try:
@@ -708,9 +710,10 @@ class SQLiteStore:
             self._tx = tx
             try:
                 yield tx
-                tx._write(
-                    "INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)", sorted(tx.touched), many=True
-                )
+                if tx.touched:
+                    tx._write(
+                        "INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)", sorted(tx.touched), many=True
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 try:
