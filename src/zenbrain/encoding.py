@@ -49,12 +49,9 @@ def neuro_params(coord: "MemoryCoordinator") -> neuromodulator.NeuromodulatorPar
 
 
 def _existing_sample(coord: "MemoryCoordinator", part: Partition, exclude: set[str]) -> np.ndarray:
-    ids = [i for i in coord.storage.all_ids(part) if i not in exclude]
+    ids = coord.storage.sample_ids(part, SAMPLE_EXISTING, coord._rng, exclude)
     if not ids:
         return np.zeros((0, coord.storage.dim), dtype=np.float32)
-    if len(ids) > SAMPLE_EXISTING:
-        pick = coord._rng.choice(len(ids), size=SAMPLE_EXISTING, replace=False)
-        ids = [ids[i] for i in sorted(pick)]
     return coord.storage.vectors(part, ids)
 
 

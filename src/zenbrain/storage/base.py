@@ -7,7 +7,8 @@ can reach another partition's rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -58,6 +59,10 @@ class Transaction(Protocol):
 
     def update_state(self, partition: Partition, memory_id: str, state: dict[str, Any]) -> None:
         """Replace a memory's mechanism state (and its review due time, ``state["due_at"]``)."""
+        ...
+
+    def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]]) -> None:
+        """``update_state`` of each memory of ``states`` (id -> state), in one go."""
         ...
 
     def delete_memory(self, partition: Partition, memory_id: str) -> None:
@@ -130,6 +135,13 @@ class Store(Protocol):
     def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any: ...
 
     def all_ids(self, partition: Partition) -> list[str]: ...
+
+    def sample_ids(
+        self, partition: Partition, k: int, rng: np.random.Generator, exclude: AbstractSet[str] = frozenset()
+    ) -> list[str]:
+        """Up to ``k`` distinct ids of the partition outside ``exclude``, drawn uniformly with
+        ``rng``; all of them (and ``rng`` untouched) when there are no more than ``k``."""
+        ...
 
     def due(self, partition: Partition, now: float, limit: int, flt: Filter = Filter()) -> list[MemoryItem]:
         """Memories whose review is due at ``now``, most overdue first."""

@@ -97,4 +97,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0002_recent_index",
+        """
+        -- The memories used most recently first (what new memories link to), found without
+        -- sorting the whole partition.
+        CREATE INDEX memories_recent ON memories(user_id, agent_id, last_access);
+        """,
+    ),
 ]

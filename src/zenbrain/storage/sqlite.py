@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
+import itertools
 import math
+import operator
 import os
 import re
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,6 +30,7 @@ import numpy as np
 from .._sqlite import enable_wal
 from ..errors import ConfigError, StorageError
 from ..model import Edge, HistoryEvent, Kind, Layer, MemoryItem
+from . import json_text
 from .base import Filter, Partition, StoreStats, iter_chunks
 from .migrations import MIGRATIONS
 from .vector_index import PartitionIndex, Row
@@ -47,6 +50,15 @@ _STOPWORDS = frozenset(
     "whom why will with you your".split()
 )
 
+
+# Rounds of random rowids a large partition's sample may take before all its ids are read.
+SAMPLE_ROUNDS = 4
+
+# Planner statistics: gathered once the memories table has this many rows and again each
+# time it has grown by this factor, from this many rows per index (PRAGMA analysis_limit).
+ANALYZE_MIN_ROWS = 10_000
+ANALYZE_GROWTH = 2
+ANALYZE_LIMIT = 1000
 
 # The lexical search's first step ranks this many FTS matches per result asked for.
 LEXICAL_HEAD_FACTOR = 4
@@ -77,15 +89,25 @@ _FIELD = {name: i for i, name in enumerate(f.name for f in dataclasses.fields(Me
 _EDGE = "src, dst, relation, weight, variance, activations, updated_at"  # Edge's fields in order
 if tuple(f.name for f in dataclasses.fields(Edge)) != tuple(_EDGE.split(", ")):
     raise RuntimeError("Edge's fields no longer match the edges table")
+# A vector index row of each memory the WHERE clause that follows selects. CROSS JOIN keeps
+# memories the outer table: without planner statistics SQLite may otherwise scan the whole
+# embeddings table and look memories up by content hash, for a handful of changed ids.
+_INDEX_ROW = (
+    "m.id, m.layer, m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at) AS t, "
+    "e.vector FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.content_hash"
+)
+_DST_SRC_RELATION = operator.itemgetter(1, 0, 2)  # an edge row's (dst, src, relation)
 _LAYERS = {layer.value: layer for layer in Layer}
 _KINDS = {kind.value: kind for kind in Kind}
-# One encoder each instead of one per json.dumps call; the output is the same.
-_encode = json.JSONEncoder(sort_keys=True).encode
-_encode_detail = json.JSONEncoder(sort_keys=True, default=float).encode
+# JSON text of metadata and state, and of history details and kv values (which may hold
+# numpy scalars): reads back as json.dumps(..., sort_keys=True[, default=float]) would.
+_encode = json_text.encode
+_encode_detail = json_text.encode_lenient
+_json_decode = json_text.decode
 
 
 def _loads(text: Any) -> Any:
-    return {} if text == "{}" else json.loads(text)
+    return {} if text == "{}" else _json_decode(text)
 
 
 def _decode(row: Sequence[Any]) -> list[Any]:
@@ -137,7 +159,8 @@ def _copy(value: Any, plan: Any) -> Any:
     out = value.copy()
     if plan:
         for k, p in plan:
-            out[k] = _copy(out[k], p)
+            # Most nested containers hold scalars only (plan None): copied here, not in a call.
+            out[k] = out[k].copy() if p is None else _copy(out[k], p)
     return out
 
 
@@ -245,6 +268,63 @@ def _writes_memories(sql: str) -> bool:
     return _MEMORY_WRITE.match(sql) is not None
 
 
+@functools.lru_cache(maxsize=256)
+def _filter_sql(flt: Filter, alias: str, use_indexes: bool) -> tuple[str, tuple[Any, ...]]:
+    """A filter's WHERE clause after the partition's two placeholders, and its arguments
+    after the partition's (the same for every partition, so built once per filter)."""
+    p = f"{alias}." if alias else ""
+    if not use_indexes:
+        p = "+" + p
+    clauses = [f"{p}user_id=?", f"{p}agent_id=?"]
+    args: list[Any] = []
+    if not flt.include_archived:
+        clauses.append(f"{p}archived=0")
+    if flt.layers is not None:
+        clauses.append(f"{p}layer IN ({','.join('?' * len(flt.layers))})")
+        args.extend(sorted(layer.value for layer in flt.layers))
+    if flt.contexts is not None:
+        clauses.append(f"{p}context IN ({','.join('?' * len(flt.contexts))})")
+        args.extend(sorted(flt.contexts))
+    if flt.kinds is not None:
+        clauses.append(f"{p}kind IN ({','.join('?' * len(flt.kinds))})")
+        args.extend(sorted(flt.kinds))
+    eph = f"{p}layer IN ('working','short_term')"
+    if flt.all_sessions:
+        pass
+    elif flt.session_id is None:
+        clauses.append(f"NOT {eph}")
+    else:
+        clauses.append(f"(NOT {eph} OR {p}session_id=?)")
+        args.append(flt.session_id)
+    if flt.event_after is not None:
+        clauses.append(f"COALESCE({p}event_time, {p}created_at) >= ?")
+        args.append(flt.event_after)
+    if flt.event_before is not None:
+        clauses.append(f"COALESCE({p}event_time, {p}created_at) <= ?")
+        args.append(flt.event_before)
+    if flt.ids is not None:
+        clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
+        args.extend(sorted(flt.ids))
+    return " AND ".join(clauses), tuple(args)
+
+
+_NUMPY_SCALARS = (np.floating, np.integer, np.bool_)
+
+
+def _column_values(values: Sequence[Any], n: int, *, archived: bool = False) -> list[Any]:
+    """The first ``n`` values of a column to write, numpy scalars as Python ones
+    (``archived`` as 0 or 1)."""
+    if len(values) < n:
+        raise IndexError("a column has fewer values than there are ids")
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biuf":
+        out = values[:n].tolist()  # the same Python values as .item() of each
+    else:
+        out = [v.item() if isinstance(v, _NUMPY_SCALARS) else v for v in itertools.islice(values, n)]
+    if archived:
+        out = [int(bool(v)) for v in out]
+    return out
+
+
 class SQLiteTransaction:
     """Every write goes through ``_write``. A statement that writes memory rows either
     keeps the store's item cache exact itself (``cached=True``: it drops the rows it
@@ -255,6 +335,7 @@ class SQLiteTransaction:
         self._store = store
         self._db = store._db
         self.touched: set[tuple[str, str, str]] = set()
+        self.inserted = 0  # memory rows put
 
     def _write(self, sql: str, args: Any = (), *, many: bool = False, cached: bool = False) -> sqlite3.Cursor:
         store = self._store
@@ -277,6 +358,7 @@ class SQLiteTransaction:
             (self._store.lexical_text(item), item.id, item.user_id, item.agent_id),
         )
         self._changed((item.user_id, item.agent_id), item.id)
+        self.inserted += 1
 
     def update_memory(self, item: MemoryItem) -> None:
         old = self._db.execute(
@@ -310,17 +392,10 @@ class SQLiteTransaction:
             raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
         names = list(columns)
         sets = ",".join(f"{c}=?" for c in names)
-        rows = []
-        for i, mid in enumerate(ids):
-            vals = []
-            for c in names:
-                v = columns[c][i]
-                if isinstance(v, (np.floating, np.integer, np.bool_)):
-                    v = v.item()
-                if c == "archived":
-                    v = int(bool(v))
-                vals.append(v)
-            rows.append((*vals, mid, partition[0], partition[1]))
+        n = len(ids)
+        user, agent = partition
+        cols = [_column_values(columns[c], n, archived=c == "archived") for c in names]
+        rows = list(zip(*cols, ids, itertools.repeat(user, n), itertools.repeat(agent, n)))
         taken = self._store._take(partition, ids)
         self._write(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?", rows, many=True, cached=True)
         if taken:
@@ -351,10 +426,28 @@ class SQLiteTransaction:
         )
         e = taken.get(memory_id)
         if e is not None:
-            # Decoded when next read (the same json.loads a fresh read would run).
+            # Decoded when next read (the same decoding a fresh read would run).
             e.vals[24] = None
             e.state_plan = None
             e.state_text = text
+            self._store._put_back(taken)
+
+    def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]]) -> None:
+        """``update_state`` of each memory of ``states`` (id -> state), as one statement."""
+        if not states:
+            return
+        rows = [(_encode(state), state.get("due_at"), mid, *partition) for mid, state in states.items()]
+        taken = self._store._take(partition, states)
+        self._write(
+            "UPDATE memories SET state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?", rows, many=True, cached=True
+        )
+        if taken:
+            for text, _, mid, _, _ in rows:
+                e = taken.get(mid)
+                if e is not None:
+                    e.vals[24] = None
+                    e.state_plan = None
+                    e.state_text = text
             self._store._put_back(taken)
 
     def delete_memory(self, partition: Partition, memory_id: str) -> None:
@@ -496,6 +589,7 @@ class SQLiteStore:
         self._seen_seq = 0
         self._erased = False
         self._tx: SQLiteTransaction | None = None
+        self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
         if self.path != ":memory:":
             parent = os.path.dirname(os.path.abspath(self.path))
             os.makedirs(parent, exist_ok=True)
@@ -576,6 +670,13 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._shared and self._tx is None:
+                try:
+                    # Keeps the planner's statistics current (cheap when nothing changed much).
+                    self._db.execute(f"PRAGMA analysis_limit={ANALYZE_LIMIT}")
+                    self._db.execute("PRAGMA optimize")
+                except sqlite3.Error:
+                    pass
             for conn in {id(self._db): self._db, id(self._reader): self._reader}.values():
                 try:
                     conn.close()
@@ -595,6 +696,8 @@ class SQLiteStore:
             if self._tx is not None:
                 yield self._tx
                 return
+            # An in-memory database is never synced: its synchronous setting changes nothing.
+            durable = durable or not self._shared
             if not durable:
                 self._db.execute("PRAGMA synchronous=NORMAL")
             try:
@@ -607,9 +710,10 @@ class SQLiteStore:
             self._tx = tx
             try:
                 yield tx
-                tx._write(
-                    "INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)", sorted(tx.touched), many=True
-                )
+                if tx.touched:
+                    tx._write(
+                        "INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)", sorted(tx.touched), many=True
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 try:
@@ -628,6 +732,37 @@ class SQLiteStore:
             if self._erased:
                 self._erased = False
                 self._scrub()
+            if tx.inserted:
+                self._keep_statistics()
+
+    def _analyzed_rows(self) -> int:
+        """Memory rows when the planner's statistics were last gathered (0: never)."""
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE name='sqlite_stat1'").fetchone() is None:
+            return 0
+        row = self._db.execute("SELECT stat FROM sqlite_stat1 WHERE tbl='memories' LIMIT 1").fetchone()
+        try:
+            return int(str(row[0]).split()[0]) if row is not None else 0
+        except (ValueError, IndexError):
+            return 0
+
+    def _keep_statistics(self) -> None:
+        """ANALYZE (sampled) whenever the memories table has doubled since it last ran, so the
+        planner never works from statistics of a much smaller table, or from none at all."""
+        rows = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+        if rows < ANALYZE_MIN_ROWS or rows < ANALYZE_GROWTH * self._stats_rows:
+            return
+        self._stats_rows = self._analyzed_rows()
+        if rows < ANALYZE_GROWTH * self._stats_rows:
+            return  # another connection has analyzed meanwhile
+        self._own_writes_only()
+        try:
+            self._db.execute(f"PRAGMA analysis_limit={ANALYZE_LIMIT}")
+            self._db.execute("ANALYZE")
+        except sqlite3.Error:
+            return  # statistics only guide the planner: the write itself has committed
+        finally:
+            self._settle()  # statistics rows only: no cached memory changed
+        self._stats_rows = rows
 
     def _scrub(self) -> None:
         """After an erasure: rewrite the FTS index without the deleted rows and truncate the WAL."""
@@ -793,40 +928,11 @@ class SQLiteStore:
     def _where(self, partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bool = True) -> tuple[str, list[Any]]:
         """The filter as SQL. ``use_indexes=False`` writes ``+column``, so the planner looks
         rows up by another condition (an id list) instead of scanning an index of these."""
-        p = f"{alias}." if alias else ""
-        if not use_indexes:
-            p = "+" + p
-        clauses = [f"{p}user_id=?", f"{p}agent_id=?"]
-        args: list[Any] = list(partition)
-        if not flt.include_archived:
-            clauses.append(f"{p}archived=0")
-        if flt.layers is not None:
-            clauses.append(f"{p}layer IN ({','.join('?' * len(flt.layers))})")
-            args.extend(sorted(layer.value for layer in flt.layers))
-        if flt.contexts is not None:
-            clauses.append(f"{p}context IN ({','.join('?' * len(flt.contexts))})")
-            args.extend(sorted(flt.contexts))
-        if flt.kinds is not None:
-            clauses.append(f"{p}kind IN ({','.join('?' * len(flt.kinds))})")
-            args.extend(sorted(flt.kinds))
-        eph = f"{p}layer IN ('working','short_term')"
-        if flt.all_sessions:
-            pass
-        elif flt.session_id is None:
-            clauses.append(f"NOT {eph}")
-        else:
-            clauses.append(f"(NOT {eph} OR {p}session_id=?)")
-            args.append(flt.session_id)
-        if flt.event_after is not None:
-            clauses.append(f"COALESCE({p}event_time, {p}created_at) >= ?")
-            args.append(flt.event_after)
-        if flt.event_before is not None:
-            clauses.append(f"COALESCE({p}event_time, {p}created_at) <= ?")
-            args.append(flt.event_before)
-        if flt.ids is not None:
-            clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
-            args.extend(sorted(flt.ids))
-        return " AND ".join(clauses), args
+        try:
+            sql, args = _filter_sql(flt, alias, use_indexes)
+        except TypeError:  # a filter holding unhashable values (a set for a frozenset)
+            sql, args = _filter_sql.__wrapped__(flt, alias, use_indexes)
+        return sql, [*partition, *args]
 
     def query(
         self,
@@ -908,10 +1014,7 @@ class SQLiteStore:
                     self._reader.execute("BEGIN")
                 try:
                     rows = self._reader.execute(
-                        "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
-                        "COALESCE(m.event_time, m.created_at) AS t, e.vector FROM memories m "
-                        "JOIN embeddings e ON e.model=? AND e.hash=m.content_hash "
-                        "WHERE m.user_id=? AND m.agent_id=?",
+                        f"SELECT {_INDEX_ROW} WHERE m.user_id=? AND m.agent_id=?",
                         (self.embedder_name, *partition),
                     ).fetchall()
                 finally:
@@ -956,10 +1059,7 @@ class SQLiteStore:
             for chunk in iter_chunks(ids, 500):
                 q = ",".join("?" * len(chunk))
                 for r in self._reader.execute(
-                    "SELECT m.id, m.layer, m.context, m.session_id, m.archived, m.kind, "
-                    "COALESCE(m.event_time, m.created_at) AS t, e.vector FROM memories m "
-                    "JOIN embeddings e ON e.model=? AND e.hash=m.content_hash "
-                    f"WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({q})",
+                    f"SELECT {_INDEX_ROW} WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({q})",
                     (self.embedder_name, *part, *chunk),
                 ):
                     idx.upsert(self._row(r))
@@ -1012,27 +1112,25 @@ class SQLiteStore:
             cur = self._tuples()
             if ids is None:
                 rows = cur.execute(f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=?", partition).fetchall()
-            else:
-                idl = list(dict.fromkeys(ids))
-                rows = []
-                for chunk in iter_chunks(idl, 400):
-                    q = ",".join("?" * len(chunk))
-                    # Two indexed lookups; an OR across both columns would scan the table.
-                    rows.extend(
-                        cur.execute(
-                            f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
-                            f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
-                            (*partition, *chunk, *partition, *chunk),
-                        ).fetchall()
-                    )
-        seen = set()
-        out = []
-        for r in rows:
-            key = r[:3]
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(Edge(*r))
+                return [Edge(*r) for r in rows]  # one row per key
+            idl = list(dict.fromkeys(ids))
+            out: list[Edge] = []
+            before: set[str] = set()  # the ids of the chunks already read
+            for chunk in iter_chunks(idl, 400):
+                q = ",".join("?" * len(chunk))
+                # Two indexed lookups; an OR across both columns would scan the table.
+                from_chunk = cur.execute(
+                    f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q})", (*partition, *chunk)
+                ).fetchall()
+                into_chunk = cur.execute(
+                    f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})", (*partition, *chunk)
+                ).fetchall()
+                # Each edge once, where it is first met: an edge from this chunk was already
+                # met if it goes into an earlier chunk; one into this chunk if it comes from
+                # an earlier chunk or this one.
+                out.extend(Edge(*r) for r in from_chunk if r[1] not in before)
+                before.update(chunk)
+                out.extend(Edge(*r) for r in into_chunk if r[0] not in before)
         return out
 
     def edges_among(self, partition: Partition, ids: Iterable[str]) -> list[Edge]:
@@ -1043,10 +1141,13 @@ class SQLiteStore:
             return [e for e in self.edges(partition, idl) if e.src in wanted and e.dst in wanted]
         q = ",".join("?" * len(idl))
         with self._lock:
+            # One primary-key range per src, its dst tested against the list ("+": not one
+            # index lookup per pair of ids), then in (dst, src, relation) order.
             rows = self._tuples().execute(
-                f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q})",
+                f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND +dst IN ({q})",
                 (*partition, *idl, *idl),
             ).fetchall()
+        rows.sort(key=_DST_SRC_RELATION)
         return [Edge(*r) for r in rows]
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
@@ -1055,19 +1156,67 @@ class SQLiteStore:
                 "SELECT * FROM history WHERE user_id=? AND agent_id=? AND memory_id=? ORDER BY seq",
                 (*partition, memory_id),
             ).fetchall()
-        return [HistoryEvent(r["memory_id"], r["at"], r["action"], json.loads(r["detail"])) for r in rows]
+        return [HistoryEvent(r["memory_id"], r["at"], r["action"], _json_decode(r["detail"])) for r in rows]
 
     def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any:
         with self._lock:
             row = self._db.execute(
                 "SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?", (*partition, key)
             ).fetchone()
-        return default if row is None else json.loads(row[0])
+        return default if row is None else _json_decode(row[0])
 
     def all_ids(self, partition: Partition) -> list[str]:
         """Every memory id of the partition, whatever its layer, session, context or state."""
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?", partition)]
+
+    def sample_ids(
+        self, partition: Partition, k: int, rng: np.random.Generator, exclude: AbstractSet[str] = frozenset()
+    ) -> list[str]:
+        """Up to ``k`` distinct ids of the partition outside ``exclude``, drawn uniformly with
+        ``rng``; all of them (and ``rng`` untouched) when there are no more than ``k``.
+
+        A large partition is sampled by random rowids, a few primary-key lookups instead of
+        reading every id."""
+        k = int(k)
+        if k <= 0:
+            return []
+        limit = k + len(exclude) + 1
+        with self._lock:
+            head = [r[0] for r in self._db.execute(
+                "SELECT id FROM memories WHERE user_id=? AND agent_id=? LIMIT ?", (*partition, limit))]
+            if len(head) == limit:
+                picked = self._sample_by_rowid(partition, k, rng, exclude)
+                if picked is not None:
+                    return picked
+                head = self.all_ids(partition)
+        return _choose(head, k, rng, exclude)
+
+    def _sample_by_rowid(
+        self, partition: Partition, k: int, rng: np.random.Generator, exclude: AbstractSet[str]
+    ) -> list[str] | None:
+        """``k`` ids drawn by uniform random rowids (each row of the partition is equally
+        likely at every draw); None when too few draws land in the partition."""
+        top = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+        found: dict[int, str] = {}
+        cur = self._tuples()
+        for _ in range(SAMPLE_ROUNDS):
+            need = k - len(found)
+            draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
+            for chunk in iter_chunks([r for r in draws if r not in found], 500):
+                q = ",".join("?" * len(chunk))
+                for rowid, mid in cur.execute(
+                    f"SELECT rowid, id FROM memories WHERE rowid IN ({q}) AND +user_id=? AND +agent_id=?",
+                    (*chunk, *partition),
+                ):
+                    if mid not in exclude:
+                        found[rowid] = mid
+            if len(found) >= k:
+                # Which rows are kept must not depend on how the draws happened to be ordered.
+                keep = sorted(found)
+                pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
+                return [found[keep[i]] for i in pick]
+        return None
 
     def partitions(self) -> list[Partition]:
         with self._lock:
@@ -1106,6 +1255,15 @@ class SQLiteStore:
     def raw_connection(self) -> sqlite3.Connection:
         """For tests and maintenance tools only."""
         return self._db
+
+
+def _choose(ids: list[str], k: int, rng: np.random.Generator, exclude: AbstractSet[str]) -> list[str]:
+    """``k`` of ``ids`` outside ``exclude`` at random, in their order (all when no more than ``k``)."""
+    ids = [i for i in ids if i not in exclude]
+    if len(ids) > k:
+        pick = rng.choice(len(ids), size=k, replace=False)
+        ids = [ids[i] for i in sorted(pick)]
+    return ids
 
 
 def _split_sql(sql: str) -> list[str]:

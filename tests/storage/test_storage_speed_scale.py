@@ -1,0 +1,228 @@
+"""How the SQLite store behaves as it grows: planner statistics, the index sync query,
+sampling a large partition, the recently-used index, and edges among a set of ids."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zenbrain.model import Edge
+from zenbrain.storage import sqlite as sqlite_store
+from zenbrain.storage.migrations import MIGRATIONS
+from zenbrain.storage.sqlite import SQLiteStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from storage_helpers import DIM, MODEL, P1, P2, T0, make_item, put, unit_rows  # noqa: E402
+
+
+def open_store(path) -> SQLiteStore:
+    return SQLiteStore(str(path), embedder_name=MODEL, dim=DIM)
+
+
+def fill(store, part, n, start=0):
+    items = [make_item(part, f"memory {part[0]} {i}", last_access=T0 + i) for i in range(start, start + n)]
+    put(store, items, unit_rows(np.random.default_rng(start), n))
+    return items
+
+
+def plan(con, sql, args):
+    return [r[3] for r in con.execute("EXPLAIN QUERY PLAN " + sql, args)]
+
+
+def test_the_index_sync_query_looks_up_changed_ids_whatever_the_statistics(tmp_path):
+    s = open_store(tmp_path / "s.db")
+    fill(s, P1, 20)
+    con = s.raw_connection()
+    # Statistics claiming a huge memories table and a tiny embeddings table: a plain join
+    # would scan embeddings and find memories by content hash.
+    con.execute("ANALYZE")
+    con.execute("DELETE FROM sqlite_stat1")
+    con.execute("INSERT INTO sqlite_stat1 VALUES ('memories', 'sqlite_autoindex_memories_1', '1000000 1')")
+    con.execute("INSERT INTO sqlite_stat1 VALUES ('memories', 'memories_hash', '1000000 1')")
+    con.execute("INSERT INTO sqlite_stat1 VALUES ('embeddings', 'embeddings', '10 10 1')")
+    con.execute("ANALYZE sqlite_master")  # reload the statistics
+    ids = [f"id{i}" for i in range(500)]  # one chunk of the sync
+    sql = f"SELECT {sqlite_store._INDEX_ROW} WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({','.join('?' * 500)})"
+    steps = plan(con, sql, (MODEL, *P1, *ids))
+    assert steps[0].startswith("SEARCH m USING INDEX sqlite_autoindex_memories_1"), steps
+    assert steps[-1].startswith("SEARCH e USING PRIMARY KEY (model=? AND hash=?)"), steps
+    # What a plain join does with these statistics.
+    steps = plan(con, sql.replace("CROSS JOIN", "JOIN"), (MODEL, *P1, *ids))
+    assert steps[0].startswith("SEARCH e"), steps
+    s.close()
+
+
+def test_statistics_are_gathered_as_the_store_grows(tmp_path, monkeypatch):
+    monkeypatch.setattr(sqlite_store, "ANALYZE_MIN_ROWS", 50)
+    s = open_store(tmp_path / "s.db")
+
+    def analyzed():
+        con = s.raw_connection()
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name='sqlite_stat1'").fetchone() is None:
+            return 0
+        row = con.execute("SELECT stat FROM sqlite_stat1 WHERE tbl='memories' LIMIT 1").fetchone()
+        return 0 if row is None else int(row[0].split()[0])
+
+    fill(s, P1, 40)
+    assert analyzed() == 0  # below the minimum
+    fill(s, P1, 20, start=40)
+    assert analyzed() == 60
+    fill(s, P1, 50, start=60)
+    assert analyzed() == 60  # not yet doubled
+    fill(s, P1, 20, start=110)
+    assert analyzed() == 130
+    # The cache survives the statistics write, and reads are unchanged.
+    assert len(s.get(P1, [f"x{i}" for i in range(3)])) == 0
+    assert len(s.all_ids(P1)) == 130
+    s.close()
+    # A reopened store knows the statistics are current.
+    s = open_store(tmp_path / "s.db")
+    fill(s, P1, 10, start=130)
+    assert analyzed() == 130
+    s.close()
+
+
+def test_sampling_a_small_partition_returns_all_its_ids_without_drawing(tmp_path):
+    s = open_store(tmp_path / "s.db")
+    items = fill(s, P1, 30)
+    fill(s, P2, 5)
+    rng = np.random.default_rng(3)
+    state = rng.bit_generator.state
+    got = s.sample_ids(P1, 30, rng, exclude={items[0].id})
+    assert sorted(got) == sorted(i.id for i in items[1:])
+    assert rng.bit_generator.state == state
+    assert s.sample_ids(P1, 0, rng) == []
+    s.close()
+
+
+def test_sampling_a_partition_read_whole_matches_a_choice_over_all_ids(tmp_path):
+    s = open_store(tmp_path / "s.db")
+    items = fill(s, P1, 12)
+    # Excluded ids of new memories not stored yet make the first read take the whole partition.
+    exclude = {items[3].id} | {f"new{i}" for i in range(5)}
+    got = s.sample_ids(P1, 8, np.random.default_rng(5), exclude)
+    ids = [i for i in s.all_ids(P1) if i not in exclude]
+    pick = np.random.default_rng(5).choice(len(ids), size=8, replace=False)
+    assert got == [ids[i] for i in sorted(pick)]
+    s.close()
+
+
+def test_sampling_a_large_partition_reads_by_rowid_and_is_uniform(tmp_path):
+    s = open_store(tmp_path / "s.db")
+    items = fill(s, P1, 400)
+    fill(s, P2, 100, start=400)
+    exclude = {i.id for i in items[:50]}
+    calls = []
+    s.raw_connection().set_trace_callback(calls.append)
+    got = s.sample_ids(P1, 40, np.random.default_rng(1), exclude)
+    s.raw_connection().set_trace_callback(None)
+    assert len(got) == 40 == len(set(got))
+    assert set(got) <= {i.id for i in items[50:]}
+    assert not any("LIMIT" not in c and "rowid IN" not in c and "MAX(rowid)" not in c for c in calls if "SELECT" in c)
+    # Deterministic for a seed, and about uniform over many draws.
+    assert got == s.sample_ids(P1, 40, np.random.default_rng(1), exclude)
+    counts = {}
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        for mid in s.sample_ids(P1, 40, rng, exclude):
+            counts[mid] = counts.get(mid, 0) + 1
+    assert len(counts) == 350
+    assert max(counts.values()) < 3 * 200 * 40 / 350
+    s.close()
+
+
+def test_sampling_a_small_partition_of_a_large_table_falls_back_to_every_id(tmp_path):
+    s = open_store(tmp_path / "s.db")
+    fill(s, P2, 3000)
+    small = fill(s, P1, 30, start=3000)
+    got = s.sample_ids(P1, 10, np.random.default_rng(4))
+    assert len(got) == 10 and set(got) <= {i.id for i in small}
+    s.close()
+
+
+def test_an_existing_store_gains_the_recently_used_index(tmp_path):
+    path = tmp_path / "old.db"
+    s = open_store(path)
+    fill(s, P1, 5)
+    con = s.raw_connection()
+    # Turn it into a store the first migration alone wrote.
+    con.execute("DROP INDEX memories_recent")
+    con.execute("DELETE FROM schema_migrations WHERE version > 1")
+    s.close()
+    s = open_store(path)
+    con = s.raw_connection()
+    assert [r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY version")] == [n for n, _ in MIGRATIONS]
+    assert con.execute("SELECT 1 FROM sqlite_master WHERE name='memories_recent'").fetchone() is not None
+    from zenbrain.storage.base import Filter
+
+    where, args = s._where(P1, Filter(contexts=frozenset({"default"})))
+    steps = plan(con, f"SELECT id FROM memories WHERE {where} ORDER BY last_access DESC, id LIMIT 5", args)
+    assert any("memories_recent" in step for step in steps), steps
+    assert [i.content for i in s.query(P1, order_by="last_access", descending=True, limit=2)] == ["memory alice 4", "memory alice 3"]
+    s.close()
+
+
+def test_edges_among_equals_the_pairwise_filter_in_the_same_order(tmp_path):
+    s = open_store(tmp_path / "s.db")
+    rng = np.random.default_rng(9)
+    ids = [f"m{i:03d}" for i in range(55)] + ["Z1", "a1", "é1", "ß2", "中3"]
+    edges = {}
+    for _ in range(600):
+        a, b = rng.choice(ids, 2, replace=False)
+        rel = str(rng.choice(["similar", "temporal", "supports"]))
+        edges[(a, b, rel)] = Edge(str(a), str(b), rel, float(rng.random()), 0.1, 1, T0)
+    with s.transaction() as tx:
+        tx.put_edges(P1, list(edges.values()))
+        tx.put_edges(P2, list(edges.values())[:50])
+    con = s.raw_connection()
+    for n in (1, 5, 30, 60):
+        some = [str(x) for x in rng.choice(ids, n, replace=False)]
+        q = ",".join("?" * len(some))
+        want = [Edge(*r) for r in con.execute(
+            f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q}) "
+            "ORDER BY dst, src, relation", (*P1, *some, *some))]
+        assert s.edges_among(P1, some) == want
+    s.close()
+
+
+def _edges_by_union_and_first_seen(con, part, ids):
+    """The edges touching ``ids`` as a union of the two lookups, each key where first met."""
+    seen, out = set(), []
+    idl = list(dict.fromkeys(ids))
+    for i in range(0, len(idl), 400):
+        chunk = idl[i : i + 400]
+        q = ",".join("?" * len(chunk))
+        for r in con.execute(
+            f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
+            f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
+            (*part, *chunk, *part, *chunk),
+        ):
+            if r[:3] not in seen:
+                seen.add(r[:3])
+                out.append(Edge(*r))
+    return out
+
+
+def test_edges_touching_ids_are_each_edge_once_where_first_met(tmp_path):
+    s = open_store(tmp_path / "s.db")
+    rng = np.random.default_rng(10)
+    ids = [f"m{i:04d}" for i in range(1000)]
+    edges = {}
+    for _ in range(5000):
+        a, b = rng.choice(ids, 2, replace=False)
+        rel = str(rng.choice(["similar", "temporal"]))
+        edges[(a, b, rel)] = Edge(str(a), str(b), rel, float(rng.random()), 0.1, 1, T0)
+    with s.transaction() as tx:
+        tx.put_edges(P1, list(edges.values()))
+    con = s.raw_connection()
+    for n in (1, 50, 399, 400, 401, 950):  # one chunk and several
+        some = [str(x) for x in rng.choice(ids, n, replace=False)]
+        some += some[:3]  # repeated ids count once
+        assert s.edges(P1, some) == _edges_by_union_and_first_seen(con, P1, some)
+    by_key = lambda e: (e.dst, e.src, e.relation)  # noqa: E731
+    assert sorted(s.edges(P1), key=by_key) == sorted(edges.values(), key=by_key)
+    s.close()

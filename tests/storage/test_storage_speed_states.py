@@ -1,0 +1,107 @@
+"""update_states: one statement for several update_state calls, with the same result; and
+update_columns converting whole columns as it converted each value."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import pytest
+from storage_helpers import P1, P2, T0
+from test_sqlite_item_cache import (  # noqa: F401  (fixtures)
+    Boom,
+    cached_here,
+    decoded_here,
+    loc,
+    reads,
+    seed,
+    store,
+    uncached_reads,
+)
+
+STATES = {
+    "m1": {"due_at": T0 + 99.0, "z": (1, 2), "a": {"b": [None]}},
+    "m3": {"due_at": int(T0), "x": float("nan")},
+    "m0": {},
+    "m2": {2: "two", 1: ("one",)},
+    "gone": {"due_at": 1.0},  # no such memory: nothing to update
+}
+
+
+def test_update_states_reads_as_one_update_state_each(store, tmp_path):
+    from test_sqlite_item_cache import open_store
+
+    seed(store)
+    reads(store)  # everything cached
+    with store.transaction() as tx:
+        tx.update_states(P1, STATES)
+        tx.update_states(P1, {})
+        assert cached_here(store) == decoded_here(store)
+    got = reads(store)
+    assert got == uncached_reads(store)
+
+    other = open_store(str(tmp_path / "one_by_one.db"))
+    seed(other)
+    with other.transaction() as tx:
+        for mid, state in STATES.items():
+            tx.update_state(P1, mid, state)
+    assert reads(other) == got
+    assert list(store._items) == list(other._items) or not other._items  # same LRU order
+    other.close()
+
+
+def test_update_states_of_another_partition_leave_these_alone(store):
+    seed(store)
+    before = reads(store)
+    with store.transaction() as tx:
+        tx.update_states(P2, {"m1": {"due_at": 5.0}})
+    assert reads(store) == before == uncached_reads(store)
+
+
+def test_rolled_back_update_states_leave_nothing_cached(store):
+    seed(store)
+    before = reads(store)
+    with pytest.raises(Boom):
+        with store.transaction() as tx:
+            tx.update_states(P1, STATES)
+            reads(store)
+            raise Boom()
+    assert reads(store) == before == uncached_reads(store)
+
+
+def _old_column(values, n, archived):
+    """The per-value conversion update_columns made before converting whole columns."""
+    out = []
+    for i in range(n):
+        v = values[i]
+        if isinstance(v, (np.floating, np.integer, np.bool_)):
+            v = v.item()
+        if archived:
+            v = int(bool(v))
+        out.append(v)
+    return out
+
+
+@pytest.mark.parametrize("values", [
+    [0.5, np.float32(0.25), np.float64(1e300), 3, np.int64(-2), True, np.bool_(False), None, "episodic", -0.0],
+    np.array([0.1, -0.0, np.nan, 1e-320]),
+    np.array([0.1, 2.5], dtype=np.float32),
+    np.array([1, -7], dtype=np.int32),
+    np.array([2**63 - 1, 5], dtype=np.uint64),
+    np.array([True, False]),
+    np.array(["a", "b"], dtype=object),
+    np.array([np.float64(0.5), 1], dtype=object),
+    (1.5, 2.5, 3.5),
+    deque([np.float64(0.5), 2.0]),
+])
+@pytest.mark.parametrize("archived", [False, True])
+def test_whole_column_conversion_equals_the_per_value_one(values, archived):
+    from zenbrain.storage.sqlite import _column_values
+
+    n = len(values)
+    got = _column_values(values, n, archived=archived)
+    want = _old_column(values, n, archived)
+    assert repr(got) == repr(want)
+    assert [type(v) for v in got] == [type(v) for v in want]
+    with pytest.raises(IndexError):
+        _column_values(values, len(values) + 1)
