@@ -108,3 +108,18 @@ def test_pma_suite_seeded():
     assert a == pma.run_seed(11)
     assert 0.0 <= a["reconsolidation"]["accuracy"] <= 1.0
     assert a["triple_copy"]["1h"]["ebbinghaus"] == pytest.approx(np.exp(-1 / 24))
+
+
+def test_jobs_run_with_the_cyclic_collector_paused_and_restored() -> None:
+    import gc
+
+    from zenbrain.experiments.real.harness import paused_gc
+    from zenbrain.experiments.real.pool import Job, run_jobs
+
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    results, _ = run_jobs([Job("probe", "gc:isenabled")], workers=1, progress=False)
+    assert results["probe"] is False
+    assert gc.isenabled()

@@ -49,6 +49,7 @@ __all__ = [
     "eval_queries",
     "limit_threads",
     "open_run",
+    "paused_gc",
     "rank_metrics",
     "retention_of",
 ]
@@ -88,25 +89,32 @@ class _SeededUUID:
 
 @contextlib.contextmanager
 def deterministic_ids(seed: int) -> Iterator[None]:
-    """Memory ids from a seeded generator for the duration of the block (one run).
+    """Memory ids from a seeded generator for the duration of the block.
 
     The coordinator draws ids with ``uuid.uuid4()`` and offers no hook for an id factory;
     this swaps the module the coordinator sees (not the global ``uuid``) and restores it.
-
-    The block also runs without Python's cyclic garbage collector: a run frees what it
-    allocates by reference counting (it makes no reference cycles to collect), while each
-    automatic full collection would walk the whole heap of the process (tens of
-    milliseconds in a worker, about one per ablation run). Results do not depend on it;
-    the collector is switched back on (if it was on) when the block ends.
     """
     original = _coordinator_module.uuid
     _coordinator_module.uuid = _SeededUUID(seed)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _coordinator_module.uuid = original
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Run the block without Python's cyclic garbage collector.
+
+    An experiment run frees what it allocates by reference counting (it makes no reference
+    cycles), while each automatic full collection walks the whole heap of the worker (tens
+    of milliseconds, about once per ablation run). Results do not depend on it.
+    """
     collecting = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        _coordinator_module.uuid = original
         if collecting:
             gc.enable()
 

@@ -17,7 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from .harness import limit_threads
+from .harness import limit_threads, paused_gc
 
 __all__ = ["Job", "default_workers", "run_jobs"]
 
@@ -37,7 +37,8 @@ def _resolve(path: str) -> Callable[..., Any]:
 
 def _call(fn: str, kwargs: dict[str, Any]) -> tuple[Any, float]:
     t = time.perf_counter()
-    out = _resolve(fn)(**kwargs)
+    with paused_gc():
+        out = _resolve(fn)(**kwargs)
     return out, time.perf_counter() - t
 
 
