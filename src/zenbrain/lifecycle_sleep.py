@@ -426,7 +426,8 @@ def bayesian_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, *, de
 def _lobpcg_fiedler(a: sp.csr_matrix, start: np.ndarray | None = None) -> tuple[float | None, np.ndarray | None]:
     """lambda_2 of a connected graph's Laplacian by LOBPCG, the constant vector deflated and a
     Jacobi preconditioner, and the final block of iterates (a warm start for a similar graph);
-    (None, None) when it has not converged (then the exact solver is used).
+    (None, last block or None) when it has not converged in 200 iterations (then
+    ``_fallback_fiedler`` goes on).
 
     ``start`` (n x k) starts the iteration instead of the fixed random block; when it does not
     converge from there, the fixed start is tried.
@@ -441,6 +442,7 @@ def _lobpcg_fiedler(a: sp.csr_matrix, start: np.ndarray | None = None) -> tuple[
     starts = [cold]
     if start is not None and start.shape == (n, k) and np.all(np.isfinite(start)):
         starts.insert(0, np.asarray(start, dtype=np.float64))
+    last: np.ndarray | None = None
     for x0 in starts:
         try:
             with warnings.catch_warnings():
@@ -453,7 +455,23 @@ def _lobpcg_fiedler(a: sp.csr_matrix, start: np.ndarray | None = None) -> tuple[
         resid = float(np.linalg.norm(lap @ v - lam * v))
         if np.isfinite(lam) and lam > 0.0 and resid <= 1e-3 * lam:  # converged to 0.1 %
             return max(0.0, lam), vecs
-    return None, None
+        if np.all(np.isfinite(vecs)):
+            last = vecs
+    return None, last
+
+
+def _fallback_fiedler(
+    a: sp.csr_matrix, block: np.ndarray | None, params: spectral.SpectralParams
+) -> tuple[float, np.ndarray | None]:
+    """lambda_2 where ``_lobpcg_fiedler`` stopped short: exact (shift-invert) when the
+    Laplacian is cheap to factorise (chains and other band-like graphs), else LOBPCG run on
+    from its last block to ``spectral.ITER_RTOL`` (no factorisation: on a well-mixed graph
+    of 100k memories an LU takes minutes and gigabytes)."""
+    lap = laplacian(sp.csr_matrix(a, dtype=np.float64)).tocsr()
+    if spectral.cheap_to_factor(lap):
+        return spectral.fiedler_value(a, params=params), None
+    est = spectral.fiedler_iterative(lap, start=block)
+    return est.value, est.block
 
 
 def _b64(x: np.ndarray, dtype: Any) -> str:
@@ -517,6 +535,8 @@ class FiedlerMemo:
                     if raw is not None and raw.size == m * k:
                         start = raw.reshape(m, k)
                 lam, block = _lobpcg_fiedler(sub, start)
+                if lam is None:
+                    lam, block = _fallback_fiedler(sub, block, params)
             if lam is None:
                 lam = spectral.fiedler_value(sub, params=params)
             self.entry = {"nodes": nodes_key, "pairs": pairs, "weights": _b64(weights, np.float64), "fiedler": lam}
@@ -539,10 +559,10 @@ def graph_health(
 ) -> spectral.SpectralHealth:
     """``spectral.health``, with lambda_2 of a large connected graph from LOBPCG.
 
-    ``spectral.fiedler_value`` factorises the shifted Laplacian for graphs above
-    ``dense_max_nodes``; on a well-mixed graph of 10k memories that LU fills in and takes
-    most of a minute, while LOBPCG converges in well under a second. Where LOBPCG does not
-    converge (long chains with a tiny lambda_2, whose LU is cheap) the exact path runs.
+    A factorisation of the shifted Laplacian of a well-mixed graph of 10k memories fills in
+    and takes most of a minute, while LOBPCG converges in well under a second. Where 200
+    LOBPCG iterations do not reach 0.1 %, ``_fallback_fiedler`` goes on: exact for chains
+    and other band-like graphs (tiny lambda_2, cheap LU), else more LOBPCG iterations.
 
     With ``memo`` (and ``node_ids``, the ids of nodes 0..n-1) lambda_2 of a connected graph
     goes through ``FiedlerMemo``: rescaled from the last computed value when the graph
@@ -555,8 +575,10 @@ def graph_health(
         solve = memo.solver([node_ids[int(i)] for i in nodes], params)
     else:
         def solve(sub: sp.csr_matrix) -> float:
-            lam = _lobpcg_fiedler(sub)[0] if sub.shape[0] > params.dense_max_nodes else None
-            return spectral.fiedler_value(sub, params=params) if lam is None else lam
+            if sub.shape[0] <= params.dense_max_nodes:
+                return spectral.fiedler_value(sub, params=params)
+            lam, block = _lobpcg_fiedler(sub)
+            return _fallback_fiedler(sub, block, params)[0] if lam is None else lam
     return spectral.health_of(a, params=params, fiedler=solve)
 
 
