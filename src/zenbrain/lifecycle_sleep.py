@@ -13,7 +13,7 @@ import base64
 import binascii
 import hashlib
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
@@ -230,17 +230,17 @@ def selection_stage(
         return report, {}
     ids = [e.id for e in eps]
     index = {m: k for k, m in enumerate(ids)}
-    edges = [e for e in snap.edges_touching(ids) if e.relation not in PROVENANCE]
-    by_key = {(e.src, e.dst, e.relation): e for e in edges}
+    # The snapshot's edges are keyed (src, dst, relation): those touching an episode, in order.
+    by_key = {
+        key: e for key, e in snap.edges.items()
+        if (key[0] in index or key[1] in index) and key[2] not in PROVENANCE
+    }
     keys = list(by_key)
-    degree = np.zeros(len(ids))
-    for s, d, _ in keys:
-        k = index.get(s)
-        if k is not None:
-            degree[k] += 1
-        k = index.get(d)
-        if k is not None:
-            degree[k] += 1
+    # Degree of each episode: one count per edge end at it (whole counts, so the order of
+    # the additions does not matter).
+    ends = Counter(k[0] for k in keys)
+    ends.update(k[1] for k in keys)
+    degree = np.fromiter((ends.get(m, 0) for m in ids), np.float64, len(ids))
     reward, td = episode_signals(eps, limits)
     emotion = np.fromiter((abs(e.valence) * e.arousal for e in eps), float, len(eps))
     vec = vectors(coord, part, ids).astype(np.float64)
@@ -506,11 +506,8 @@ class FiedlerMemo:
         self, node_ids: list[str], params: spectral.SpectralParams
     ) -> Callable[[sp.csr_matrix], float]:
         """lambda_2 of the connected graph over ``node_ids`` (in adjacency order)."""
-        h = hashlib.sha1()
-        for x in node_ids:
-            h.update(x.encode("utf-8"))
-            h.update(b"\0")
-        nodes_key = h.hexdigest()
+        # sha1 of every id followed by a NUL byte (hashed in one piece: the same digest).
+        nodes_key = hashlib.sha1("".join(x + "\0" for x in node_ids).encode("utf-8")).hexdigest()
 
         def solve(sub: sp.csr_matrix) -> float:
             self.reused = None

@@ -264,7 +264,8 @@ def health_of(
         nodes = np.arange(n)
     else:
         nodes = np.flatnonzero(np.asarray(a.getnnz(axis=1)).reshape(-1) > 0)
-        a = a[nodes][:, nodes]
+        if nodes.size < n or not _canonical(a):  # else the submatrix would be a copy of a
+            a = a[nodes][:, nodes]
     m = len(nodes)
     if m == 0:
         return SpectralHealth(0.0, 0, 0, 0, [], np.zeros(0, dtype=np.int64), nodes, False)
@@ -288,12 +289,46 @@ def health_of(
     return SpectralHealth(
         fiedler=lam,
         n_nodes=m,
-        n_edges=int(sp.triu(a, k=1).nnz),
+        n_edges=_upper_count(a),
         n_components=int(n_comp),
         component_sizes=[int(x) for x in sizes[rank]],
         labels=labels,
         nodes=nodes,
         is_fragmented=bool(fragmented),
+    )
+
+
+def _canonical(a: Any) -> bool:
+    """A CSR matrix with sorted indices and no duplicates (what ``adjacency`` returns)."""
+    return sp.issparse(a) and a.format == "csr" and bool(a.has_canonical_format)
+
+
+def _rows(a: sp.csr_matrix) -> np.ndarray:
+    """Row index of every stored entry of a CSR matrix."""
+    return np.repeat(np.arange(a.shape[0], dtype=a.indices.dtype), np.diff(a.indptr))
+
+
+def _upper_count(a: Any) -> int:
+    """Stored entries above the diagonal: ``sp.triu(a, k=1).nnz`` without building it."""
+    if not _canonical(a):
+        return int(sp.triu(a, k=1).nnz)
+    return int(np.count_nonzero(a.indices > _rows(a)))
+
+
+def _upper(a: Any) -> sp.csr_matrix:
+    """The strict upper triangle, canonical CSR, float64. From a canonical CSR matrix its
+    entries are taken in place (row-major, columns sorted: what triu, sum_duplicates and
+    sort_indices give)."""
+    if not _canonical(a):
+        u = sp.triu(sp.csr_matrix(a, dtype=np.float64), k=1).tocsr()
+        u.sum_duplicates()
+        u.sort_indices()
+        return u
+    rows = _rows(a)
+    keep = a.indices > rows
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=a.shape[0]))])
+    return sp.csr_matrix(
+        (np.asarray(a.data[keep], dtype=np.float64), a.indices[keep], indptr), shape=a.shape
     )
 
 
@@ -303,9 +338,7 @@ def pair_weights(a: sp.spmatrix) -> tuple[str, np.ndarray]:
     The pairs are the upper triangle in row-major order; two graphs over the same nodes
     have the same digest iff they link the same pairs, and then the weights align.
     """
-    u = sp.triu(sp.csr_matrix(a, dtype=np.float64), k=1).tocsr()
-    u.sum_duplicates()
-    u.sort_indices()
+    u = _upper(a)
     h = hashlib.sha1()
     h.update(np.asarray(u.shape, dtype=np.int64).tobytes())
     h.update(u.indptr.astype(np.int64).tobytes())
