@@ -82,6 +82,8 @@ def test_band_like_graphs_are_still_factorised_and_disconnected_ones_are_zero(mo
     two = sp.block_diag([a, a]).tocsr()
     assert not S.cheap_to_factor(S.laplacian(two))
     assert S.fiedler_value(two) == 0.0
+    est = S.fiedler_iterative(S.laplacian(two).tocsr())
+    assert est.value == 0.0 and est.converged and est.iterations == 0
 
 
 def test_unconverged_estimate_is_an_upper_bound_with_its_error():

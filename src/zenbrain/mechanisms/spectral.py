@@ -110,9 +110,7 @@ def fiedler_value(a: sp.spmatrix, *, params: SpectralParams = SpectralParams()) 
         vals = eigsh(lap.tocsc(), k=2, sigma=-params.shift, which="LM", v0=v0, return_eigenvectors=False)
         vals = np.sort(vals)
     else:
-        if connected_components(lap, directed=False)[0] > 1:
-            return 0.0
-        return fiedler_iterative(lap).value
+        return fiedler_iterative(lap).value  # 0.0 for a disconnected graph
     return float(max(0.0, vals[1]))
 
 
@@ -161,7 +159,7 @@ def _ritz(lap: sp.csr_matrix, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 def fiedler_iterative(
     lap: sp.spmatrix, start: np.ndarray | None = None, *, rtol: float = ITER_RTOL, max_iter: int = ITER_MAX
 ) -> FiedlerEstimate:
-    """lambda_2 of a connected graph's Laplacian by LOBPCG, without factorising it.
+    """lambda_2 of a graph's Laplacian by LOBPCG, without factorising it (0.0 when disconnected).
 
     The constant vector (lambda_1 = 0) is a constraint, the preconditioner is Jacobi (the
     inverse degrees), the block holds ``ITER_BLOCK`` vectors from a fixed random start (or
@@ -176,6 +174,8 @@ def fiedler_iterative(
     n = lap.shape[0]
     if n < 3:
         return FiedlerEstimate(float(fiedler_value(sp.diags(lap.diagonal()) - lap)), np.zeros((n, 0)), 0.0, 0)
+    if connected_components(lap, directed=False)[0] > 1:
+        return FiedlerEstimate(0.0, np.zeros((n, 0)), 0.0, 0)  # exactly 0: no iteration gets there
     k = min(ITER_BLOCK, n - 2)
     pre = sp.diags(1.0 / np.maximum(lap.diagonal(), 1e-300))
     ones = np.full((n, 1), 1.0 / math.sqrt(n))
