@@ -102,9 +102,11 @@ def edge_decay_stage(
     part = snap.part
     last = coord.storage.kv_get(part, KV_EDGE_DECAY) or {}
     last_at = last.get("at")
-    edges = [e for e in snap.edges.values() if e.relation not in PROVENANCE]
+    keyed = [(k, e) for k, e in snap.edges.items() if k[2] not in PROVENANCE]
+    edges = [e for _, e in keyed]
     report: dict[str, Any] = {"edges": len(edges), "last_pass": last_at}
     decayed: list[Edge] = []
+    decayed_keyed: dict[tuple[str, str, str], Edge] = {}
     dead_keys: list[tuple[str, str, str]] = []
     decayed_entries: list[dict[str, Any]] = []
     pruned_entries: list[dict[str, Any]] = []
@@ -124,10 +126,11 @@ def edge_decay_stage(
         dead = np.flatnonzero(prune).tolist()
         nl = new_w.tolist()
         # The snapshot's edges change in place (as its memories do); the store follows below.
-        decayed = [edges[j] for j in changed]
+        decayed_keyed = dict(keyed[j] for j in changed)
+        decayed = list(decayed_keyed.values())
         for e, x in zip(decayed, (nl[j] for j in changed)):
             e.weight = x
-        dead_keys = [(e.src, e.dst, e.relation) for j in dead for e in (edges[j],)]
+        dead_keys = [keyed[j][0] for j in dead]
         if detail or dead:
             imp = (1.0 / np.maximum(var, 1e-12)).tolist()
             wl, dl = w.tolist(), days.tolist()
@@ -147,7 +150,7 @@ def edge_decay_stage(
         report["decayed_count"] = len(decayed)
     report["pruned"] = pruned_entries
     # Puts and deletions name different edges, so deleting first is the same as after.
-    snap.defer_edges(puts=decayed, deletes=dead_keys, kv={KV_EDGE_DECAY: {"at": now}})
+    snap.defer_edges(puts=decayed_keyed, deletes=dead_keys, kv={KV_EDGE_DECAY: {"at": now}})
     if not defer:
         snap.flush()
     return report
@@ -167,11 +170,13 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
     |delta_TD|: ``metadata.td_error`` if set, else the gap between the reward and what
     the memory's confidence predicted, ``|reward - alpha / (alpha + beta)|``.
     """
-    n = len(items)
-    reward = np.zeros(n)
-    td = np.zeros(n)
-    for k, it in enumerate(items):
-        r = it.metadata.get(META_REWARD)
+    # Python floats per item (the same double arithmetic as on array elements, less overhead).
+    reward: list[float] = []
+    td: list[float] = []
+    saturation = limits.reward_saturation
+    for it in items:
+        meta = it.metadata
+        r = meta.get(META_REWARD)
         out = it.state.get(dynamics.OUTCOMES)
         if isinstance(r, (int, float)) and not isinstance(r, bool):
             rv = float(r)
@@ -179,14 +184,15 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
             ok, fail = int(out.get("ok", 0)), int(out.get("fail", 0))
             rv = ok / (ok + fail)
         else:
-            rv = min(1.0, it.access_count / limits.reward_saturation)
-        reward[k] = min(1.0, max(0.0, rv))
-        t = it.metadata.get(META_TD_ERROR)
+            rv = min(1.0, it.access_count / saturation)
+        rk = float(min(1.0, max(0.0, rv)))
+        reward.append(rk)
+        t = meta.get(META_TD_ERROR)
         if isinstance(t, (int, float)) and not isinstance(t, bool):
-            td[k] = min(1.0, abs(float(t)))
+            td.append(min(1.0, abs(float(t))))
         else:
-            td[k] = abs(reward[k] - it.confidence)
-    return reward, td
+            td.append(abs(rk - it.confidence))
+    return np.array(reward, dtype=float).reshape(-1), np.array(td, dtype=float).reshape(-1)
 
 
 def selection_stage(
@@ -311,14 +317,14 @@ def selection_stage(
                 {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": [float(e.weight), float(w)]}
                 for k, w in plan.edge_weights.items() for e in (by_key[k],)
             ]
-        upd = []
+        upd: dict[tuple[str, str, str], Edge] = {}
         for key, new_w in plan.edge_weights.items():  # the snapshot's edges change in place
             e = by_key[key]
             e.weight, e.updated_at = float(new_w), now
-            upd.append(e)
+            upd[key] = e
         for (src, dst), w in plan.new_edges.items():
             e = Edge(src, dst, COUNTERFACTUAL, float(w), tf.initial_variance, 0, now)
-            upd.append(e)
+            upd[(src, dst, COUNTERFACTUAL)] = e
             report["edges_created"].append(edge_entry(e))
         report["edges_pruned"] = [edge_entry(by_key[k]) for k in plan.pruned_edges]
         # One write with any deferred Two-Factor decay: each edge is written once.
@@ -603,7 +609,9 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
     cache_out: dict[str, Any] = {}
     for ctx in sorted(per_ctx):
         edges = per_ctx[ctx]
-        nodes = sorted({x for e in edges for x in (e.src, e.dst)})
+        ends = {e.src for e in edges}
+        ends.update([e.dst for e in edges])
+        nodes = sorted(ends)
         pos = {m: k for k, m in enumerate(nodes)}
         s = np.fromiter((pos[e.src] for e in edges), np.int64, len(edges))
         d = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))
