@@ -8,7 +8,7 @@ for loading a partition and turning values into JSON-safe report entries.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -139,6 +139,10 @@ class Snapshot:
     ) -> list[MemoryItem]:
         """Memories (oldest first) of the given layers; ``archived=None`` means either state."""
         lay = None if layers is None else frozenset(layers)
+        if kind is None and archived is not None:  # the common filters, tested with less work
+            if lay is None:
+                return [i for i in self.items.values() if i.archived == archived]
+            return [i for i in self.items.values() if i.layer in lay and i.archived == archived]
         return [
             i for i in self.items.values()
             if (lay is None or i.layer in lay)
@@ -176,14 +180,24 @@ class Snapshot:
         self.write_edges(tx, deletes=keys)
 
     def write_edges(
-        self, tx: Any, *, puts: Sequence[Edge] = (), deletes: Sequence[tuple[str, str, str]] = ()
+        self,
+        tx: Any,
+        *,
+        puts: Sequence[Edge] | Mapping[tuple[str, str, str], Edge] = (),
+        deletes: Sequence[tuple[str, str, str]] = (),
     ) -> None:
-        """Put ``puts``, then delete ``deletes`` (with the deferred writes before them), in ``tx``."""
+        """Put ``puts``, then delete ``deletes`` (with the deferred writes before them), in ``tx``.
+
+        ``puts`` may be given keyed already (``{(src, dst, relation): edge}``)."""
         first = self._deferred_deletes
         merged = self._deferred_puts
         kv = self._deferred_kv
         self._deferred_deletes, self._deferred_puts, self._deferred_kv = [], {}, {}
-        keyed = [((e.src, e.dst, e.relation), e) for e in puts]
+        if isinstance(puts, Mapping):
+            keyed: Any = puts.items()
+            puts = list(puts.values())
+        else:
+            keyed = [((e.src, e.dst, e.relation), e) for e in puts]
         if self._edges is not None:
             self._edges.update(keyed)
             for k in deletes:
@@ -207,20 +221,24 @@ class Snapshot:
     def defer_edges(
         self,
         *,
-        puts: Sequence[Edge] = (),
+        puts: Sequence[Edge] | Mapping[tuple[str, str, str], Edge] = (),
         deletes: Sequence[tuple[str, str, str]] = (),
         kv: dict[str, Any] | None = None,
     ) -> None:
         """Change the snapshot now and the store with the next edge write (see the class).
 
         Only for writes made before any other deferred write: deletions of edges that no
-        deferred put names, then puts. ``kv`` pairs are written with the edges.
+        deferred put names, then puts (a sequence, or keyed as in ``write_edges``). ``kv``
+        pairs are written with the edges.
         """
         if self.deferred:
             raise RuntimeError("edge writes are already deferred; flush them first")
         current = self.edges  # loaded now: a later load would not see the deferred writes
         self._deferred_deletes = list(deletes)
-        self._deferred_puts = {(e.src, e.dst, e.relation): e for e in puts}
+        if isinstance(puts, Mapping):
+            self._deferred_puts = dict(puts)
+        else:
+            self._deferred_puts = {(e.src, e.dst, e.relation): e for e in puts}
         self._deferred_kv = dict(kv or {})
         current.update(self._deferred_puts)
         for k in deletes:

@@ -13,7 +13,7 @@ import base64
 import binascii
 import hashlib
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
@@ -102,9 +102,11 @@ def edge_decay_stage(
     part = snap.part
     last = coord.storage.kv_get(part, KV_EDGE_DECAY) or {}
     last_at = last.get("at")
-    edges = [e for e in snap.edges.values() if e.relation not in PROVENANCE]
+    keyed = [(k, e) for k, e in snap.edges.items() if k[2] not in PROVENANCE]
+    edges = [e for _, e in keyed]
     report: dict[str, Any] = {"edges": len(edges), "last_pass": last_at}
     decayed: list[Edge] = []
+    decayed_keyed: dict[tuple[str, str, str], Edge] = {}
     dead_keys: list[tuple[str, str, str]] = []
     decayed_entries: list[dict[str, Any]] = []
     pruned_entries: list[dict[str, Any]] = []
@@ -124,10 +126,11 @@ def edge_decay_stage(
         dead = np.flatnonzero(prune).tolist()
         nl = new_w.tolist()
         # The snapshot's edges change in place (as its memories do); the store follows below.
-        decayed = [edges[j] for j in changed]
+        decayed_keyed = dict(keyed[j] for j in changed)
+        decayed = list(decayed_keyed.values())
         for e, x in zip(decayed, (nl[j] for j in changed)):
             e.weight = x
-        dead_keys = [(e.src, e.dst, e.relation) for j in dead for e in (edges[j],)]
+        dead_keys = [keyed[j][0] for j in dead]
         if detail or dead:
             imp = (1.0 / np.maximum(var, 1e-12)).tolist()
             wl, dl = w.tolist(), days.tolist()
@@ -147,7 +150,7 @@ def edge_decay_stage(
         report["decayed_count"] = len(decayed)
     report["pruned"] = pruned_entries
     # Puts and deletions name different edges, so deleting first is the same as after.
-    snap.defer_edges(puts=decayed, deletes=dead_keys, kv={KV_EDGE_DECAY: {"at": now}})
+    snap.defer_edges(puts=decayed_keyed, deletes=dead_keys, kv={KV_EDGE_DECAY: {"at": now}})
     if not defer:
         snap.flush()
     return report
@@ -167,11 +170,13 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
     |delta_TD|: ``metadata.td_error`` if set, else the gap between the reward and what
     the memory's confidence predicted, ``|reward - alpha / (alpha + beta)|``.
     """
-    n = len(items)
-    reward = np.zeros(n)
-    td = np.zeros(n)
-    for k, it in enumerate(items):
-        r = it.metadata.get(META_REWARD)
+    # Python floats per item (the same double arithmetic as on array elements, less overhead).
+    reward: list[float] = []
+    td: list[float] = []
+    saturation = limits.reward_saturation
+    for it in items:
+        meta = it.metadata
+        r = meta.get(META_REWARD)
         out = it.state.get(dynamics.OUTCOMES)
         if isinstance(r, (int, float)) and not isinstance(r, bool):
             rv = float(r)
@@ -179,14 +184,15 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
             ok, fail = int(out.get("ok", 0)), int(out.get("fail", 0))
             rv = ok / (ok + fail)
         else:
-            rv = min(1.0, it.access_count / limits.reward_saturation)
-        reward[k] = min(1.0, max(0.0, rv))
-        t = it.metadata.get(META_TD_ERROR)
+            rv = min(1.0, it.access_count / saturation)
+        rk = float(min(1.0, max(0.0, rv)))
+        reward.append(rk)
+        t = meta.get(META_TD_ERROR)
         if isinstance(t, (int, float)) and not isinstance(t, bool):
-            td[k] = min(1.0, abs(float(t)))
+            td.append(min(1.0, abs(float(t))))
         else:
-            td[k] = abs(reward[k] - it.confidence)
-    return reward, td
+            td.append(abs(rk - it.confidence))
+    return np.array(reward, dtype=float).reshape(-1), np.array(td, dtype=float).reshape(-1)
 
 
 def selection_stage(
@@ -230,17 +236,17 @@ def selection_stage(
         return report, {}
     ids = [e.id for e in eps]
     index = {m: k for k, m in enumerate(ids)}
-    edges = [e for e in snap.edges_touching(ids) if e.relation not in PROVENANCE]
-    by_key = {(e.src, e.dst, e.relation): e for e in edges}
+    # The snapshot's edges are keyed (src, dst, relation): those touching an episode, in order.
+    by_key = {
+        key: e for key, e in snap.edges.items()
+        if (key[0] in index or key[1] in index) and key[2] not in PROVENANCE
+    }
     keys = list(by_key)
-    degree = np.zeros(len(ids))
-    for s, d, _ in keys:
-        k = index.get(s)
-        if k is not None:
-            degree[k] += 1
-        k = index.get(d)
-        if k is not None:
-            degree[k] += 1
+    # Degree of each episode: one count per edge end at it (whole counts, so the order of
+    # the additions does not matter).
+    ends = Counter(k[0] for k in keys)
+    ends.update(k[1] for k in keys)
+    degree = np.fromiter((ends.get(m, 0) for m in ids), np.float64, len(ids))
     reward, td = episode_signals(eps, limits)
     emotion = np.fromiter((abs(e.valence) * e.arousal for e in eps), float, len(eps))
     vec = vectors(coord, part, ids).astype(np.float64)
@@ -311,14 +317,14 @@ def selection_stage(
                 {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": [float(e.weight), float(w)]}
                 for k, w in plan.edge_weights.items() for e in (by_key[k],)
             ]
-        upd = []
+        upd: dict[tuple[str, str, str], Edge] = {}
         for key, new_w in plan.edge_weights.items():  # the snapshot's edges change in place
             e = by_key[key]
             e.weight, e.updated_at = float(new_w), now
-            upd.append(e)
+            upd[key] = e
         for (src, dst), w in plan.new_edges.items():
             e = Edge(src, dst, COUNTERFACTUAL, float(w), tf.initial_variance, 0, now)
-            upd.append(e)
+            upd[(src, dst, COUNTERFACTUAL)] = e
             report["edges_created"].append(edge_entry(e))
         report["edges_pruned"] = [edge_entry(by_key[k]) for k in plan.pruned_edges]
         # One write with any deferred Two-Factor decay: each edge is written once.
@@ -426,7 +432,8 @@ def bayesian_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, *, de
 def _lobpcg_fiedler(a: sp.csr_matrix, start: np.ndarray | None = None) -> tuple[float | None, np.ndarray | None]:
     """lambda_2 of a connected graph's Laplacian by LOBPCG, the constant vector deflated and a
     Jacobi preconditioner, and the final block of iterates (a warm start for a similar graph);
-    (None, None) when it has not converged (then the exact solver is used).
+    (None, last block or None) when it has not converged in 200 iterations (then
+    ``_fallback_fiedler`` goes on).
 
     ``start`` (n x k) starts the iteration instead of the fixed random block; when it does not
     converge from there, the fixed start is tried.
@@ -441,6 +448,7 @@ def _lobpcg_fiedler(a: sp.csr_matrix, start: np.ndarray | None = None) -> tuple[
     starts = [cold]
     if start is not None and start.shape == (n, k) and np.all(np.isfinite(start)):
         starts.insert(0, np.asarray(start, dtype=np.float64))
+    last: np.ndarray | None = None
     for x0 in starts:
         try:
             with warnings.catch_warnings():
@@ -453,7 +461,23 @@ def _lobpcg_fiedler(a: sp.csr_matrix, start: np.ndarray | None = None) -> tuple[
         resid = float(np.linalg.norm(lap @ v - lam * v))
         if np.isfinite(lam) and lam > 0.0 and resid <= 1e-3 * lam:  # converged to 0.1 %
             return max(0.0, lam), vecs
-    return None, None
+        if np.all(np.isfinite(vecs)):
+            last = vecs
+    return None, last
+
+
+def _fallback_fiedler(
+    a: sp.csr_matrix, block: np.ndarray | None, params: spectral.SpectralParams
+) -> tuple[float, np.ndarray | None]:
+    """lambda_2 where ``_lobpcg_fiedler`` stopped short: exact (shift-invert) when the
+    Laplacian is cheap to factorise (chains and other band-like graphs), else LOBPCG run on
+    from its last block to ``spectral.ITER_RTOL`` (no factorisation: on a well-mixed graph
+    of 100k memories an LU takes minutes and gigabytes)."""
+    lap = laplacian(sp.csr_matrix(a, dtype=np.float64)).tocsr()
+    if spectral.cheap_to_factor(lap):
+        return spectral.fiedler_value(a, params=params), None
+    est = spectral.fiedler_iterative(lap, start=block)
+    return est.value, est.block
 
 
 def _b64(x: np.ndarray, dtype: Any) -> str:
@@ -488,11 +512,8 @@ class FiedlerMemo:
         self, node_ids: list[str], params: spectral.SpectralParams
     ) -> Callable[[sp.csr_matrix], float]:
         """lambda_2 of the connected graph over ``node_ids`` (in adjacency order)."""
-        h = hashlib.sha1()
-        for x in node_ids:
-            h.update(x.encode("utf-8"))
-            h.update(b"\0")
-        nodes_key = h.hexdigest()
+        # sha1 of every id followed by a NUL byte (hashed in one piece: the same digest).
+        nodes_key = hashlib.sha1("".join(x + "\0" for x in node_ids).encode("utf-8")).hexdigest()
 
         def solve(sub: sp.csr_matrix) -> float:
             self.reused = None
@@ -517,6 +538,8 @@ class FiedlerMemo:
                     if raw is not None and raw.size == m * k:
                         start = raw.reshape(m, k)
                 lam, block = _lobpcg_fiedler(sub, start)
+                if lam is None:
+                    lam, block = _fallback_fiedler(sub, block, params)
             if lam is None:
                 lam = spectral.fiedler_value(sub, params=params)
             self.entry = {"nodes": nodes_key, "pairs": pairs, "weights": _b64(weights, np.float64), "fiedler": lam}
@@ -539,10 +562,10 @@ def graph_health(
 ) -> spectral.SpectralHealth:
     """``spectral.health``, with lambda_2 of a large connected graph from LOBPCG.
 
-    ``spectral.fiedler_value`` factorises the shifted Laplacian for graphs above
-    ``dense_max_nodes``; on a well-mixed graph of 10k memories that LU fills in and takes
-    most of a minute, while LOBPCG converges in well under a second. Where LOBPCG does not
-    converge (long chains with a tiny lambda_2, whose LU is cheap) the exact path runs.
+    A factorisation of the shifted Laplacian of a well-mixed graph of 10k memories fills in
+    and takes most of a minute, while LOBPCG converges in well under a second. Where 200
+    LOBPCG iterations do not reach 0.1 %, ``_fallback_fiedler`` goes on: exact for chains
+    and other band-like graphs (tiny lambda_2, cheap LU), else more LOBPCG iterations.
 
     With ``memo`` (and ``node_ids``, the ids of nodes 0..n-1) lambda_2 of a connected graph
     goes through ``FiedlerMemo``: rescaled from the last computed value when the graph
@@ -555,8 +578,10 @@ def graph_health(
         solve = memo.solver([node_ids[int(i)] for i in nodes], params)
     else:
         def solve(sub: sp.csr_matrix) -> float:
-            lam = _lobpcg_fiedler(sub)[0] if sub.shape[0] > params.dense_max_nodes else None
-            return spectral.fiedler_value(sub, params=params) if lam is None else lam
+            if sub.shape[0] <= params.dense_max_nodes:
+                return spectral.fiedler_value(sub, params=params)
+            lam, block = _lobpcg_fiedler(sub)
+            return _fallback_fiedler(sub, block, params)[0] if lam is None else lam
     return spectral.health_of(a, params=params, fiedler=solve)
 
 
@@ -584,7 +609,9 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
     cache_out: dict[str, Any] = {}
     for ctx in sorted(per_ctx):
         edges = per_ctx[ctx]
-        nodes = sorted({x for e in edges for x in (e.src, e.dst)})
+        ends = {e.src for e in edges}
+        ends.update([e.dst for e in edges])
+        nodes = sorted(ends)
         pos = {m: k for k, m in enumerate(nodes)}
         s = np.fromiter((pos[e.src] for e in edges), np.int64, len(edges))
         d = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))

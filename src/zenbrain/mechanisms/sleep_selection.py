@@ -238,8 +238,9 @@ def plan_sleep(
             raise ValidationError(f"edge_variances must be {m} positive numbers")
     if len(set(edge_keys)) != m:
         raise ValidationError("edge keys must be unique")
-    src = np.array([index.get(e[0], -1) for e in edge_keys], dtype=np.int64)
-    dst = np.array([index.get(e[1], -1) for e in edge_keys], dtype=np.int64)
+    get = index.get
+    src = np.fromiter((get(e[0], -1) for e in edge_keys), np.int64, m)
+    dst = np.fromiter((get(e[1], -1) for e in edge_keys), np.int64, m)
 
     # ---- Stage 1: simulation. Real candidates, then generated counterfactuals.
     nov = novelty(rel, params=params)
@@ -294,16 +295,18 @@ def plan_sleep(
     new_w = np.where(edge_delta == 0, w, new_w)
     pruned = new_w < params.prune_threshold
 
+    # Python floats and indices through tolist(): the same values as float() per element, in bulk.
+    new_s_l, new_w_l = new_s.tolist(), new_w.tolist()
     return SleepPlan(
-        strengths={ids[i]: float(new_s[i]) for i in np.flatnonzero(new_s != s)},
-        edge_weights={edge_keys[j]: float(new_w[j]) for j in np.flatnonzero((new_w != w) & ~pruned)},
+        strengths={ids[i]: new_s_l[i] for i in np.flatnonzero(new_s != s).tolist()},
+        edge_weights={edge_keys[j]: new_w_l[j] for j in np.flatnonzero((new_w != w) & ~pruned).tolist()},
         new_edges=new_edges,
-        pruned_edges=[edge_keys[j] for j in np.flatnonzero(pruned)],
+        pruned_edges=[edge_keys[j] for j in np.flatnonzero(pruned).tolist()],
         counterfactuals=counterfactuals,
-        tags={ids[i]: float(tags[i]) for i in range(n)},
-        ltp_ids=[ids[i] for i in np.flatnonzero(act_real == 1)],
-        ltd_ids=[ids[i] for i in np.flatnonzero(act_real == -1)],
-        skipped_ids=[ids[i] for i in np.flatnonzero(act_real == 0)],
+        tags=dict(zip(ids, tags.tolist())),
+        ltp_ids=[ids[i] for i in np.flatnonzero(act_real == 1).tolist()],
+        ltd_ids=[ids[i] for i in np.flatnonzero(act_real == -1).tolist()],
+        skipped_ids=[ids[i] for i in np.flatnonzero(act_real == 0).tolist()],
     )
 
 

@@ -5,7 +5,11 @@ a pair add up; self-loops dropped; weights floored at ``min_weight`` so a decaye
 present edge still connects). ``L = D - A`` (``scipy.sparse.csgraph.laplacian``). The
 Fiedler value ``lambda_2`` (second-smallest eigenvalue of L) is 0 iff the graph is
 disconnected and grows with how well it hangs together. Small graphs use a dense
-``numpy.linalg.eigvalsh``; large ones ``scipy.sparse.linalg.eigsh`` in shift-invert mode.
+``numpy.linalg.eigvalsh``. Large ones use ``scipy.sparse.linalg.eigsh`` in shift-invert mode
+only when the factorisation is known to be cheap (a band-like graph, e.g. a chain, whose
+reverse Cuthill-McKee envelope is small); every other large graph goes to LOBPCG
+(``fiedler_iterative``), which needs no factorisation: an LU of a well-mixed 100k-node
+memory graph fills in and takes minutes and gigabytes.
 
 ``health`` reports lambda_2, the components and ``is_fragmented`` (lambda_2 below
 ``fragmentation_threshold``). On fragmentation, ``propose_bridges`` returns the most similar
@@ -24,14 +28,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, laplacian
-from scipy.sparse.linalg import eigsh
+from scipy.sparse.csgraph import connected_components, laplacian, reverse_cuthill_mckee
+from scipy.sparse.linalg import eigsh, lobpcg
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
@@ -77,20 +82,127 @@ def adjacency(
     return (a + a.T).tocsr()
 
 
+# Sum of the squared envelope row widths (in reverse Cuthill-McKee order) up to which a
+# large Laplacian is factorised: about the flops of its envelope Cholesky, a second or less.
+FACTOR_MAX_WORK = 1e9
+ITER_BLOCK = 4  # LOBPCG block size (lambda_2 and the next few, which speed its convergence)
+ITER_RTOL = 1e-6  # bound on the relative error of lambda_2 at which LOBPCG stops
+ITER_MAX = 3000  # LOBPCG iterations at most (the estimate is then an upper bound)
+_ITER_CHUNK = 50  # iterations between two checks of the error bound
+
+
 def fiedler_value(a: sp.spmatrix, *, params: SpectralParams = SpectralParams()) -> float:
-    """Second-smallest Laplacian eigenvalue of a symmetric adjacency; 0.0 for fewer than 2 nodes."""
+    """Second-smallest Laplacian eigenvalue of a symmetric adjacency; 0.0 for fewer than 2 nodes.
+
+    Up to ``dense_max_nodes`` nodes: dense and exact. Above: shift-invert ``eigsh`` when the
+    Laplacian's envelope is small (``cheap_to_factor``), else ``fiedler_iterative`` (meant
+    for a connected graph, as ``health_of`` passes it; 0.0 for a disconnected one).
+    """
     n = a.shape[0]
     if n < 2:
         return 0.0
     lap = laplacian(sp.csr_matrix(a, dtype=np.float64))
     if n <= params.dense_max_nodes:
         vals = np.linalg.eigvalsh(lap.toarray())
-    else:
+    elif cheap_to_factor(lap):
         # Shift-invert around -shift: the eigenvalues nearest it are the two smallest of L.
         v0 = np.linspace(1.0, 2.0, n)  # fixed start vector: same input, same answer
         vals = eigsh(lap.tocsc(), k=2, sigma=-params.shift, which="LM", v0=v0, return_eigenvectors=False)
         vals = np.sort(vals)
+    else:
+        return fiedler_iterative(lap).value  # 0.0 for a disconnected graph
     return float(max(0.0, vals[1]))
+
+
+def cheap_to_factor(lap: sp.spmatrix, max_work: float | None = None) -> bool:
+    """Whether a sparse factorisation of ``lap`` is cheap: in reverse Cuthill-McKee order the
+    sum of its squared envelope row widths (the flops of an envelope Cholesky) is at most
+    ``max_work`` (``FACTOR_MAX_WORK``). True for chains and other band-like graphs and for
+    any graph of a few thousand nodes, false for large well-mixed ones."""
+    if max_work is None:
+        max_work = FACTOR_MAX_WORK
+    m = sp.csr_matrix(lap)
+    perm = reverse_cuthill_mckee(m, symmetric_mode=True)
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size)
+    c = m.tocoo()
+    r, k = inv[c.row], inv[c.col]
+    low = np.arange(m.shape[0])
+    np.minimum.at(low, r, k)  # leftmost column per row (the diagonal at most)
+    width = (np.arange(m.shape[0]) - low).astype(np.float64)
+    return float(width @ width) <= max_work
+
+
+@dataclass(frozen=True)
+class FiedlerEstimate:
+    value: float  # lambda_2 (an upper bound on it: a Rayleigh quotient)
+    block: np.ndarray  # the final LOBPCG block (n x k), a warm start for a similar graph
+    error: float  # bound on the relative error of ``value`` (inf when unknown)
+    iterations: int
+
+    @property
+    def converged(self) -> bool:
+        return self.error <= ITER_RTOL
+
+
+def _ritz(lap: sp.csr_matrix, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rayleigh-Ritz of ``lap`` on span(x) (x orthogonal to the constants): sorted Ritz values,
+    their vectors and residual norms."""
+    q, _ = np.linalg.qr(x)
+    lq = lap @ q
+    theta, s = np.linalg.eigh(q.T @ lq)
+    v = q @ s
+    res = np.linalg.norm(lq @ s - v * theta, axis=0)
+    return theta, v, res
+
+
+def fiedler_iterative(
+    lap: sp.spmatrix, start: np.ndarray | None = None, *, rtol: float = ITER_RTOL, max_iter: int = ITER_MAX
+) -> FiedlerEstimate:
+    """lambda_2 of a graph's Laplacian by LOBPCG, without factorising it (0.0 when disconnected).
+
+    The constant vector (lambda_1 = 0) is a constraint, the preconditioner is Jacobi (the
+    inverse degrees), the block holds ``ITER_BLOCK`` vectors from a fixed random start (or
+    ``start``, n x k, e.g. the block of a similar graph). Every ``_ITER_CHUNK`` iterations
+    the Kato-Temple bound r^2 / (theta_2 - r_2 - theta_1) (with the residual r of the
+    lowest Ritz pair theta_1 and the next pair's lower bound theta_2 - r_2 standing for
+    lambda_3), or r itself when that is smaller, bounds the error of theta_1; it stops
+    when that bound is at most ``rtol`` * theta_1, else after ``max_iter`` iterations with
+    theta_1 (a Rayleigh quotient: never below lambda_2) and its bound.
+    """
+    lap = sp.csr_matrix(lap, dtype=np.float64)
+    n = lap.shape[0]
+    if n < 3:
+        return FiedlerEstimate(float(fiedler_value(sp.diags(lap.diagonal()) - lap)), np.zeros((n, 0)), 0.0, 0)
+    if connected_components(lap, directed=False)[0] > 1:
+        return FiedlerEstimate(0.0, np.zeros((n, 0)), 0.0, 0)  # exactly 0: no iteration gets there
+    k = min(ITER_BLOCK, n - 2)
+    pre = sp.diags(1.0 / np.maximum(lap.diagonal(), 1e-300))
+    ones = np.full((n, 1), 1.0 / math.sqrt(n))
+    x = np.random.default_rng(0).normal(size=(n, k))  # fixed start: same graph, same answer
+    if start is not None and np.shape(start) == (n, k) and np.all(np.isfinite(start)):
+        x = np.asarray(start, dtype=np.float64)
+    x = x - ones @ (ones.T @ x)
+    done, lam, err = 0, math.inf, math.inf
+    while True:
+        steps = min(_ITER_CHUNK, max_iter - done)
+        if steps > 0:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    _, x = lobpcg(lap, x, M=pre, Y=ones, largest=False, tol=1e-300, maxiter=steps)
+                except (np.linalg.LinAlgError, ValueError):
+                    steps = max_iter - done  # no further progress possible: report what there is
+            done += steps
+        x = x - ones @ (ones.T @ x)
+        theta, x, res = _ritz(lap, x)
+        lam, r = float(theta[0]), float(res[0])
+        if lam > 0.0:
+            gap = float(theta[1] - res[1] - lam) if k > 1 else 0.0
+            bound = min(r, r * r / gap) if gap > 0.0 else r
+            err = bound / lam
+        if err <= rtol or done >= max_iter:
+            return FiedlerEstimate(max(0.0, lam), x, err, done)
 
 
 @dataclass
@@ -152,7 +264,8 @@ def health_of(
         nodes = np.arange(n)
     else:
         nodes = np.flatnonzero(np.asarray(a.getnnz(axis=1)).reshape(-1) > 0)
-        a = a[nodes][:, nodes]
+        if nodes.size < n or not _canonical(a):  # else the submatrix would be a copy of a
+            a = a[nodes][:, nodes]
     m = len(nodes)
     if m == 0:
         return SpectralHealth(0.0, 0, 0, 0, [], np.zeros(0, dtype=np.int64), nodes, False)
@@ -176,12 +289,46 @@ def health_of(
     return SpectralHealth(
         fiedler=lam,
         n_nodes=m,
-        n_edges=int(sp.triu(a, k=1).nnz),
+        n_edges=_upper_count(a),
         n_components=int(n_comp),
         component_sizes=[int(x) for x in sizes[rank]],
         labels=labels,
         nodes=nodes,
         is_fragmented=bool(fragmented),
+    )
+
+
+def _canonical(a: Any) -> bool:
+    """A CSR matrix with sorted indices and no duplicates (what ``adjacency`` returns)."""
+    return sp.issparse(a) and a.format == "csr" and bool(a.has_canonical_format)
+
+
+def _rows(a: sp.csr_matrix) -> np.ndarray:
+    """Row index of every stored entry of a CSR matrix."""
+    return np.repeat(np.arange(a.shape[0], dtype=a.indices.dtype), np.diff(a.indptr))
+
+
+def _upper_count(a: Any) -> int:
+    """Stored entries above the diagonal: ``sp.triu(a, k=1).nnz`` without building it."""
+    if not _canonical(a):
+        return int(sp.triu(a, k=1).nnz)
+    return int(np.count_nonzero(a.indices > _rows(a)))
+
+
+def _upper(a: Any) -> sp.csr_matrix:
+    """The strict upper triangle, canonical CSR, float64. From a canonical CSR matrix its
+    entries are taken in place (row-major, columns sorted: what triu, sum_duplicates and
+    sort_indices give)."""
+    if not _canonical(a):
+        u = sp.triu(sp.csr_matrix(a, dtype=np.float64), k=1).tocsr()
+        u.sum_duplicates()
+        u.sort_indices()
+        return u
+    rows = _rows(a)
+    keep = a.indices > rows
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=a.shape[0]))])
+    return sp.csr_matrix(
+        (np.asarray(a.data[keep], dtype=np.float64), a.indices[keep], indptr), shape=a.shape
     )
 
 
@@ -191,9 +338,7 @@ def pair_weights(a: sp.spmatrix) -> tuple[str, np.ndarray]:
     The pairs are the upper triangle in row-major order; two graphs over the same nodes
     have the same digest iff they link the same pairs, and then the weights align.
     """
-    u = sp.triu(sp.csr_matrix(a, dtype=np.float64), k=1).tocsr()
-    u.sum_duplicates()
-    u.sort_indices()
+    u = _upper(a)
     h = hashlib.sha1()
     h.update(np.asarray(u.shape, dtype=np.int64).tobytes())
     h.update(u.indptr.astype(np.int64).tobytes())
@@ -301,11 +446,14 @@ def compare(before: SpectralHealth, after: SpectralHealth) -> HealthChange:
 
 __all__ = [
     "Bridge",
+    "FiedlerEstimate",
     "HealthChange",
     "SpectralHealth",
     "SpectralParams",
     "adjacency",
+    "cheap_to_factor",
     "compare",
+    "fiedler_iterative",
     "fiedler_value",
     "health",
     "health_of",

@@ -1,0 +1,117 @@
+"""The factorisation-free lambda_2 of large graphs agrees with the exact solvers."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.linalg import eigsh
+
+from zenbrain import lifecycle_sleep
+from zenbrain.mechanisms import spectral as S
+
+
+def _memory_like(n, seed=0):
+    """A temporal chain, a 'similar' link to an earlier memory of the same topic for half
+    the memories, a few random co-recall links; node order unrelated to time."""
+    rng = np.random.default_rng(seed)
+    topic = rng.integers(0, max(2, n // 36), n)
+    order = np.argsort(topic, kind="stable")
+    prev = np.full(n, -1)
+    same = topic[order[1:]] == topic[order[:-1]]
+    prev[order[1:][same]] = order[:-1][same]
+    pick = (prev >= 0) & (rng.random(n) < 0.5)
+    m = n // 100
+    src = np.concatenate([np.arange(n - 1), np.flatnonzero(pick), rng.integers(0, n, m)])
+    dst = np.concatenate([np.arange(1, n), prev[pick], rng.integers(0, n, m)])
+    w = np.concatenate([np.ones(n - 1), rng.uniform(1.0, 1.3, pick.sum()), np.ones(m)])
+    perm = rng.permutation(n)
+    return S.adjacency(n=n, src=perm[src], dst=perm[dst], weight=w)
+
+
+def _exact_sparse(a):
+    lap = S.laplacian(a).tocsc()
+    vals = eigsh(lap, k=2, sigma=-1e-3, which="LM", v0=np.linspace(1.0, 2.0, a.shape[0]),
+                 return_eigenvectors=False)
+    return float(np.sort(vals)[1])
+
+
+def test_envelope_work_tells_band_like_from_well_mixed_graphs():
+    n = 20000
+    path = S.adjacency(n=n, src=np.arange(n - 1), dst=np.arange(1, n))
+    assert S.cheap_to_factor(S.laplacian(path))
+    assert not S.cheap_to_factor(S.laplacian(_memory_like(n, 0)))
+    small = S.laplacian(_memory_like(3000, 0))
+    assert S.cheap_to_factor(small) and not S.cheap_to_factor(small, max_work=1e6)
+
+
+@pytest.mark.parametrize("n, seed", [(4000, 0), (3000, 1)])
+def test_iterative_lambda2_agrees_with_shift_invert(n, seed, monkeypatch):
+    monkeypatch.setattr(S, "FACTOR_MAX_WORK", 0.0)  # as at 100k nodes: no factorisation
+    a = _memory_like(n, seed)
+    lap = S.laplacian(a).tocsr()
+    assert not S.cheap_to_factor(lap)
+    est = S.fiedler_iterative(lap)
+    exact = _exact_sparse(a)
+    assert est.converged and est.error <= S.ITER_RTOL
+    assert est.value == pytest.approx(exact, rel=1e-6)
+    assert est.value >= exact * (1 - 1e-12)  # a Rayleigh quotient: never below lambda_2
+    assert S.fiedler_value(a) == est.value  # the public path takes it above dense_max_nodes
+    # a warm start from the final block converges at once
+    again = S.fiedler_iterative(lap, start=est.block)
+    assert again.value == pytest.approx(exact, rel=1e-6) and again.iterations <= est.iterations
+
+
+def test_iterative_lambda2_agrees_with_the_dense_solver():
+    a = _memory_like(1200, 2)
+    dense = float(np.linalg.eigvalsh(S.laplacian(a).toarray())[1])
+    est = S.fiedler_iterative(S.laplacian(a).tocsr())
+    assert est.value == pytest.approx(dense, rel=1e-6)
+    params = S.SpectralParams(dense_max_nodes=500)
+    assert S.fiedler_value(a, params=params) == pytest.approx(dense, rel=1e-6)
+    assert S.fiedler_value(a, params=S.SpectralParams(dense_max_nodes=2000)) == pytest.approx(dense, rel=1e-12)
+
+
+def test_band_like_graphs_are_still_factorised_and_disconnected_ones_are_zero(monkeypatch):
+    n = 3000
+    path = S.adjacency(n=n, src=np.arange(n - 1), dst=np.arange(1, n))
+    monkeypatch.setattr(S, "FACTOR_MAX_WORK", 10.0 * n)
+    assert S.cheap_to_factor(S.laplacian(path))
+    assert S.fiedler_value(path) == pytest.approx(2 * (1 - math.cos(math.pi / n)), rel=1e-6)
+    a = _memory_like(1000, 3)
+    two = sp.block_diag([a, a]).tocsr()
+    assert not S.cheap_to_factor(S.laplacian(two))
+    assert S.fiedler_value(two) == 0.0
+    est = S.fiedler_iterative(S.laplacian(two).tocsr())
+    assert est.value == 0.0 and est.converged and est.iterations == 0
+
+
+def test_unconverged_estimate_is_an_upper_bound_with_its_error():
+    a = _memory_like(2000, 4)
+    lap = S.laplacian(a).tocsr()
+    short = S.fiedler_iterative(lap, max_iter=5)
+    exact = _exact_sparse(a)
+    assert short.iterations == 5 and short.value >= exact * (1 - 1e-12)
+    assert not short.converged or short.value == pytest.approx(exact, rel=1e-6)
+
+
+def test_graph_health_goes_on_iteratively_when_200_iterations_fall_short(monkeypatch):
+    monkeypatch.setattr(S, "FACTOR_MAX_WORK", 0.0)
+    a = _memory_like(3000, 5)
+    coo = sp.triu(a, k=1).tocoo()
+    real = lifecycle_sleep._lobpcg_fiedler
+    seen = []
+
+    def short(sub, start=None):  # as if 200 iterations had not reached 0.1 %
+        lam, block = real(sub, start)
+        seen.append(lam)
+        return None, block
+
+    monkeypatch.setattr(lifecycle_sleep, "_lobpcg_fiedler", short)
+    memo = lifecycle_sleep.FiedlerMemo()
+    h = lifecycle_sleep.graph_health(n=a.shape[0], src=coo.row, dst=coo.col, weight=coo.data,
+                                     params=S.SpectralParams(), memo=memo,
+                                     node_ids=[f"m{k:05d}" for k in range(a.shape[0])])
+    assert len(seen) == 1 and h.n_components == 1
+    assert h.fiedler == pytest.approx(_exact_sparse(a), rel=1e-6)
+    assert "start" in memo.entry  # the iterative block is kept as the next warm start
