@@ -127,7 +127,11 @@ class MemoryCoordinator:
         changes), or ``default`` when it has not, or when the HyperAgent is off."""
         if not self._on("metacognitive_hyperagent"):
             return default
-        raw = self._db.kv_get(part, dynamics.KV_HYPER)
+        return self._tuned_value(self._db.kv_get(part, dynamics.KV_HYPER), name, default)
+
+    @staticmethod
+    def _tuned_value(raw: Any, name: str, default: float) -> float:
+        """``_tuned`` given the HyperAgent's stored record ``raw`` (None when unset)."""
         values = (raw or {}).get("values") or {}
         return float(values.get(name, default))
 

@@ -67,13 +67,18 @@ def load(storage: Any, part: Partition, params: mc.MetacognitionParams = mc.DEFA
 
 def appended(storage: Any, part: Partition, params: mc.MetacognitionParams = mc.DEFAULT_PARAMS, *,
              retrievals: Iterable[mc.RetrievalOutcome] = (), evidence: Iterable[mc.EvidenceDecision] = (),
-             surprises: Iterable[mc.SurpriseEvent] = ()) -> dict[str, Any]:
+             surprises: Iterable[mc.SurpriseEvent] = (), head: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The kv writes that append these events: ``{key: value}``, for the caller to put in
-    its own transaction (so the log changes together with what it describes)."""
+    its own transaction (so the log changes together with what it describes).
+
+    ``head``: the stored value of ``HEAD_KEY`` when the caller has read it already
+    (None: read here)."""
     new = {"retrievals": list(retrievals), "evidence": list(evidence), "surprises": list(surprises)}
     if not any(new.values()):
         return {}
-    head = dict(storage.kv_get(part, HEAD_KEY) or {})
+    if head is None:
+        head = storage.kv_get(part, HEAD_KEY)
+    head = dict(head or {})
     ring = ring_size(params)
     writes: dict[str, Any] = {}
     for kind, events in new.items():
@@ -95,5 +100,4 @@ def appended(storage: Any, part: Partition, params: mc.MetacognitionParams = mc.
 
 
 def put(tx: Any, part: Partition, writes: Mapping[str, Any]) -> None:
-    for key, value in writes.items():
-        tx.kv_put(part, key, value)
+    tx.kv_put_many(part, writes)

@@ -549,6 +549,17 @@ class SQLiteTransaction:
             (*partition, key, _encode_detail(value)),
         )
 
+    def kv_put_many(self, partition: Partition, values: Mapping[str, Any]) -> None:
+        """``kv_put`` of each key of ``values`` (key -> value), as one statement."""
+        if not values:
+            return
+        self._write(
+            "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
+            "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
+            [(*partition, key, _encode_detail(value)) for key, value in values.items()],
+            many=True,
+        )
+
 
 class SQLiteStore:
     """One SQLite file. Safe to open from several processes at once.
@@ -1164,6 +1175,27 @@ class SQLiteStore:
                 "SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?", (*partition, key)
             ).fetchone()
         return default if row is None else _json_decode(row[0])
+
+    def kv_get_many(self, partition: Partition, keys: Iterable[str]) -> dict[str, Any]:
+        """``kv_get`` of several keys in one read: key -> value of the keys that are set."""
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, Any] = {}
+        if not keys:
+            return out
+        rows: list[Any] = []
+        with self._lock:
+            own = self._begin_read() if len(keys) > 500 else False  # one snapshot for several statements
+            try:
+                for chunk in iter_chunks(keys, 500):
+                    q = ",".join("?" * len(chunk))
+                    rows += self._db.execute(
+                        f"SELECT key, value FROM kv WHERE user_id=? AND agent_id=? AND key IN ({q})", (*partition, *chunk)
+                    ).fetchall()
+            finally:
+                self._end_read(own)
+        for key, value in rows:
+            out[key] = _json_decode(value)
+        return out
 
     def all_ids(self, partition: Partition) -> list[str]:
         """Every memory id of the partition, whatever its layer, session, context or state."""
