@@ -11,6 +11,7 @@ single key ``metacognition`` are read as the oldest part of the log.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -23,6 +24,20 @@ SEGMENT = 64
 KINDS = ("retrievals", "evidence", "surprises")
 _EVENT = {"retrievals": mc.RetrievalOutcome, "evidence": mc.EvidenceDecision, "surprises": mc.SurpriseEvent}
 HEAD_KEY = f"{dyn.KV_METACOG}:head"
+# Fields an event may leave out of its stored row: None by default, so a row without them
+# reads back as the same event. Leaving them out keeps nulls out of the segment's JSON,
+# which the store then writes without checking every value for NaN.
+_NONE_DEFAULTS = {cls: frozenset(f.name for f in dataclasses.fields(cls) if f.default is None)
+                  for cls in _EVENT.values()}
+
+
+def _row(ev: Any) -> dict[str, Any]:
+    """An event as its segment stores it (``load`` reads it back as ``ev``)."""
+    row = dict(vars(ev))
+    for name in _NONE_DEFAULTS.get(type(ev), ()):
+        if row.get(name, 0) is None:
+            del row[name]
+    return row
 
 
 def ring_size(params: mc.MetacognitionParams) -> int:
@@ -91,7 +106,7 @@ def appended(storage: Any, part: Partition, params: mc.MetacognitionParams = mc.
             if n >= SEGMENT:
                 writes[_segment_key(kind, seg, ring)] = current
                 seg, n, current = seg + 1, 0, []
-            current.append(dict(vars(ev)))
+            current.append(_row(ev))
             n += 1
         writes[_segment_key(kind, seg, ring)] = current
         head[kind] = {"seg": seg, "n": n}
