@@ -228,9 +228,7 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
             kv[int_key] = kv_int
 
     with coord.storage.transaction(durable=False) as tx:
-        tx.increment_access(part, ids, now)
-        tx.update_columns(part, ids, stability=stab)
-        tx.update_states(part, states)
+        tx.touch_recalled(part, ids, now, stab, [states[mid] for mid in ids])
         if new_edges:
             tx.put_edges(part, new_edges)
         tx.kv_put_many(part, kv)

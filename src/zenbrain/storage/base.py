@@ -77,6 +77,13 @@ class Transaction(Protocol):
 
     def log(self, partition: Partition, event: HistoryEvent) -> None: ...
 
+    def touch_recalled(self, partition: Partition, ids: Sequence[str], now: float, stability: Sequence[Any],
+                       states: Sequence[dict[str, Any]]) -> None:
+        """What a recall writes of the memories it returned: ``increment_access(ids, now)``,
+        then ``update_columns(ids, stability=stability)``, then ``update_state`` of each id
+        with its state (``states`` in the order of ``ids``)."""
+        ...
+
     def kv_put(self, partition: Partition, key: str, value: Any) -> None: ...
 
     def kv_put_many(self, partition: Partition, values: Mapping[str, Any]) -> None:

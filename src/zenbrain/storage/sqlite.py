@@ -542,6 +542,55 @@ class SQLiteTransaction:
                     taken[mid] = None
             self._store._put_back(taken)
 
+    def touch_recalled(self, partition: Partition, ids: Sequence[str], now: float, stability: Sequence[Any],
+                       states: Sequence[dict[str, Any]]) -> None:
+        """What a recall writes of the memories it returned, as one statement: the same as
+        ``increment_access(ids, now)``, then ``update_columns(ids, stability=stability)``,
+        then ``update_state`` of each id with its state, in order."""
+        n = len(ids)
+        if not n:
+            return
+        if len(states) < n:
+            raise IndexError("fewer states than there are ids")
+        user, agent = partition
+        stab = _column_values(stability, n)
+        rows = [(now, s, _encode(st), st.get("due_at"), mid, user, agent)
+                for mid, s, st in zip(ids, stab, itertools.islice(states, n))]
+        taken = self._store._take(partition, ids)
+        self._write(
+            "UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?), stability=?, "
+            "state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?",
+            rows,
+            many=True,
+            cached=True,
+        )
+        if not taken:
+            return
+        try:
+            t = _as_real(now)
+        except _Unsure:
+            return  # as increment_access: the entries are dropped
+        for _, s, text, _, mid, _, _ in rows:
+            e = taken.get(mid)
+            if e is None:
+                continue
+            count, last = e.vals[14], e.vals[13]
+            try:
+                if not (type(count) is int and count < 2**63 - 1 and type(last) is float):
+                    raise _Unsure
+                stab_read = _as_real(s)
+            except _Unsure:
+                taken[mid] = None
+                continue
+            e.vals[14] = count + 1
+            e.vals[13] = t if t >= last else last
+            e.vals[_FIELD["stability"]] = stab_read
+            # Decoded when next read (the same decoding a fresh read would run).
+            e.vals[24] = None
+            e.state_plan = None
+            e.state_text = text
+        self._store._put_back(taken)
+
     def kv_put(self, partition: Partition, key: str, value: Any) -> None:
         self._write(
             "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
