@@ -109,6 +109,16 @@ class Store(Protocol):
 
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]: ...
 
+    def get_shared(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        """``get`` for a caller that only reads the items' metadata and state: those dicts may
+        be shared with the store (never change them in place; replacing them is fine). A store
+        without such sharing returns what ``get`` does."""
+        ...
+
+    def detach(self, items: Iterable[MemoryItem]) -> None:
+        """Give items from ``get_shared`` metadata and state dicts of their own."""
+        ...
+
     def query(
         self,
         partition: Partition,

@@ -176,15 +176,18 @@ class _Cached:
         self.state_plan = _plan(vals[24])
         self.state_text: str | None = None
 
-    def item(self) -> MemoryItem:
+    def item(self, shared: bool = False) -> MemoryItem:
+        """A new MemoryItem; ``shared``: its metadata and state are the templates themselves
+        (for a caller that never changes them in place, see ``SQLiteStore.get_shared``)."""
         if self.state_text is not None:
             state = _loads(self.state_text)
             self.vals[24] = state
             self.state_plan = _plan(state)
             self.state_text = None
         v = self.vals.copy()
-        v[9] = _copy(v[9], self.meta_plan)
-        v[24] = _copy(v[24], self.state_plan)
+        if not shared:
+            v[9] = _copy(v[9], self.meta_plan)
+            v[24] = _copy(v[24], self.state_plan)
         return MemoryItem(*v)
 
 
@@ -948,6 +951,28 @@ class SQLiteStore:
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        return self._get(partition, ids, shared=False)
+
+    def get_shared(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        """``get`` for a caller that only reads the items' metadata and state: those dicts
+        may be the item cache's own, so they must never be changed in place (replacing them
+        is fine). ``detach`` gives such items dicts of their own before they go further."""
+        return self._get(partition, ids, shared=True)
+
+    def detach(self, items: Iterable[MemoryItem]) -> None:
+        """Give items from ``get_shared`` metadata and state dicts of their own (deep copies)."""
+        with self._lock:
+            cache = self._items
+            for item in items:
+                e = cache.get(item.id)
+                meta, state = item.metadata, item.state
+                # A template's plan describes it exactly (templates never change); any other
+                # value is planned here.
+                same = e is not None and e.vals[1] == item.user_id and e.vals[2] == item.agent_id
+                item.metadata = _copy(meta, e.meta_plan if same and e.vals[9] is meta else _plan(meta))
+                item.state = _copy(state, e.state_plan if same and e.vals[24] is state else _plan(state))
+
+    def _get(self, partition: Partition, ids: Sequence[str], *, shared: bool) -> list[MemoryItem]:
         ids = list(ids)
         if not ids:
             return []
@@ -975,12 +1000,12 @@ class SQLiteStore:
                     e = items.get(mid)
                     if e is not None and e.vals[1] == user and e.vals[2] == agent:
                         items.move_to_end(mid)
-                        out[mid] = e.item()
+                        out[mid] = e.item(shared)
                     else:
                         missing.append(mid)
                 if missing:
                     for mid, e in self._fetch(partition, missing).items():
-                        out[mid] = e.item()
+                        out[mid] = e.item(shared)
             finally:
                 self._end_read(own)
         return [out[i] for i in ids if i in out]
