@@ -262,6 +262,15 @@ def _item_values(item: MemoryItem) -> tuple[Any, ...]:
     )
 
 
+_EDGE_WRITE = re.compile(r"\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b[^;]*?\bedges\b(?!_)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=256)
+def _writes_edges(sql: str) -> bool:
+    """Whether a statement may write rows of the edges table (false positives only cost speed)."""
+    return _EDGE_WRITE.match(sql) is not None
+
+
 _MEMORY_WRITE = re.compile(r"\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b[^;]*?\bmemories\b(?!_)", re.IGNORECASE)
 
 
@@ -340,10 +349,13 @@ class SQLiteTransaction:
         self.touched: set[tuple[str, str, str]] = set()
         self.inserted = 0  # memory rows put
 
-    def _write(self, sql: str, args: Any = (), *, many: bool = False, cached: bool = False) -> sqlite3.Cursor:
+    def _write(self, sql: str, args: Any = (), *, many: bool = False, cached: bool = False,
+               edges_cached: bool = False) -> sqlite3.Cursor:
         store = self._store
         if not cached and _writes_memories(sql):
             store._clear_items()
+        if not edges_cached and _writes_edges(sql):
+            store._edge_adj.clear()
         store._own_writes_only()
         cur = self._db.executemany(sql, args) if many else self._db.execute(sql, args)
         store._settle()
@@ -489,24 +501,47 @@ class SQLiteTransaction:
         )
 
     def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
+        rows = [
+            (*partition, e.src, e.dst, e.relation, float(e.weight), float(e.variance), int(e.activations), float(e.updated_at))
+            for e in edges
+        ]
+        adj = self._store._take_edges(partition)
         self._write(
             "INSERT INTO edges (user_id, agent_id, src, dst, relation, weight, variance, activations, updated_at) "
             "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(user_id, agent_id, src, dst, relation) DO UPDATE SET "
             "weight=excluded.weight, variance=excluded.variance, activations=excluded.activations, "
             "updated_at=excluded.updated_at",
-            [
-                (*partition, e.src, e.dst, e.relation, float(e.weight), float(e.variance), int(e.activations), float(e.updated_at))
-                for e in edges
-            ],
+            rows,
             many=True,
+            edges_cached=True,
         )
+        if adj is None:
+            return
+        try:
+            # The cached rows now read as the written values (an insert or a replacement of one key).
+            for _, _, src, dst, rel, w, v, k, at in rows:
+                row = (_as_text(src), _as_text(dst), _as_text(rel), _as_real(w), _as_real(v), _as_int(k), _as_real(at))
+                adj.setdefault(src, {})[(dst, rel)] = row
+        except _Unsure:
+            return  # not certain how it reads back: read the partition again when next needed
+        self._store._put_back_edges(partition, adj)
 
     def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:
+        args = [(*partition, s, d, r) for s, d, r in keys]
+        adj = self._store._take_edges(partition)
         self._write(
             "DELETE FROM edges WHERE user_id=? AND agent_id=? AND src=? AND dst=? AND relation=?",
-            [(*partition, s, d, r) for s, d, r in keys],
+            args,
             many=True,
+            edges_cached=True,
         )
+        if adj is None:
+            return
+        for _, _, s, d, r in args:
+            out = adj.get(s)
+            if out is not None:
+                out.pop((d, r), None)
+        self._store._put_back_edges(partition, adj)
 
     def log(self, partition: Partition, event: HistoryEvent) -> None:
         self._write(
@@ -628,6 +663,10 @@ class SQLiteStore:
     # About 4 KB per decoded memory with its state: 20,000 entries stay under ~80 MB and
     # hold every candidate of recent recalls and a whole small partition for sleep.
     DEFAULT_ITEM_CACHE_SIZE = 20_000
+    # Edges kept in memory for edges_among: partitions of at most this many edges, the
+    # most recently used few of them.
+    EDGE_CACHE_MAX_EDGES = 100_000
+    EDGE_CACHE_PARTITIONS = 8
 
     def __init__(
         self,
@@ -643,6 +682,10 @@ class SQLiteStore:
         self.dim = int(dim)
         self._lock = threading.RLock()
         self._items: OrderedDict[str, _Cached] = OrderedDict()
+        # The edges of recently used partitions, src -> (dst, relation) -> row, exact like the
+        # item cache (the same writes keep or drop them); partitions too large are not kept.
+        self._edge_adj: OrderedDict[Partition, dict[str, dict[tuple[str, str], tuple[Any, ...]]]] = OrderedDict()
+        self._edge_big: set[Partition] = set()
         self._item_cache_size = max(0, int(item_cache_size))
         self._seen_version: int | None = None  # PRAGMA data_version the cache agrees with
         # A private in-memory database has no other connection: nothing else can change it.
@@ -837,6 +880,7 @@ class SQLiteStore:
     # -- the item cache ----------------------------------------------------------------------
     def _clear_items(self) -> None:
         self._items.clear()
+        self._edge_adj.clear()
 
     def _settle(self) -> None:
         """After a write of this store: its effect on cached items has been accounted for."""
@@ -846,6 +890,7 @@ class SQLiteStore:
         """Empty the cache if this connection wrote anything this store did not account for."""
         if self._db.total_changes != self._seen_changes:
             self._items.clear()
+            self._edge_adj.clear()
             self._seen_changes = self._db.total_changes
 
     def _fresh(self) -> None:
@@ -855,6 +900,7 @@ class SQLiteStore:
             version = self._db.execute("PRAGMA data_version").fetchone()[0]
             if version != self._seen_version:
                 self._items.clear()
+                self._edge_adj.clear()
                 self._seen_version = version
         self._own_writes_only()
 
@@ -882,6 +928,39 @@ class SQLiteStore:
         items[mid] = e
         if len(items) > self._item_cache_size:
             items.popitem(last=False)
+
+    def _take_edges(self, partition: Partition) -> dict[str, dict[tuple[str, str], tuple[Any, ...]]] | None:
+        """Remove and return the cached edges of a partition (before a write to them)."""
+        self._own_writes_only()
+        return self._edge_adj.pop(partition, None)
+
+    def _put_back_edges(self, partition: Partition, adj: dict[str, dict[tuple[str, str], tuple[Any, ...]]]) -> None:
+        self._edge_adj[partition] = adj
+        if len(self._edge_adj) > self.EDGE_CACHE_PARTITIONS:
+            self._edge_adj.popitem(last=False)
+
+    def _edge_adjacency(self, partition: Partition) -> dict[str, dict[tuple[str, str], tuple[Any, ...]]] | None:
+        """The partition's edges by src from the cache or the file; None when not cached
+        (the cache is off, or the partition has too many edges)."""
+        if not self._item_cache_size or partition in self._edge_big:
+            return None
+        self._fresh()
+        adj = self._edge_adj.get(partition)
+        if adj is not None:
+            self._edge_adj.move_to_end(partition)
+            return adj
+        limit = self.EDGE_CACHE_MAX_EDGES
+        rows = self._tuples().execute(
+            f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? LIMIT ?", (*partition, limit + 1)
+        ).fetchall()
+        if len(rows) > limit:
+            self._edge_big.add(partition)
+            return None
+        adj = {}
+        for r in rows:
+            adj.setdefault(r[0], {})[(r[1], r[2])] = r
+        self._put_back_edges(partition, adj)
+        return adj
 
     def _tuples(self) -> sqlite3.Cursor:
         cur = self._db.cursor()
@@ -1226,6 +1305,12 @@ class SQLiteStore:
             return [e for e in self.edges(partition, idl) if e.src in wanted and e.dst in wanted]
         q = ",".join("?" * len(idl))
         with self._lock:
+            adj = self._edge_adjacency(partition)
+            if adj is not None:
+                wanted = set(idl)
+                rows = [r for src in idl for r in adj.get(src, {}).values() if r[1] in wanted]
+                rows.sort(key=_DST_SRC_RELATION)
+                return [Edge(*r) for r in rows]
             # One primary-key range per src, its dst tested against the list ("+": not one
             # index lookup per pair of ids), then in (dst, src, relation) order.
             rows = self._tuples().execute(
