@@ -127,7 +127,11 @@ class MemoryCoordinator:
         changes), or ``default`` when it has not, or when the HyperAgent is off."""
         if not self._on("metacognitive_hyperagent"):
             return default
-        raw = self._db.kv_get(part, dynamics.KV_HYPER)
+        return self._tuned_value(self._db.kv_get(part, dynamics.KV_HYPER), name, default)
+
+    @staticmethod
+    def _tuned_value(raw: Any, name: str, default: float) -> float:
+        """``_tuned`` given the HyperAgent's stored record ``raw`` (None when unset)."""
         values = (raw or {}).get("values") or {}
         return float(values.get(name, default))
 
@@ -333,7 +337,9 @@ class MemoryCoordinator:
             # the neuromodulators, a context shift, and a cue for prospective memory.
             extra = reinforcement.after_recall(self, part, scope, query, qvec, [], now) if touch else {}
             return RecallResult([], query_type=qtype, core=core_items, info={"candidates": 0, **extra})
-        items = {i.id: i for i in self._db.get(part, cand_ids)}
+        # Ranking only reads the candidates' metadata and state: no copies of them, except
+        # for the hits returned (detached below).
+        items = {i.id: i for i in self._db.get_shared(part, cand_ids)}
         cand_ids = [c for c in cand_ids if c in items]
         # Dense similarity for lexical-only candidates, from the index.
         missing = [c for c in cand_ids if c not in dense]
@@ -382,6 +388,7 @@ class MemoryCoordinator:
             kept_tokens.append(toks)
             if len(out) == k:
                 break
+        self._db.detach([h.item for h in out])
         extra: dict[str, Any] = {}
         if touch:
             extra = reinforcement.after_recall(self, part, scope, query, qvec, out, now, edges=edges)

@@ -11,6 +11,7 @@ single key ``metacognition`` are read as the oldest part of the log.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -23,6 +24,20 @@ SEGMENT = 64
 KINDS = ("retrievals", "evidence", "surprises")
 _EVENT = {"retrievals": mc.RetrievalOutcome, "evidence": mc.EvidenceDecision, "surprises": mc.SurpriseEvent}
 HEAD_KEY = f"{dyn.KV_METACOG}:head"
+# Fields an event may leave out of its stored row: None by default, so a row without them
+# reads back as the same event. Leaving them out keeps nulls out of the segment's JSON,
+# which the store then writes without checking every value for NaN.
+_NONE_DEFAULTS = {cls: frozenset(f.name for f in dataclasses.fields(cls) if f.default is None)
+                  for cls in _EVENT.values()}
+
+
+def _row(ev: Any) -> dict[str, Any]:
+    """An event as its segment stores it (``load`` reads it back as ``ev``)."""
+    row = dict(vars(ev))
+    for name in _NONE_DEFAULTS.get(type(ev), ()):
+        if row.get(name, 0) is None:
+            del row[name]
+    return row
 
 
 def ring_size(params: mc.MetacognitionParams) -> int:
@@ -67,13 +82,18 @@ def load(storage: Any, part: Partition, params: mc.MetacognitionParams = mc.DEFA
 
 def appended(storage: Any, part: Partition, params: mc.MetacognitionParams = mc.DEFAULT_PARAMS, *,
              retrievals: Iterable[mc.RetrievalOutcome] = (), evidence: Iterable[mc.EvidenceDecision] = (),
-             surprises: Iterable[mc.SurpriseEvent] = ()) -> dict[str, Any]:
+             surprises: Iterable[mc.SurpriseEvent] = (), head: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The kv writes that append these events: ``{key: value}``, for the caller to put in
-    its own transaction (so the log changes together with what it describes)."""
+    its own transaction (so the log changes together with what it describes).
+
+    ``head``: the stored value of ``HEAD_KEY`` when the caller has read it already
+    (None: read here)."""
     new = {"retrievals": list(retrievals), "evidence": list(evidence), "surprises": list(surprises)}
     if not any(new.values()):
         return {}
-    head = dict(storage.kv_get(part, HEAD_KEY) or {})
+    if head is None:
+        head = storage.kv_get(part, HEAD_KEY)
+    head = dict(head or {})
     ring = ring_size(params)
     writes: dict[str, Any] = {}
     for kind, events in new.items():
@@ -86,7 +106,7 @@ def appended(storage: Any, part: Partition, params: mc.MetacognitionParams = mc.
             if n >= SEGMENT:
                 writes[_segment_key(kind, seg, ring)] = current
                 seg, n, current = seg + 1, 0, []
-            current.append(dict(vars(ev)))
+            current.append(_row(ev))
             n += 1
         writes[_segment_key(kind, seg, ring)] = current
         head[kind] = {"seg": seg, "n": n}
@@ -95,5 +115,4 @@ def appended(storage: Any, part: Partition, params: mc.MetacognitionParams = mc.
 
 
 def put(tx: Any, part: Partition, writes: Mapping[str, Any]) -> None:
-    for key, value in writes.items():
-        tx.kv_put(part, key, value)
+    tx.kv_put_many(part, writes)

@@ -131,7 +131,11 @@ def _decode_ctx(text: str) -> np.ndarray:
 
 
 def _context_vector(coord: "MemoryCoordinator", part: Partition) -> np.ndarray | None:
-    raw = coord.storage.kv_get(part, dyn.KV_CONTEXT)
+    return _context_from(coord.storage.kv_get(part, dyn.KV_CONTEXT))
+
+
+def _context_from(raw: Any) -> np.ndarray | None:
+    """The context vector of its stored value ``raw`` (None when unset)."""
     return _decode_ctx(raw) if raw else None
 
 
@@ -141,7 +145,20 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
     has read already (by ``hebbian_boost``), so that they are not read again."""
     info: dict[str, Any] = {}
     ids = [h.item.id for h in hits]
-    ctx_prev = _context_vector(coord, part)
+    use_neuro, use_mc, use_pm = coord._on("neuromodulator"), coord._on("metacognitive_monitor"), coord._on("prospective_memory")
+    int_key = dyn.intentions_key(scope.context)
+    # Every kv value this recall may need, in one read (nothing below writes before the transaction).
+    wanted = [dyn.KV_CONTEXT]
+    if coord._on("metacognitive_hyperagent"):
+        wanted.append(dyn.KV_HYPER)
+    if use_neuro:
+        wanted.append(dyn.KV_NEURO)
+    if use_mc:
+        wanted.append(monitor_log.HEAD_KEY)
+    if use_pm:
+        wanted.append(int_key)
+    stored = coord.storage.kv_get_many(part, wanted)
+    ctx_prev = _context_from(stored.get(dyn.KV_CONTEXT))
     ctx_now = qvec if ctx_prev is None else (1 - CONTEXT_RATE) * ctx_prev + CONTEXT_RATE * qvec
     ctx_now = ctx_now / max(float(np.linalg.norm(ctx_now)), 1e-12)
     ctx_text = dyn.encode_vec(ctx_now)
@@ -170,7 +187,8 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
             if use_vm:
                 card, due = _vmpfc_adjust(st, card, due, ctx_now, now, vm_p)
             if factor_h is None:
-                factor_h = coord._tuned(part, "review_interval_factor", 1.0)
+                factor_h = (coord._tuned_value(stored.get(dyn.KV_HYPER), "review_interval_factor", 1.0)
+                            if coord._on("metacognitive_hyperagent") else 1.0)
             if factor_h != 1.0:
                 due = now + (due - now) * factor_h
                 card = fsrs_schedule.with_due(card, due)
@@ -185,14 +203,14 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
         states[item.id] = st
     new_edges = _coactivation(coord, part, hits, now, edges) if coord._on("two_factor_hebbian") else []
 
-    if coord._on("neuromodulator"):
-        ns = _neuro(coord, part, now)
+    if use_neuro:
+        ns = _neuro(stored.get(dyn.KV_NEURO), now)
         top = hits[0].why.dense if hits else 0.0
         event, mag = ("confirmation", top) if top >= 0.5 else ("prediction_error", 1.0 - top)
         ns = neuromodulator.emit(ns, event=event, magnitude=float(min(1.0, max(0.05, mag))), now=now,
                                  params=coord.config.param("neuromodulator", neuromodulator.DEFAULT_PARAMS))
         kv[dyn.KV_NEURO] = ns.to_dict()
-    if coord._on("metacognitive_monitor"):
+    if use_mc:
         top = hits[0].score if hits else 0.0
         # "Used" proxy until feedback arrives: hits scoring at least half the best one.
         used = sum(1 for h in hits if h.score >= 0.5 * top) if top > 0 else 0
@@ -200,24 +218,20 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
         retrieval = metacognition.retrieval_event(at=now, returned=len(hits), used=used, query_kind=_query_kind(hits))
         surprise = metacognition.surprise_event(at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)), params=mp) if hits else None
         kv.update(monitor_log.appended(coord.storage, part, mp, retrievals=[retrieval],
-                                       surprises=[surprise] if surprise is not None else []))
-    if coord._on("prospective_memory"):
-        key = dyn.intentions_key(scope.context)
-        fired, kv_int = _check_intentions(coord, part, key, now, text=query, embedding=qvec)
+                                       surprises=[surprise] if surprise is not None else [],
+                                       head=stored.get(monitor_log.HEAD_KEY) or {}))
+    if use_pm:
+        fired, kv_int = _intentions_fired(coord, stored.get(int_key), now, text=query, embedding=qvec)
         if fired:
             info["intentions"] = fired
         if kv_int is not None:
-            kv[key] = kv_int
+            kv[int_key] = kv_int
 
     with coord.storage.transaction(durable=False) as tx:
-        tx.increment_access(part, ids, now)
-        tx.update_columns(part, ids, stability=stab)
-        for mid, st in states.items():
-            tx.update_state(part, mid, st)
+        tx.touch_recalled(part, ids, now, stab, [states[mid] for mid in ids])
         if new_edges:
             tx.put_edges(part, new_edges)
-        for key, value in kv.items():
-            tx.kv_put(part, key, value)
+        tx.kv_put_many(part, kv)
     for h, s in zip(hits, stab):
         h.item.access_count += 1
         h.item.last_access = now
@@ -248,8 +262,8 @@ def _query_kind(hits: list[RecallHit]) -> str:
     return SEMANTIC_KIND
 
 
-def _neuro(coord: "MemoryCoordinator", part: Partition, now: float) -> neuromodulator.NeuromodulatorState:
-    raw = coord.storage.kv_get(part, dyn.KV_NEURO)
+def _neuro(raw: Any, now: float) -> neuromodulator.NeuromodulatorState:
+    """The neuromodulator state of its stored value ``raw`` (the initial state when unset)."""
     return neuromodulator.NeuromodulatorState.from_dict(raw) if raw else neuromodulator.initial_state(now=now)
 
 
@@ -297,8 +311,8 @@ def _pair_index(n: int) -> tuple[np.ndarray, np.ndarray]:
     return ii, jj
 
 
-def _check_intentions(coord, part, key, now, *, text=None, embedding=None):
-    raw = coord.storage.kv_get(part, key)
+def _intentions_fired(coord, raw, now, *, text=None, embedding=None):
+    """The intentions that fire, and the new stored value of the intentions ``raw`` (None when unset)."""
     if not raw:
         return [], None
     intents = [prospective.Intention.from_dict(d) for d in raw]
@@ -347,8 +361,8 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
     if out:
         with coord.storage.transaction() as tx:
             tx.update_columns(part, [i.id for i in out], stability=[i.stability for i in out], last_access=[now] * len(out))
+            tx.update_states(part, {item.id: item.state for item in out})
             for item, rating in zip(out, ratings):
-                tx.update_state(part, item.id, item.state)
                 tx.log(part, HistoryEvent(item.id, now, "reviewed", {"rating": int(rating), "due_at": item.state.get("due_at")}))
     return out
 

@@ -77,7 +77,18 @@ class Transaction(Protocol):
 
     def log(self, partition: Partition, event: HistoryEvent) -> None: ...
 
+    def touch_recalled(self, partition: Partition, ids: Sequence[str], now: float, stability: Sequence[Any],
+                       states: Sequence[dict[str, Any]]) -> None:
+        """What a recall writes of the memories it returned: ``increment_access(ids, now)``,
+        then ``update_columns(ids, stability=stability)``, then ``update_state`` of each id
+        with its state (``states`` in the order of ``ids``)."""
+        ...
+
     def kv_put(self, partition: Partition, key: str, value: Any) -> None: ...
+
+    def kv_put_many(self, partition: Partition, values: Mapping[str, Any]) -> None:
+        """``kv_put`` of each key of ``values`` (key -> value), in one go."""
+        ...
 
     def kv_clear(self, partition: Partition) -> None:
         """Erase every key of the partition."""
@@ -97,6 +108,16 @@ class Store(Protocol):
     def transaction(self, *, durable: bool = True) -> AbstractContextManager[Transaction]: ...
 
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]: ...
+
+    def get_shared(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        """``get`` for a caller that only reads the items' metadata and state: those dicts may
+        be shared with the store (never change them in place; replacing them is fine). A store
+        without such sharing returns what ``get`` does."""
+        ...
+
+    def detach(self, items: Iterable[MemoryItem]) -> None:
+        """Give items from ``get_shared`` metadata and state dicts of their own."""
+        ...
 
     def query(
         self,
@@ -133,6 +154,10 @@ class Store(Protocol):
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]: ...
 
     def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any: ...
+
+    def kv_get_many(self, partition: Partition, keys: Iterable[str]) -> dict[str, Any]:
+        """``kv_get`` of several keys in one read: key -> value of the keys that are set."""
+        ...
 
     def all_ids(self, partition: Partition) -> list[str]: ...
 

@@ -176,15 +176,18 @@ class _Cached:
         self.state_plan = _plan(vals[24])
         self.state_text: str | None = None
 
-    def item(self) -> MemoryItem:
+    def item(self, shared: bool = False) -> MemoryItem:
+        """A new MemoryItem; ``shared``: its metadata and state are the templates themselves
+        (for a caller that never changes them in place, see ``SQLiteStore.get_shared``)."""
         if self.state_text is not None:
             state = _loads(self.state_text)
             self.vals[24] = state
             self.state_plan = _plan(state)
             self.state_text = None
         v = self.vals.copy()
-        v[9] = _copy(v[9], self.meta_plan)
-        v[24] = _copy(v[24], self.state_plan)
+        if not shared:
+            v[9] = _copy(v[9], self.meta_plan)
+            v[24] = _copy(v[24], self.state_plan)
         return MemoryItem(*v)
 
 
@@ -257,6 +260,15 @@ def _item_values(item: MemoryItem) -> tuple[Any, ...]:
         item.importance, item.valence, item.arousal, item.stability, item.strength, item.conf_alpha,
         item.conf_beta, int(item.archived), item.version, due, _encode(item.state),
     )
+
+
+_EDGE_WRITE = re.compile(r"\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b[^;]*?\bedges\b(?!_)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=256)
+def _writes_edges(sql: str) -> bool:
+    """Whether a statement may write rows of the edges table (false positives only cost speed)."""
+    return _EDGE_WRITE.match(sql) is not None
 
 
 _MEMORY_WRITE = re.compile(r"\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b[^;]*?\bmemories\b(?!_)", re.IGNORECASE)
@@ -337,10 +349,13 @@ class SQLiteTransaction:
         self.touched: set[tuple[str, str, str]] = set()
         self.inserted = 0  # memory rows put
 
-    def _write(self, sql: str, args: Any = (), *, many: bool = False, cached: bool = False) -> sqlite3.Cursor:
+    def _write(self, sql: str, args: Any = (), *, many: bool = False, cached: bool = False,
+               edges_cached: bool = False) -> sqlite3.Cursor:
         store = self._store
         if not cached and _writes_memories(sql):
             store._clear_items()
+        if not edges_cached and _writes_edges(sql):
+            store._edge_adj.clear()
         store._own_writes_only()
         cur = self._db.executemany(sql, args) if many else self._db.execute(sql, args)
         store._settle()
@@ -486,24 +501,47 @@ class SQLiteTransaction:
         )
 
     def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
+        rows = [
+            (*partition, e.src, e.dst, e.relation, float(e.weight), float(e.variance), int(e.activations), float(e.updated_at))
+            for e in edges
+        ]
+        adj = self._store._take_edges(partition)
         self._write(
             "INSERT INTO edges (user_id, agent_id, src, dst, relation, weight, variance, activations, updated_at) "
             "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(user_id, agent_id, src, dst, relation) DO UPDATE SET "
             "weight=excluded.weight, variance=excluded.variance, activations=excluded.activations, "
             "updated_at=excluded.updated_at",
-            [
-                (*partition, e.src, e.dst, e.relation, float(e.weight), float(e.variance), int(e.activations), float(e.updated_at))
-                for e in edges
-            ],
+            rows,
             many=True,
+            edges_cached=True,
         )
+        if adj is None:
+            return
+        try:
+            # The cached rows now read as the written values (an insert or a replacement of one key).
+            for _, _, src, dst, rel, w, v, k, at in rows:
+                row = (_as_text(src), _as_text(dst), _as_text(rel), _as_real(w), _as_real(v), _as_int(k), _as_real(at))
+                adj.setdefault(src, {})[(dst, rel)] = row
+        except _Unsure:
+            return  # not certain how it reads back: read the partition again when next needed
+        self._store._put_back_edges(partition, adj)
 
     def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:
+        args = [(*partition, s, d, r) for s, d, r in keys]
+        adj = self._store._take_edges(partition)
         self._write(
             "DELETE FROM edges WHERE user_id=? AND agent_id=? AND src=? AND dst=? AND relation=?",
-            [(*partition, s, d, r) for s, d, r in keys],
+            args,
             many=True,
+            edges_cached=True,
         )
+        if adj is None:
+            return
+        for _, _, s, d, r in args:
+            out = adj.get(s)
+            if out is not None:
+                out.pop((d, r), None)
+        self._store._put_back_edges(partition, adj)
 
     def log(self, partition: Partition, event: HistoryEvent) -> None:
         self._write(
@@ -542,11 +580,71 @@ class SQLiteTransaction:
                     taken[mid] = None
             self._store._put_back(taken)
 
+    def touch_recalled(self, partition: Partition, ids: Sequence[str], now: float, stability: Sequence[Any],
+                       states: Sequence[dict[str, Any]]) -> None:
+        """What a recall writes of the memories it returned, as one statement: the same as
+        ``increment_access(ids, now)``, then ``update_columns(ids, stability=stability)``,
+        then ``update_state`` of each id with its state, in order."""
+        n = len(ids)
+        if not n:
+            return
+        if len(states) < n:
+            raise IndexError("fewer states than there are ids")
+        user, agent = partition
+        stab = _column_values(stability, n)
+        rows = [(now, s, _encode(st), st.get("due_at"), mid, user, agent)
+                for mid, s, st in zip(ids, stab, itertools.islice(states, n))]
+        taken = self._store._take(partition, ids)
+        self._write(
+            "UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?), stability=?, "
+            "state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?",
+            rows,
+            many=True,
+            cached=True,
+        )
+        if not taken:
+            return
+        try:
+            t = _as_real(now)
+        except _Unsure:
+            return  # as increment_access: the entries are dropped
+        for _, s, text, _, mid, _, _ in rows:
+            e = taken.get(mid)
+            if e is None:
+                continue
+            count, last = e.vals[14], e.vals[13]
+            try:
+                if not (type(count) is int and count < 2**63 - 1 and type(last) is float):
+                    raise _Unsure
+                stab_read = _as_real(s)
+            except _Unsure:
+                taken[mid] = None
+                continue
+            e.vals[14] = count + 1
+            e.vals[13] = t if t >= last else last
+            e.vals[_FIELD["stability"]] = stab_read
+            # Decoded when next read (the same decoding a fresh read would run).
+            e.vals[24] = None
+            e.state_plan = None
+            e.state_text = text
+        self._store._put_back(taken)
+
     def kv_put(self, partition: Partition, key: str, value: Any) -> None:
         self._write(
             "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
             "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
             (*partition, key, _encode_detail(value)),
+        )
+
+    def kv_put_many(self, partition: Partition, values: Mapping[str, Any]) -> None:
+        """``kv_put`` of each key of ``values`` (key -> value), as one statement."""
+        if not values:
+            return
+        self._write(
+            "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
+            "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
+            [(*partition, key, _encode_detail(value)) for key, value in values.items()],
+            many=True,
         )
 
 
@@ -565,6 +663,10 @@ class SQLiteStore:
     # About 4 KB per decoded memory with its state: 20,000 entries stay under ~80 MB and
     # hold every candidate of recent recalls and a whole small partition for sleep.
     DEFAULT_ITEM_CACHE_SIZE = 20_000
+    # Edges kept in memory for edges_among: partitions of at most this many edges, the
+    # most recently used few of them.
+    EDGE_CACHE_MAX_EDGES = 100_000
+    EDGE_CACHE_PARTITIONS = 8
 
     def __init__(
         self,
@@ -580,6 +682,10 @@ class SQLiteStore:
         self.dim = int(dim)
         self._lock = threading.RLock()
         self._items: OrderedDict[str, _Cached] = OrderedDict()
+        # The edges of recently used partitions, src -> (dst, relation) -> row, exact like the
+        # item cache (the same writes keep or drop them); partitions too large are not kept.
+        self._edge_adj: OrderedDict[Partition, dict[str, dict[tuple[str, str], tuple[Any, ...]]]] = OrderedDict()
+        self._edge_big: set[Partition] = set()
         self._item_cache_size = max(0, int(item_cache_size))
         self._seen_version: int | None = None  # PRAGMA data_version the cache agrees with
         # A private in-memory database has no other connection: nothing else can change it.
@@ -774,6 +880,7 @@ class SQLiteStore:
     # -- the item cache ----------------------------------------------------------------------
     def _clear_items(self) -> None:
         self._items.clear()
+        self._edge_adj.clear()
 
     def _settle(self) -> None:
         """After a write of this store: its effect on cached items has been accounted for."""
@@ -783,6 +890,7 @@ class SQLiteStore:
         """Empty the cache if this connection wrote anything this store did not account for."""
         if self._db.total_changes != self._seen_changes:
             self._items.clear()
+            self._edge_adj.clear()
             self._seen_changes = self._db.total_changes
 
     def _fresh(self) -> None:
@@ -792,6 +900,7 @@ class SQLiteStore:
             version = self._db.execute("PRAGMA data_version").fetchone()[0]
             if version != self._seen_version:
                 self._items.clear()
+                self._edge_adj.clear()
                 self._seen_version = version
         self._own_writes_only()
 
@@ -819,6 +928,39 @@ class SQLiteStore:
         items[mid] = e
         if len(items) > self._item_cache_size:
             items.popitem(last=False)
+
+    def _take_edges(self, partition: Partition) -> dict[str, dict[tuple[str, str], tuple[Any, ...]]] | None:
+        """Remove and return the cached edges of a partition (before a write to them)."""
+        self._own_writes_only()
+        return self._edge_adj.pop(partition, None)
+
+    def _put_back_edges(self, partition: Partition, adj: dict[str, dict[tuple[str, str], tuple[Any, ...]]]) -> None:
+        self._edge_adj[partition] = adj
+        if len(self._edge_adj) > self.EDGE_CACHE_PARTITIONS:
+            self._edge_adj.popitem(last=False)
+
+    def _edge_adjacency(self, partition: Partition) -> dict[str, dict[tuple[str, str], tuple[Any, ...]]] | None:
+        """The partition's edges by src from the cache or the file; None when not cached
+        (the cache is off, or the partition has too many edges)."""
+        if not self._item_cache_size or partition in self._edge_big:
+            return None
+        self._fresh()
+        adj = self._edge_adj.get(partition)
+        if adj is not None:
+            self._edge_adj.move_to_end(partition)
+            return adj
+        limit = self.EDGE_CACHE_MAX_EDGES
+        rows = self._tuples().execute(
+            f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? LIMIT ?", (*partition, limit + 1)
+        ).fetchall()
+        if len(rows) > limit:
+            self._edge_big.add(partition)
+            return None
+        adj = {}
+        for r in rows:
+            adj.setdefault(r[0], {})[(r[1], r[2])] = r
+        self._put_back_edges(partition, adj)
+        return adj
 
     def _tuples(self) -> sqlite3.Cursor:
         cur = self._db.cursor()
@@ -888,6 +1030,28 @@ class SQLiteStore:
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        return self._get(partition, ids, shared=False)
+
+    def get_shared(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        """``get`` for a caller that only reads the items' metadata and state: those dicts
+        may be the item cache's own, so they must never be changed in place (replacing them
+        is fine). ``detach`` gives such items dicts of their own before they go further."""
+        return self._get(partition, ids, shared=True)
+
+    def detach(self, items: Iterable[MemoryItem]) -> None:
+        """Give items from ``get_shared`` metadata and state dicts of their own (deep copies)."""
+        with self._lock:
+            cache = self._items
+            for item in items:
+                e = cache.get(item.id)
+                meta, state = item.metadata, item.state
+                # A template's plan describes it exactly (templates never change); any other
+                # value is planned here.
+                same = e is not None and e.vals[1] == item.user_id and e.vals[2] == item.agent_id
+                item.metadata = _copy(meta, e.meta_plan if same and e.vals[9] is meta else _plan(meta))
+                item.state = _copy(state, e.state_plan if same and e.vals[24] is state else _plan(state))
+
+    def _get(self, partition: Partition, ids: Sequence[str], *, shared: bool) -> list[MemoryItem]:
         ids = list(ids)
         if not ids:
             return []
@@ -915,12 +1079,12 @@ class SQLiteStore:
                     e = items.get(mid)
                     if e is not None and e.vals[1] == user and e.vals[2] == agent:
                         items.move_to_end(mid)
-                        out[mid] = e.item()
+                        out[mid] = e.item(shared)
                     else:
                         missing.append(mid)
                 if missing:
                     for mid, e in self._fetch(partition, missing).items():
-                        out[mid] = e.item()
+                        out[mid] = e.item(shared)
             finally:
                 self._end_read(own)
         return [out[i] for i in ids if i in out]
@@ -1141,6 +1305,12 @@ class SQLiteStore:
             return [e for e in self.edges(partition, idl) if e.src in wanted and e.dst in wanted]
         q = ",".join("?" * len(idl))
         with self._lock:
+            adj = self._edge_adjacency(partition)
+            if adj is not None:
+                wanted = set(idl)
+                rows = [r for src in idl for r in adj.get(src, {}).values() if r[1] in wanted]
+                rows.sort(key=_DST_SRC_RELATION)
+                return [Edge(*r) for r in rows]
             # One primary-key range per src, its dst tested against the list ("+": not one
             # index lookup per pair of ids), then in (dst, src, relation) order.
             rows = self._tuples().execute(
@@ -1164,6 +1334,27 @@ class SQLiteStore:
                 "SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?", (*partition, key)
             ).fetchone()
         return default if row is None else _json_decode(row[0])
+
+    def kv_get_many(self, partition: Partition, keys: Iterable[str]) -> dict[str, Any]:
+        """``kv_get`` of several keys in one read: key -> value of the keys that are set."""
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, Any] = {}
+        if not keys:
+            return out
+        rows: list[Any] = []
+        with self._lock:
+            own = self._begin_read() if len(keys) > 500 else False  # one snapshot for several statements
+            try:
+                for chunk in iter_chunks(keys, 500):
+                    q = ",".join("?" * len(chunk))
+                    rows += self._db.execute(
+                        f"SELECT key, value FROM kv WHERE user_id=? AND agent_id=? AND key IN ({q})", (*partition, *chunk)
+                    ).fetchall()
+            finally:
+                self._end_read(own)
+        for key, value in rows:
+            out[key] = _json_decode(value)
+        return out
 
     def all_ids(self, partition: Partition) -> list[str]:
         """Every memory id of the partition, whatever its layer, session, context or state."""
