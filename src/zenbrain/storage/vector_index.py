@@ -17,6 +17,15 @@ from ..model import Layer
 
 LAYER_CODES: dict[Layer, int] = {layer: i for i, layer in enumerate(Layer)}
 _EPHEMERAL = np.array([LAYER_CODES[Layer.WORKING], LAYER_CODES[Layer.SHORT_TERM]], dtype=np.int8)
+# Rows scored at once when a batch of queries is ranked again exactly (see _exact_scores):
+# a window aligned on a multiple of 64 rows is split into row blocks by the BLAS
+# matrix-vector kernels as the whole index is, so each row's score comes out the same.
+_WINDOW = 64
+# Scores held at once by search_many (queries x rows, float32): 32 MB.
+_BLOCK = 1 << 23
+_UNIT_ROUNDOFF = float(np.finfo(np.float32).eps) / 2
+# Scores closer than this many float32 epsilons (times |q| * max |v|) count as tied.
+_NEAR_TIE = 16 * float(np.finfo(np.float32).eps)
 
 
 @dataclass
@@ -167,7 +176,13 @@ class PartitionIndex:
             m &= sel
         return m
 
-    def search(self, query: np.ndarray, k: int, mask: np.ndarray, *, per_layer: bool = False) -> list[tuple[str, float]]:
+    def search(self, query: np.ndarray, k: int, mask: np.ndarray, *, per_layer: bool = False) -> list:
+        """Top-k (id, score) of the rows ``mask`` allows. A matrix of queries (one per row)
+        gives one such list per query, as if each were searched alone."""
+        if np.ndim(query) == 2:
+            if per_layer:
+                raise ValueError("per_layer search takes one query")
+            return self.search_many(query, k, mask)
         n = self.n
         if n == 0 or k <= 0:
             return []
@@ -180,6 +195,78 @@ class PartitionIndex:
                 out.extend(self._top(layer_sims, k))
             return out
         return self._top(sims, k)
+
+    def search_many(self, queries: np.ndarray, k: int, mask: np.ndarray) -> list[list[tuple[str, float]]]:
+        """``search(q, k, mask)`` of every row ``q`` of ``queries``: the same ids, order and scores.
+
+        A matrix-vector product per query reads the whole index each time; here one matrix
+        product ranks a block of queries at once, then each query's leading rows (all rows
+        within rounding of its k-th score) are scored again as search() scores them. Where
+        two of those scores tie, search() orders them by its own partitioning, so such a
+        query is searched alone; so is one where two scores are within a few roundings of
+        each other, which a multi-threaded BLAS may sum in another order than search()."""
+        queries = np.asarray(queries, dtype=np.float32)
+        m, n = len(queries), self.n
+        if n == 0 or k <= 0:
+            return [[] for _ in range(m)]
+        vecs = self._vecs[:n]
+        allowed = mask[:n]
+        norms = np.sqrt(np.einsum("ij,ij->i", vecs, vecs))
+        q_norms = np.sqrt(np.einsum("ij,ij->i", queries, queries))
+        if not (np.isfinite(norms).all() and np.isfinite(q_norms).all()):
+            return [self.search(q, k, mask) for q in queries]
+        # Two float32 dot products of length d differ from the true one by at most
+        # gamma_d * |q| * |v| each, whatever their order of summation.
+        d = vecs.shape[1]
+        gamma = d * _UNIT_ROUNDOFF / (1 - d * _UNIT_ROUNDOFF)
+        scale = float(norms.max(initial=0.0)) * q_norms
+        slack = 4 * gamma * scale
+        near = _NEAR_TIE * scale
+        out: list[list[tuple[str, float]]] = []
+        step = max(1, _BLOCK // n)
+        for start in range(0, m, step):
+            block = queries[start : start + step] @ vecs.T
+            block[:, ~allowed] = -np.inf
+            for j, row in enumerate(block):
+                q = queries[start + j]
+                top = self._top_exact(q, row, k, float(slack[start + j]), float(near[start + j]))
+                out.append(self.search(q, k, mask) if top is None else top)
+        return out
+
+    def _top_exact(
+        self, query: np.ndarray, approx: np.ndarray, k: int, slack: float, near: float
+    ) -> list[tuple[str, float]] | None:
+        """search()'s top k from approximate scores of every row (-inf where masked), or
+        None when two of the k + 1 best are no more than ``near`` apart (tied, or as good
+        as tied)."""
+        valid = int(np.isfinite(approx).sum())
+        k = min(k, valid)
+        if k <= 0:
+            return []
+        kth = np.partition(approx, len(approx) - k)[len(approx) - k] if k < len(approx) else approx[np.isfinite(approx)].min()
+        # Every row outside these scores below each of the k best, exactly as approximately.
+        cand = np.flatnonzero(approx >= kth - slack)
+        exact = self._exact_scores(query, cand)
+        order = np.argsort(-exact, kind="stable")
+        head = exact[order[: k + 1]]
+        if np.any(head[:-1] - head[1:] <= near):
+            return None
+        return [(self.ids[cand[i]], float(exact[i])) for i in order[:k]]
+
+    def _exact_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Scores of ``rows`` as search() computes them: from aligned windows of the index."""
+        n = self.n
+        out = np.empty(len(rows), dtype=np.float32)
+        starts = rows - rows % _WINDOW
+        # numpy multiplies a one-row matrix as a dot product, summed in another order: a
+        # last window of one row is joined to the one before it.
+        if n % _WINDOW == 1 and n > _WINDOW:
+            starts[starts == n - 1] = n - 1 - _WINDOW
+        for start in np.unique(starts):
+            sel = starts == start
+            end = min(n, start + 2 * _WINDOW) if n - start == _WINDOW + 1 else min(n, start + _WINDOW)
+            out[sel] = (self._vecs[start:end] @ query)[rows[sel] - start]
+        return out
 
     def _top(self, sims: np.ndarray, k: int) -> list[tuple[str, float]]:
         valid = int(np.isfinite(sims).sum())
