@@ -21,8 +21,13 @@ _EPHEMERAL = np.array([LAYER_CODES[Layer.WORKING], LAYER_CODES[Layer.SHORT_TERM]
 # a window aligned on a multiple of 64 rows is split into row blocks by the BLAS
 # matrix-vector kernels as the whole index is, so each row's score comes out the same.
 _WINDOW = 64
-# Scores held at once by search_many (queries x rows, float32): 32 MB.
-_BLOCK = 1 << 23
+# Scores held at once by search_many (queries x rows, float32): 64 MB; fewer queries at a
+# time make the matrix product much slower per query.
+_BLOCK = 1 << 24
+# search_many first bounds each query's k-th best score by that of every 16th row.
+_SAMPLE_STRIDE = 16
+# Beyond this |q| * max |v|, a float32 dot product may overflow: such queries are searched alone.
+_HUGE = 1e30
 _UNIT_ROUNDOFF = float(np.finfo(np.float32).eps) / 2
 # Scores closer than this many float32 epsilons (times |q| * max |v|) count as tied.
 _NEAR_TIE = 16 * float(np.finfo(np.float32).eps)
@@ -209,47 +214,47 @@ class PartitionIndex:
         m, n = len(queries), self.n
         if n == 0 or k <= 0:
             return [[] for _ in range(m)]
+        rows = np.flatnonzero(mask[:n])
+        k = min(k, len(rows))
+        if k == 0:
+            return [[] for _ in range(m)]
         vecs = self._vecs[:n]
-        allowed = mask[:n]
-        norms = np.sqrt(np.einsum("ij,ij->i", vecs, vecs))
-        q_norms = np.sqrt(np.einsum("ij,ij->i", queries, queries))
-        if not (np.isfinite(norms).all() and np.isfinite(q_norms).all()):
-            return [self.search(q, k, mask) for q in queries]
+        # Rows the mask allows, copied out only when that spares much of the product.
+        allowed = vecs[rows] if 2 * len(rows) < n else vecs
+        if allowed is vecs:
+            rows = None
         # Two float32 dot products of length d differ from the true one by at most
         # gamma_d * |q| * |v| each, whatever their order of summation.
+        scale = float(np.sqrt(np.einsum("ij,ij->i", allowed, allowed).max())) * np.sqrt(np.einsum("ij,ij->i", queries, queries))
+        if not np.all(scale < _HUGE):  # not finite, or a product may overflow
+            return [self.search(q, k, mask) for q in queries]
         d = vecs.shape[1]
         gamma = d * _UNIT_ROUNDOFF / (1 - d * _UNIT_ROUNDOFF)
-        scale = float(norms.max(initial=0.0)) * q_norms
         slack = 4 * gamma * scale
         near = _NEAR_TIE * scale
+        blocked = None if rows is not None else np.flatnonzero(~mask[:n])
         out: list[list[tuple[str, float]]] = []
-        step = max(1, _BLOCK // n)
+        step = max(1, _BLOCK // len(allowed))
         for start in range(0, m, step):
-            block = queries[start : start + step] @ vecs.T
-            block[:, ~allowed] = -np.inf
-            for j, row in enumerate(block):
+            stop = min(m, start + step)
+            approx = queries[start:stop] @ allowed.T
+            if blocked is not None and len(blocked):
+                approx[:, blocked] = -np.inf
+            for j, cols in enumerate(_leading(approx, k, slack[start:stop])):
                 q = queries[start + j]
-                top = self._top_exact(q, row, k, float(slack[start + j]), float(near[start + j]))
+                cand = cols if rows is None else rows[cols]
+                top = self._top_exact(q, cand, k, float(near[start + j]))
                 out.append(self.search(q, k, mask) if top is None else top)
         return out
 
-    def _top_exact(
-        self, query: np.ndarray, approx: np.ndarray, k: int, slack: float, near: float
-    ) -> list[tuple[str, float]] | None:
-        """search()'s top k from approximate scores of every row (-inf where masked), or
-        None when two of the k + 1 best are no more than ``near`` apart (tied, or as good
-        as tied)."""
-        valid = int(np.isfinite(approx).sum())
-        k = min(k, valid)
-        if k <= 0:
-            return []
-        kth = np.partition(approx, len(approx) - k)[len(approx) - k] if k < len(approx) else approx[np.isfinite(approx)].min()
-        # Every row outside these scores below each of the k best, exactly as approximately.
-        cand = np.flatnonzero(approx >= kth - slack)
+    def _top_exact(self, query: np.ndarray, cand: np.ndarray, k: int, near: float) -> list[tuple[str, float]] | None:
+        """search()'s top k of ``query`` among rows ``cand`` (ascending), which hold them,
+        or None when two of the k + 1 best are no more than ``near`` apart (tied, or as
+        good as tied)."""
         exact = self._exact_scores(query, cand)
         order = np.argsort(-exact, kind="stable")
         head = exact[order[: k + 1]]
-        if np.any(head[:-1] - head[1:] <= near):
+        if not np.all(head[:-1] - head[1:] > near):
             return None
         return [(self.ids[cand[i]], float(exact[i])) for i in order[:k]]
 
@@ -280,3 +285,32 @@ class PartitionIndex:
     def vector(self, memory_id: str) -> np.ndarray | None:
         i = self.pos.get(memory_id)
         return None if i is None else self._vecs[i]
+
+
+def _leading(approx: np.ndarray, k: int, slack: np.ndarray) -> list[np.ndarray]:
+    """Per row of ``approx`` (finite scores, -inf where masked, at least k finite), the
+    columns (ascending) scoring within ``slack`` of the row's k-th best: with scores off by
+    no more than slack / 2, they hold the k best rows by any such scores.
+
+    The k-th best of every ``stride``-th column is a lower bound of the k-th best, so a
+    first cut at it leaves a few hundred columns, among which the k-th best is found."""
+    width = approx.shape[1]
+    stride = max(1, min(_SAMPLE_STRIDE, width // (4 * k)))
+    bound = _kth(approx[:, ::stride], k)  # the sample holds at least k columns
+    short = ~np.isfinite(bound)  # fewer than k unmasked columns in the sample
+    if short.any():
+        bound[short] = _kth(approx[short], k)
+    bound = bound - slack
+    rows, cols = np.nonzero(approx >= bound[:, None])
+    splits = np.searchsorted(rows, np.arange(1, len(approx)))
+    out = []
+    for j, first in enumerate(np.split(cols, splits)):
+        kth = _kth(approx[j, first][None, :], k)[0]
+        out.append(first[approx[j, first] >= kth - slack[j]])
+    return out
+
+
+def _kth(scores: np.ndarray, k: int) -> np.ndarray:
+    """The k-th best score of every row (k <= the row's length)."""
+    width = scores.shape[1]
+    return np.partition(scores, width - k, axis=1)[:, width - k]
