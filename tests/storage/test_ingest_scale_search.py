@@ -121,3 +121,23 @@ def test_store_vector_search_takes_a_matrix_of_queries(tmp_path):
     assert_same(many, [store.vector_search(P1, q, 10, flt) for q in queries])
     assert all(len(r) == 10 for r in many)
     store.close()
+
+
+@pytest.mark.skipif(threadpool_limits is None, reason="threadpoolctl is not installed")
+def test_tied_scores_rank_by_row_whatever_the_partitioning():
+    """Ten copies of one row among others: the k best take the first copies, in row order.
+    (One BLAS thread: a multi-threaded one may score copies a rounding apart.)"""
+    with threadpool_limits(1):
+        _tied_copies()
+
+
+def _tied_copies() -> None:
+    idx, vecs = seeded_index(3000, seed=7)
+    copies = [5, 17, 400, 401, 999, 1500, 2047, 2048, 2500, 2999]
+    for i in copies:
+        idx.upsert(Row(f"m{i}", vecs[5], Layer.SEMANTIC, "ctx", None, False, "fact", 0.0))
+    mask = np.ones(idx.n, dtype=bool)
+    for k in (3, 10, 12):
+        alone = idx.search(vecs[5], k, mask)
+        assert [mid for mid, _ in alone][: min(k, 10)] == [f"m{i}" for i in copies][: min(k, 10)]
+        assert idx.search_many(vecs[[5, 5]], k, mask) == [alone, alone]

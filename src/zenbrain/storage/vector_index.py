@@ -29,7 +29,8 @@ _SAMPLE_STRIDE = 16
 # Beyond this |q| * max |v|, a float32 dot product may overflow: such queries are searched alone.
 _HUGE = 1e30
 _UNIT_ROUNDOFF = float(np.finfo(np.float32).eps) / 2
-# Scores closer than this many float32 epsilons (times |q| * max |v|) count as tied.
+# Scores apart by no more than this many float32 epsilons (times |q| * max |v|) may be
+# ranked the other way round by a lone search on a multi-threaded BLAS (seen: 1/8).
 _NEAR_TIE = 16 * float(np.finfo(np.float32).eps)
 
 
@@ -206,10 +207,10 @@ class PartitionIndex:
 
         A matrix-vector product per query reads the whole index each time; here one matrix
         product ranks a block of queries at once, then each query's leading rows (all rows
-        within rounding of its k-th score) are scored again as search() scores them. Where
-        two of those scores tie, search() orders them by its own partitioning, so such a
-        query is searched alone; so is one where two scores are within a few roundings of
-        each other, which a multi-threaded BLAS may sum in another order than search()."""
+        within rounding of its k-th score) are scored again as search() scores them, and
+        ranked as search() ranks them (equal scores by row). A query whose leading scores
+        are a few roundings apart, but not equal, is searched alone: a multi-threaded BLAS
+        may sum a row in another order than a lone search does."""
         queries = np.asarray(queries, dtype=np.float32)
         m, n = len(queries), self.n
         if n == 0 or k <= 0:
@@ -249,12 +250,14 @@ class PartitionIndex:
 
     def _top_exact(self, query: np.ndarray, cand: np.ndarray, k: int, near: float) -> list[tuple[str, float]] | None:
         """search()'s top k of ``query`` among rows ``cand`` (ascending), which hold them,
-        or None when two of the k + 1 best are no more than ``near`` apart (tied, or as
-        good as tied)."""
+        or None when two of the k + 1 best differ, by no more than ``near``."""
         exact = self._exact_scores(query, cand)
         order = np.argsort(-exact, kind="stable")
         head = exact[order[: k + 1]]
-        if not np.all(head[:-1] - head[1:] > near):
+        gaps = head[:-1] - head[1:]
+        # Equal scores are ordered by row, as search() orders them; scores a rounding
+        # apart might be the other way round in search()'s own sums.
+        if not np.all((gaps == 0) | (gaps > near)):
             return None
         return [(self.ids[cand[i]], float(exact[i])) for i in order[:k]]
 
@@ -278,7 +281,7 @@ class PartitionIndex:
         k = min(k, valid)
         if k <= 0:
             return []
-        idx = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+        idx = _best_rows(sims, k) if k < len(sims) else np.arange(len(sims))
         idx = idx[np.argsort(-sims[idx], kind="stable")]
         return [(self.ids[i], float(sims[i])) for i in idx if np.isfinite(sims[i])]
 
@@ -315,3 +318,13 @@ def _kth(scores: np.ndarray, k: int) -> np.ndarray:
     """The k-th best score of every row (k <= the row's length)."""
     width = scores.shape[1]
     return np.partition(scores, width - k, axis=1)[:, width - k]
+
+
+def _best_rows(sims: np.ndarray, k: int) -> np.ndarray:
+    """The rows of the k best scores (at least k finite), ascending; of rows tied at the
+    k-th score, the first ones. Ties are thus settled by row, whatever the partitioning."""
+    neg = -sims  # NaN sorts last, as an unusable score should
+    kth = np.partition(neg, k - 1)[k - 1]
+    above = np.flatnonzero(neg < kth)
+    at = np.flatnonzero(neg == kth)[: k - len(above)]
+    return np.union1d(above, at)
