@@ -141,3 +141,11 @@ def _tied_copies() -> None:
         alone = idx.search(vecs[5], k, mask)
         assert [mid for mid, _ in alone][: min(k, 10)] == [f"m{i}" for i in copies][: min(k, 10)]
         assert idx.search_many(vecs[[5, 5]], k, mask) == [alone, alone]
+
+
+def test_the_index_keeps_every_row_as_it_grows():
+    idx, vecs = seeded_index(5000, dim=16, seed=3)  # grows from 1024 rows three times
+    assert idx._vecs.shape[0] >= 5000
+    assert np.array_equal(idx._vecs[:5000], vecs)
+    assert [idx.vector(f"m{i}") is not None for i in (0, 1023, 1024, 4999)] == [True] * 4
+    assert not idx._alive[5000:].any()

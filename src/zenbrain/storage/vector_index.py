@@ -89,7 +89,11 @@ class PartitionIndex:
         if need <= cap:
             return
         new = max(need, cap * 2)
-        self._vecs = np.resize(self._vecs, (new, self.dim))
+        # A plain copy into zeros: np.resize fills the new rows with copies of the old ones,
+        # several times the work at 100k rows.
+        vecs = np.zeros((new, self.dim), dtype=self._vecs.dtype)
+        vecs[:cap] = self._vecs
+        self._vecs = vecs
         for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind"):
             arr = getattr(self, name)
             grown = np.zeros(new, dtype=arr.dtype)
