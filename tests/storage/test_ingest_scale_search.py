@@ -149,3 +149,29 @@ def test_the_index_keeps_every_row_as_it_grows():
     assert np.array_equal(idx._vecs[:5000], vecs)
     assert [idx.vector(f"m{i}") is not None for i in (0, 1023, 1024, 4999)] == [True] * 4
     assert not idx._alive[5000:].any()
+
+
+@pytest.mark.skipif(threadpool_limits is None, reason="threadpoolctl is not installed")
+def test_with_one_blas_thread_windows_score_every_row_as_a_lone_search():
+    with threadpool_limits(1):
+        for n in (1, 64, 65, 1000, 4097):
+            idx, vecs = seeded_index(n, dim=384, seed=n)
+            assert idx._windows_agree(queries_for(vecs, 2))
+
+
+def test_close_scores_send_a_query_to_a_lone_search_when_windows_may_disagree(monkeypatch):
+    """Rows at exactly equal and at nearly equal scores (a copy scaled by 1 + 1e-7)."""
+    idx, vecs = seeded_index(2000, seed=9)
+    for i, f in ((700, 1.0), (701, 1.0 + 1e-7), (1300, 1.0 - 1e-7)):
+        idx.upsert(Row(f"m{i}", vecs[11] * np.float32(f), Layer.SEMANTIC, "ctx", None, False, "fact", 0.0))
+    queries = np.vstack([queries_for(vecs, 20), vecs[[11]]])
+    mask = np.ones(idx.n, dtype=bool)
+    alone = [idx.search(q, 10, mask) for q in queries]
+    calls = []
+    search = PartitionIndex.search
+    monkeypatch.setattr(PartitionIndex, "search", lambda self, *a, **kw: calls.append(1) or search(self, *a, **kw))
+    for agree in (True, False):
+        monkeypatch.setattr(PartitionIndex, "_windows_agree", lambda self, probes, agree=agree: agree)
+        calls.clear()
+        assert_same(idx.search_many(queries, 10, mask), alone)
+        assert (len(calls) > 0) is (not agree)

@@ -24,6 +24,9 @@ _WINDOW = 64
 # Scores held at once by search_many (queries x rows, float32): 64 MB; fewer queries at a
 # time make the matrix product much slower per query.
 _BLOCK = 1 << 24
+# From this many queries, search_many checks once that windows score every row as a lone
+# search does (two products over the index); then close scores need no lone search.
+_PROBED_BATCH = 16
 # search_many first bounds each query's k-th best score by that of every 16th row.
 _SAMPLE_STRIDE = 16
 # Beyond this |q| * max |v|, a float32 dot product may overflow: such queries are searched alone.
@@ -212,9 +215,10 @@ class PartitionIndex:
         A matrix-vector product per query reads the whole index each time; here one matrix
         product ranks a block of queries at once, then each query's leading rows (all rows
         within rounding of its k-th score) are scored again as search() scores them, and
-        ranked as search() ranks them (equal scores by row). A query whose leading scores
-        are a few roundings apart, but not equal, is searched alone: a multi-threaded BLAS
-        may sum a row in another order than a lone search does."""
+        ranked as search() ranks them (equal scores by row). A multi-threaded BLAS may sum
+        a few rows in another order than a lone search does: unless a check on two of the
+        queries finds every row scored alike, a query whose leading scores are a few
+        roundings apart, but not equal, is searched alone."""
         queries = np.asarray(queries, dtype=np.float32)
         m, n = len(queries), self.n
         if n == 0 or k <= 0:
@@ -237,6 +241,8 @@ class PartitionIndex:
         gamma = d * _UNIT_ROUNDOFF / (1 - d * _UNIT_ROUNDOFF)
         slack = 4 * gamma * scale
         near = _NEAR_TIE * scale
+        if m >= _PROBED_BATCH and self._windows_agree(queries[:2]):
+            near[:] = 0.0  # scores a rounding apart are ranked as a lone search ranks them
         blocked = None if rows is not None else np.flatnonzero(~mask[:n])
         out: list[list[tuple[str, float]]] = []
         step = max(1, _BLOCK // len(allowed))
@@ -274,11 +280,20 @@ class PartitionIndex:
         # last window of one row is joined to the one before it.
         if n % _WINDOW == 1 and n > _WINDOW:
             starts[starts == n - 1] = n - 1 - _WINDOW
-        for start in np.unique(starts):
-            sel = starts == start
+        firsts, at = np.unique(starts, return_index=True)  # rows ascending: one run per window
+        bounds = [*at.tolist(), len(rows)]
+        for i, start in enumerate(firsts.tolist()):
             end = min(n, start + 2 * _WINDOW) if n - start == _WINDOW + 1 else min(n, start + _WINDOW)
-            out[sel] = (self._vecs[start:end] @ query)[rows[sel] - start]
+            a, b = bounds[i], bounds[i + 1]
+            out[a:b] = (self._vecs[start:end] @ query)[rows[a:b] - start]
         return out
+
+    def _windows_agree(self, probes: np.ndarray) -> bool:
+        """Whether scoring by windows gives every row, for each probe query, the very
+        score a lone search gives it: always with one BLAS thread; a multi-threaded BLAS
+        may split the rows where a window does not."""
+        every = np.arange(self.n)
+        return all(np.array_equal(self._vecs[: self.n] @ q, self._exact_scores(q, every)) for q in probes)
 
     def _top(self, sims: np.ndarray, k: int) -> list[tuple[str, float]]:
         valid = int(np.isfinite(sims).sum())
