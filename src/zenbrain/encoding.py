@@ -30,6 +30,7 @@ RECENT_WINDOW = 256  # recently active memories that count as co-active for new 
 LINKS_PER_ITEM = 3
 LINK_MIN_SIM = 0.5
 SUPPORT_MIN_SIM = 0.9
+FACT_NEIGHBOURS = 10  # stored facts a new fact is checked against (contradiction, support)
 
 
 @dataclass
@@ -194,13 +195,16 @@ def link(coord: "MemoryCoordinator", tx: Any, part: Partition, batch: Batch, now
 def _check_facts(coord, tx, part, facts, vecs, now, add, report) -> None:
     ip = coord.config.param("imad_debate", imad.IMADParams())
     flt = Filter(layers=frozenset({Layer.SEMANTIC}), contexts=frozenset({facts[0][1].context}))
-    for row, item in facts:
-        near = coord.storage.vector_search(part, vecs[row], 10, flt)
+    # The index holds committed memories only, and none is committed while this write
+    # holds the database, so every fact's neighbours can be searched for at once.
+    nearest = coord.storage.vector_search(part, vecs[[row for row, _ in facts]], FACT_NEIGHBOURS, flt)
+    for (row, item), near in zip(facts, nearest):
         near = [(mid, s) for mid, s in near if mid != item.id]
         if not near:
             continue
         stored = {m.id: m for m in coord.storage.get(part, [mid for mid, _ in near])}
-        cands = [imad.Fact.from_item(stored[mid], coord.storage.vectors(part, [mid])[0]) for mid, _ in near if mid in stored]
+        near_vecs = coord.storage.vectors(part, [mid for mid, _ in near])
+        cands = [imad.Fact.from_item(stored[mid], near_vecs[i]) for i, (mid, _) in enumerate(near) if mid in stored]
         contradictions = imad.find_contradictions(new_text=item.content, new_vec=vecs[row], candidates=cands, params=ip)
         contra_ids = {c.id for c in contradictions}
         for cid in contra_ids:
