@@ -197,7 +197,7 @@ def _check_facts(coord, tx, part, facts, vecs, now, add, report) -> None:
     flt = Filter(layers=frozenset({Layer.SEMANTIC}), contexts=frozenset({facts[0][1].context}))
     # The index holds committed memories only, and none is committed while this write
     # holds the database, so every fact's neighbours can be searched for at once.
-    nearest = coord.storage.vector_search(part, vecs[[row for row, _ in facts]], FACT_NEIGHBOURS, flt)
+    nearest = coord.storage.vector_search_many(part, vecs[[row for row, _ in facts]], FACT_NEIGHBOURS, flt)
     for (row, item), near in zip(facts, nearest):
         near = [(mid, s) for mid, s in near if mid != item.id]
         if not near:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from zenbrain.errors import ValidationError
 from zenbrain.model import Layer
 from zenbrain.storage.base import Filter
 from zenbrain.storage.sqlite import SQLiteStore
@@ -110,16 +111,19 @@ def test_a_row_that_is_not_finite_is_ranked_as_a_lone_search_ranks_it():
     assert_same(idx.search_many(queries, 10, mask), [idx.search(q, 10, mask) for q in queries])
 
 
-def test_store_vector_search_takes_a_matrix_of_queries(tmp_path):
+def test_store_vector_search_many_equals_one_search_per_query(tmp_path):
     store = SQLiteStore(str(tmp_path / "s.db"), embedder_name=MODEL, dim=DIM)
     rng = np.random.default_rng(5)
     items = [make_item(P1, f"fact {i}", layer=Layer.SEMANTIC if i % 4 else Layer.EPISODIC) for i in range(400)]
     put(store, items, unit_rows(rng, 400))
     queries = unit_rows(rng, 25)
     flt = Filter(layers=frozenset({Layer.SEMANTIC}), contexts=frozenset({"default"}))
-    many = store.vector_search(P1, queries, 10, flt)
+    many = store.vector_search_many(P1, queries, 10, flt)
     assert_same(many, [store.vector_search(P1, q, 10, flt) for q in queries])
     assert all(len(r) == 10 for r in many)
+    assert store.vector_search_many(P1, queries[:0], 10, flt) == []
+    with pytest.raises(ValidationError):
+        store.vector_search_many(P1, queries[0], 10, flt)
     store.close()
 
 
@@ -175,3 +179,15 @@ def test_close_scores_send_a_query_to_a_lone_search_when_windows_may_disagree(mo
         calls.clear()
         assert_same(idx.search_many(queries, 10, mask), alone)
         assert (len(calls) > 0) is (not agree)
+
+
+def test_layer_mask_by_lookup_table_equals_isin():
+    from zenbrain.storage.vector_index import _layer_table
+
+    rng = np.random.default_rng(11)
+    codes = rng.integers(0, len(LAYER_CODES), size=1000).astype(np.int8)
+    layers = list(LAYER_CODES)
+    for r in range(len(layers) + 1):
+        chosen = [layers[i] for i in rng.choice(len(layers), size=r, replace=False)]
+        want = np.isin(codes, np.array([LAYER_CODES[x] for x in chosen], dtype=np.int8))
+        assert np.array_equal(_layer_table(chosen)[codes], want)

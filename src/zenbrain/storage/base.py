@@ -135,6 +135,12 @@ class Store(Protocol):
         """Top-k (id, cosine) over the partition; with ``per_layer`` top-k of every layer."""
         ...
 
+    def vector_search_many(
+        self, partition: Partition, queries: np.ndarray, k: int, flt: Filter = Filter()
+    ) -> list[list[tuple[str, float]]]:
+        """``vector_search`` for every row of ``queries``, in one pass over the vectors."""
+        ...
+
     def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
         """Top-k (id, BM25 score, higher is better)."""
         ...
