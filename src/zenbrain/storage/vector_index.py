@@ -9,6 +9,7 @@ never disagree with the database after a crash or with another process's writes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,7 +17,18 @@ import numpy as np
 from ..model import Layer
 
 LAYER_CODES: dict[Layer, int] = {layer: i for i, layer in enumerate(Layer)}
-_EPHEMERAL = np.array([LAYER_CODES[Layer.WORKING], LAYER_CODES[Layer.SHORT_TERM]], dtype=np.int8)
+
+
+def _layer_table(layers: Iterable[Layer]) -> np.ndarray:
+    """A boolean lookup table over layer codes: ``table[codes]`` is the membership mask
+    (what ``np.isin`` computes, without its sort, for a handful of small codes)."""
+    table = np.zeros(len(LAYER_CODES), dtype=bool)
+    table[[LAYER_CODES[layer] for layer in layers]] = True
+    return table
+
+
+_EPHEMERAL_TABLE = _layer_table((Layer.WORKING, Layer.SHORT_TERM))
+
 # Rows scored at once when a batch of queries is ranked again exactly (see _exact_scores):
 # a window aligned on a multiple of 64 rows is split into row blocks by the BLAS
 # matrix-vector kernels as the whole index is, so each row's score comes out the same.
@@ -161,12 +173,11 @@ class PartitionIndex:
         if not include_archived:
             m &= ~self._archived[:n]
         if layers is not None:
-            codes = np.array([LAYER_CODES[layer] for layer in layers], dtype=np.int8)
-            m &= np.isin(self._layer[:n], codes)
+            m &= _layer_table(layers)[self._layer[:n]]
         if contexts is not None:
             m &= np.isin(self._ctx[:n], self._codes_of(contexts))
         # Working and short-term memory belong to one session; other sessions never see them.
-        ephemeral = np.isin(self._layer[:n], _EPHEMERAL)
+        ephemeral = _EPHEMERAL_TABLE[self._layer[:n]]
         if all_sessions:
             pass
         elif session_id is None:
