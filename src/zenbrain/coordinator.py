@@ -204,8 +204,8 @@ class MemoryCoordinator:
         with self._db.transaction() as tx:
             if fresh:
                 tx.put_embeddings(self.embedder.name, list(fresh), np.stack(list(fresh.values())))
-            for item in drafts:
-                tx.log(part, HistoryEvent(item.id, now, "created", {"layer": item.layer.value, "kind": item.kind.value}))
+            tx.log_many(part, [HistoryEvent(item.id, now, "created", {"layer": item.layer.value, "kind": item.kind.value})
+                               for item in drafts])
             link_report = encoding.link(self, tx, part, batch, now)
             for item in drafts:
                 tx.put_memory(item)

@@ -311,7 +311,7 @@ def selection_stage(
         tx.update_columns(part, changed_ids, strength=[plan.strengths[m] for m in changed_ids])
         for mid in changed_ids:
             eps[index[mid]].strength = float(plan.strengths[mid])
-            tx.log(part, HistoryEvent(mid, now, "replayed", moved[mid]))
+        tx.log_many(part, [HistoryEvent(mid, now, "replayed", moved[mid]) for mid in changed_ids])
         if detail:
             report["edges_changed"] = [
                 {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": [float(e.weight), float(w)]}
@@ -355,12 +355,12 @@ def triple_copy_stage(
             st = copy_state(it, params)
             new = triple_copy.consolidate(st, now=now, amount=replayed[it.id], params=params)
             it.state[dynamics.COPIES] = new.to_dict()
-            tx.update_state(part, it.id, it.state)
             if detail:
                 report["memories"][it.id] = {
                     "amount": num(replayed[it.id]),
                     "deep_target": [num(st.deep_target), num(new.deep_target)],
                 }
+        tx.update_states(part, {it.id: it.state for it in items})
     report["promoted"] = len(items)
     return report
 

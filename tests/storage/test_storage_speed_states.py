@@ -105,3 +105,25 @@ def test_whole_column_conversion_equals_the_per_value_one(values, archived):
     assert [type(v) for v in got] == [type(v) for v in want]
     with pytest.raises(IndexError):
         _column_values(values, len(values) + 1)
+
+
+def test_log_many_writes_the_same_history_rows_as_log_one_by_one(tmp_path):
+    from zenbrain.model import HistoryEvent
+    from zenbrain.storage.sqlite import SQLiteStore
+
+    part = ("u", "a")
+    events = [HistoryEvent(f"m{i}", 100.0 + i, "replayed", {"i": i, "x": [1.5, None]}) for i in range(5)]
+    rows = []
+    for batched in (False, True):
+        store = SQLiteStore(str(tmp_path / f"h{batched}.db"), embedder_name="t", dim=4)
+        with store.transaction() as tx:
+            if batched:
+                tx.log_many(part, events)
+                tx.log_many(part, [])
+            else:
+                for e in events:
+                    tx.log(part, e)
+        rows.append(store.raw_connection().execute(
+            "SELECT user_id, agent_id, memory_id, at, action, detail FROM history ORDER BY rowid").fetchall())
+        store.close()
+    assert rows[0] == rows[1] and len(rows[0]) == 5

@@ -77,6 +77,10 @@ class Transaction(Protocol):
 
     def log(self, partition: Partition, event: HistoryEvent) -> None: ...
 
+    def log_many(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
+        """``log`` of each event, in order."""
+        ...
+
     def touch_recalled(self, partition: Partition, ids: Sequence[str], now: float, stability: Sequence[Any],
                        states: Sequence[dict[str, Any]]) -> None:
         """What a recall writes of the memories it returned: ``increment_access(ids, now)``,

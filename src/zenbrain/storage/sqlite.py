@@ -549,6 +549,16 @@ class SQLiteTransaction:
             (*partition, event.memory_id, event.at, event.action, _encode_detail(event.detail)),
         )
 
+    def log_many(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
+        """``log`` of each event, in order, as one statement."""
+        if not events:
+            return
+        self._write(
+            "INSERT INTO history (user_id, agent_id, memory_id, at, action, detail) VALUES (?,?,?,?,?,?)",
+            [(*partition, e.memory_id, e.at, e.action, _encode_detail(e.detail)) for e in events],
+            many=True,
+        )
+
     def kv_clear(self, partition: Partition) -> None:
         self._write("DELETE FROM kv WHERE user_id=? AND agent_id=?", partition)
         self._store._erased = True
