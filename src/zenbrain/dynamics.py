@@ -86,14 +86,7 @@ def _copy_composite(items: Sequence[MemoryItem], now: float, params: triple_copy
     a ``CopyState`` per memory: the same columns into the same ``strengths``."""
     rows = [_COPY_FIELDS(i.state[COPIES]) if COPIES in i.state else _copy_row(i, params) for i in items]
     cols = np.fromiter(chain.from_iterable(rows), float, 5 * len(items)).reshape(-1, 5)
-    return triple_copy.strengths(
-        s0=cols[:, 0],
-        age_s=now - cols[:, 1],
-        deep_base=cols[:, 2],
-        deep_target=cols[:, 3],
-        deep_age_s=now - cols[:, 4],
-        params=params,
-    ).composite
+    return triple_copy.strengths_of_columns(cols, now=now, params=params).composite
 
 
 def _decay_columns(items: Sequence[MemoryItem]) -> np.ndarray:

@@ -173,6 +173,12 @@ def evaluate_many(
     cols = np.array(
         [(s.s0, s.anchor, s.deep_base, s.deep_target, s.deep_anchor) for s in states], dtype=float
     ).reshape(-1, 5)
+    return strengths_of_columns(cols, now=now, params=params)
+
+
+def strengths_of_columns(cols: np.ndarray, *, now: float, params: TripleCopyParams = DEFAULT_PARAMS) -> CopyStrengths:
+    """Strengths at ``now`` of copy states given as rows (s0, anchor, deep_base, deep_target,
+    deep_anchor), the column order of :class:`CopyState`."""
     return strengths(
         s0=cols[:, 0],
         age_s=now - cols[:, 1],
@@ -237,4 +243,5 @@ __all__ = [
     "evaluate_many",
     "reinforce",
     "strengths",
+    "strengths_of_columns",
 ]

@@ -1243,9 +1243,8 @@ class SQLiteStore:
                     idx.remove(mid)
         self._seen_seq = latest
 
-    def vector_search(
-        self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *, per_layer: bool = False
-    ) -> list[tuple[str, float]]:
+    def _index_and_mask(self, partition: Partition, flt: Filter) -> tuple[PartitionIndex, np.ndarray]:
+        """The partition's vector index and the rows of it that ``flt`` lets through."""
         idx = self._index(partition)
         mask = idx.mask(
             layers=flt.layers,
@@ -1258,6 +1257,12 @@ class SQLiteStore:
             event_before=flt.event_before,
             ids=flt.ids,
         )
+        return idx, mask
+
+    def vector_search(
+        self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *, per_layer: bool = False
+    ) -> list[tuple[str, float]]:
+        idx, mask = self._index_and_mask(partition, flt)
         return idx.search(query, k, mask, per_layer=per_layer)
 
     def vector_search_many(
@@ -1270,19 +1275,8 @@ class SQLiteStore:
             raise ValidationError("queries must be a 2-D array, one query per row")
         if len(queries) == 0:
             return []
-        idx = self._index(partition)
-        mask = idx.mask(
-            layers=flt.layers,
-            contexts=flt.contexts,
-            session_id=flt.session_id,
-            all_sessions=flt.all_sessions,
-            include_archived=flt.include_archived,
-            kinds=flt.kinds,
-            event_after=flt.event_after,
-            event_before=flt.event_before,
-            ids=flt.ids,
-        )
-        return idx.search(queries, k, mask)
+        idx, mask = self._index_and_mask(partition, flt)
+        return idx.search_many(queries, k, mask)
 
     def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:
         idx = self._index(partition)
