@@ -703,6 +703,7 @@ class SQLiteStore:
         self._seen_changes = -1  # the connection's total_changes after this store's last write
         self._indexes: dict[Partition, PartitionIndex] = {}
         self._seen_seq = 0
+        self._synced_changes = -1  # total_changes at the last look at the change log (in-memory only)
         self._erased = False
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
@@ -1215,6 +1216,13 @@ class SQLiteStore:
 
     def _sync(self) -> None:
         """Bring loaded indexes up to the database's committed state (this or any process)."""
+        if not self._shared:
+            # A private in-memory database changes only through this connection: when it has
+            # changed no row since the last look, the change log has not moved either.
+            changes = self._db.total_changes
+            if changes == self._synced_changes:
+                return
+            self._synced_changes = changes
         latest = self._reader.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
         if latest <= self._seen_seq:
             return
@@ -1246,7 +1254,8 @@ class SQLiteStore:
     def _index_and_mask(self, partition: Partition, flt: Filter) -> tuple[PartitionIndex, np.ndarray]:
         """The partition's vector index and the rows of it that ``flt`` lets through."""
         idx = self._index(partition)
-        mask = idx.mask(
+        mask = idx.cached_mask(
+            flt,
             layers=flt.layers,
             contexts=flt.contexts,
             session_id=flt.session_id,

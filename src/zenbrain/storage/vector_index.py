@@ -9,6 +9,7 @@ never disagree with the database after a crash or with another process's writes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -41,6 +42,9 @@ _BLOCK = 1 << 24
 _PROBED_BATCH = 16
 # search_many first bounds each query's k-th best score by that of every 16th row.
 _SAMPLE_STRIDE = 16
+# Up to this many allowed rows, search() ranks them by one full sort (a few us) instead of
+# a selection per layer.
+_SMALL = 2048
 # Beyond this |q| * max |v|, a float32 dot product may overflow: such queries are searched alone.
 _HUGE = 1e30
 _UNIT_ROUNDOFF = float(np.finfo(np.float32).eps) / 2
@@ -78,6 +82,13 @@ class PartitionIndex:
     codes: dict[str | None, int] = field(default_factory=dict)
     n: int = 0
     dead: int = 0
+    # Bumped by every change of the rows; masks of filters are kept until it moves.
+    version: int = 0
+    _masks: dict = field(default_factory=dict)
+    _masks_version: int = -1
+    # The allowed rows of the last cached mask searched, with their layer codes and the
+    # codes present: (mask, version, rows, codes, present codes).
+    _rows_of: tuple | None = None
 
     def code(self, value: str | None) -> int:
         c = self.codes.get(value)
@@ -85,8 +96,12 @@ class PartitionIndex:
             c = self.codes[value] = len(self.codes)
         return c
 
-    def _codes_of(self, values) -> np.ndarray:
-        return np.array([self.codes[v] for v in values if v in self.codes], dtype=np.int32)
+    def _code_table(self, values) -> np.ndarray:
+        """A boolean lookup table over string codes: ``table[codes]`` is the mask of rows
+        whose string is one of ``values`` (what ``np.isin`` computes, without its sort)."""
+        table = np.zeros(len(self.codes), dtype=bool)
+        table[[self.codes[v] for v in values if v in self.codes]] = True
+        return table
 
     def __post_init__(self) -> None:
         cap = 1024
@@ -116,6 +131,7 @@ class PartitionIndex:
             setattr(self, name, grown)
 
     def upsert(self, row: Row) -> None:
+        self.version += 1
         i = self.pos.get(row.id)
         if i is None:
             self._grow(self.n + 1)
@@ -136,6 +152,7 @@ class PartitionIndex:
         i = self.pos.pop(memory_id, None)
         if i is None:
             return
+        self.version += 1
         self._alive[i] = False
         self.ids[i] = ""
         self._vecs[i] = 0.0
@@ -144,6 +161,7 @@ class PartitionIndex:
             self._compact()
 
     def _compact(self) -> None:
+        self.version += 1
         keep = np.flatnonzero(self._alive[: self.n])
         self._vecs[: len(keep)] = self._vecs[keep]
         for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind"):
@@ -175,7 +193,7 @@ class PartitionIndex:
         if layers is not None:
             m &= _layer_table(layers)[self._layer[:n]]
         if contexts is not None:
-            m &= np.isin(self._ctx[:n], self._codes_of(contexts))
+            m &= self._code_table(contexts)[self._ctx[:n]]
         # Working and short-term memory belong to one session; other sessions never see them.
         ephemeral = _EPHEMERAL_TABLE[self._layer[:n]]
         if all_sessions:
@@ -186,7 +204,7 @@ class PartitionIndex:
             same = self._sess[:n] == self.codes.get(session_id, -1)
             m &= ~ephemeral | same
         if kinds is not None:
-            m &= np.isin(self._kind[:n], self._codes_of(kinds))
+            m &= self._code_table(kinds)[self._kind[:n]]
         if event_after is not None:
             m &= self._event[:n] >= event_after
         if event_before is not None:
@@ -200,6 +218,24 @@ class PartitionIndex:
             m &= sel
         return m
 
+    def cached_mask(self, key: object, **filter_args) -> np.ndarray:
+        """``mask(**filter_args)``, kept (read-only) under ``key`` until the rows change:
+        searches with the same filter and no write in between build it once."""
+        if self._masks_version != self.version:
+            self._masks.clear()
+            self._masks_version = self.version
+        try:
+            m = self._masks.get(key)
+        except TypeError:  # an unhashable key (a filter holding a set): built each time
+            return self.mask(**filter_args)
+        if m is None:
+            m = self.mask(**filter_args)
+            m.flags.writeable = False
+            if len(self._masks) >= 32:
+                self._masks.clear()
+            self._masks[key] = m
+        return m
+
     def search(self, query: np.ndarray, k: int, mask: np.ndarray, *, per_layer: bool = False) -> list:
         """Top-k (id, score) of the rows ``mask`` allows. A matrix of queries (one per row)
         gives one such list per query, as if each were searched alone."""
@@ -210,15 +246,22 @@ class PartitionIndex:
         n = self.n
         if n == 0 or k <= 0:
             return []
+        # The whole index is scored (not only the allowed rows) so each row's score is the
+        # one every other search gives it (BLAS sums rows by blocks of the whole matrix).
         sims = self._vecs[:n] @ np.asarray(query, dtype=np.float32)
-        sims = np.where(mask, sims, -np.inf)
-        if per_layer:
-            out: list[tuple[str, float]] = []
-            for code in np.unique(self._layer[:n][mask]):
-                layer_sims = np.where(self._layer[:n] == code, sims, -np.inf)
-                out.extend(self._top(layer_sims, k))
-            return out
-        return self._top(sims, k)
+        rows, codes, present = self._allowed(mask)
+        if len(rows) <= _SMALL:
+            scores = sims[rows]
+            if math.isfinite(float(scores.sum())):  # no NaN or infinity among them
+                return self._top_small(scores, rows, k, codes, present if per_layer else None)
+        if not per_layer:
+            return self._top(sims, rows, k)
+        if len(present) == 1:
+            return self._top(sims, rows, k)
+        out: list[tuple[str, float]] = []
+        for code in present:
+            out.extend(self._top(sims, rows[codes == code], k))
+        return out
 
     def search_many(self, queries: np.ndarray, k: int, mask: np.ndarray) -> list[list[tuple[str, float]]]:
         """``search(q, k, mask)`` of every row ``q`` of ``queries``: the same ids, order and scores.
@@ -306,14 +349,55 @@ class PartitionIndex:
         every = np.arange(self.n)
         return all(np.array_equal(self._vecs[: self.n] @ q, self._exact_scores(q, every)) for q in probes)
 
-    def _top(self, sims: np.ndarray, k: int) -> list[tuple[str, float]]:
-        valid = int(np.isfinite(sims).sum())
-        k = min(k, valid)
+    def _allowed(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """The rows ``mask`` allows (ascending), their layer codes, and the codes among
+        them (ascending); kept for a cached (read-only) mask while the rows do not change."""
+        last = self._rows_of
+        if last is not None and last[0] is mask and last[1] == self.version:
+            return last[2], last[3], last[4]
+        rows = np.flatnonzero(mask)
+        codes = self._layer[rows]
+        present = np.flatnonzero(np.bincount(codes, minlength=len(LAYER_CODES))).tolist()
+        if not mask.flags.writeable:
+            self._rows_of = (mask, self.version, rows, codes, present)
+        return rows, codes, present
+
+    def _top_small(self, scores: np.ndarray, rows: np.ndarray, k: int, codes: np.ndarray,
+                   present: list[int] | None) -> list[tuple[str, float]]:
+        """What ``_top`` gives (of each layer's rows in turn, by layer code, given the
+        ``present`` codes) for a few finite ``scores`` of ``rows``: one stable sort of them
+        all instead of a selection per layer. A layer's rows keep their order within the
+        whole order (descending score, equal scores by row), so its first k are its k best."""
+        order = np.argsort(-scores, kind="stable")
+        ids = self.ids
+        if present is None or len(present) == 1:
+            heads = [order[:k]]
+        else:
+            ordered = codes[order]
+            heads = [order[ordered == code][:k] for code in present]
+        out: list[tuple[str, float]] = []
+        for head in heads:
+            out.extend(zip([ids[r] for r in rows[head].tolist()], scores[head].tolist()))
+        return out
+
+    def _top(self, sims: np.ndarray, rows: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The k best (id, score) of ``rows`` (ascending) by ``sims``: best first, equal
+        scores by row, only finite scores, and no more than there are finite scores."""
+        if not len(rows):
+            return []
+        scores = sims[rows]
+        k = min(k, int(np.isfinite(scores).sum()))
         if k <= 0:
             return []
-        idx = _best_rows(sims, k) if k < len(sims) else np.arange(len(sims))
-        idx = idx[np.argsort(-sims[idx], kind="stable")]
-        return [(self.ids[i], float(sims[i])) for i in idx if np.isfinite(sims[i])]
+        # The first k of the stable order by descending score (NaN last) are the k best,
+        # rows tied at the k-th score taken first to last.
+        if 8 * k < len(rows):
+            head = _best_rows(scores, k)
+            head = head[np.argsort(-scores[head], kind="stable")]
+        else:
+            head = np.argsort(-scores, kind="stable")[:k]
+        ids = self.ids
+        return [(ids[r], s) for r, s in zip(rows[head].tolist(), scores[head].tolist()) if math.isfinite(s)]
 
     def vector(self, memory_id: str) -> np.ndarray | None:
         i = self.pos.get(memory_id)
