@@ -251,6 +251,28 @@ _READ_BACK: dict[str, Any] = {
 }
 
 
+def _reads_back(values: list[Any], read_back: Any) -> bool:
+    """Whether every value of a column reads back as itself through ``read_back`` (one
+    of the ``_as_*`` checks): a column of plain floats is checked by two C-level passes."""
+    if read_back is _as_real and set(map(type, values)) <= {float}:
+        total = sum(values)
+        # A finite sum: no NaN, no infinity; no zero: no -0.0. Otherwise value by value.
+        if total - total == 0.0 and 0.0 not in values:
+            return True
+    elif read_back is _as_text and set(map(type, values)) <= {str}:
+        return True
+    elif read_back is _as_int and set(map(type, values)) <= {int}:
+        return True
+    try:
+        return all(read_back(v) is v for v in values)
+    except _Unsure:
+        return False
+
+
+# The checks of an edge row's columns after (user_id, agent_id).
+_EDGE_READ_BACK = (_as_text, _as_text, _as_text, _as_real, _as_real, _as_int, _as_real)
+
+
 def _item_values(item: MemoryItem) -> tuple[Any, ...]:
     due = item.state.get("due_at")
     return (
@@ -501,10 +523,15 @@ class SQLiteTransaction:
         )
 
     def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
-        rows = [
-            (*partition, e.src, e.dst, e.relation, float(e.weight), float(e.variance), int(e.activations), float(e.updated_at))
-            for e in edges
-        ]
+        # Column by column: the cache's rows are zipped from the same lists, and each
+        # column is checked at once (see _read_back_column).
+        cols = (
+            [e.src for e in edges], [e.dst for e in edges], [e.relation for e in edges],
+            [float(e.weight) for e in edges], [float(e.variance) for e in edges],
+            [int(e.activations) for e in edges], [float(e.updated_at) for e in edges],
+        )
+        n = len(cols[0])
+        rows = list(zip(itertools.repeat(partition[0], n), itertools.repeat(partition[1], n), *cols))
         adj = self._store._take_edges(partition)
         self._write(
             "INSERT INTO edges (user_id, agent_id, src, dst, relation, weight, variance, activations, updated_at) "
@@ -517,13 +544,14 @@ class SQLiteTransaction:
         )
         if adj is None:
             return
-        try:
-            # The cached rows now read as the written values (an insert or a replacement of one key).
-            for _, _, src, dst, rel, w, v, k, at in rows:
-                row = (_as_text(src), _as_text(dst), _as_text(rel), _as_real(w), _as_real(v), _as_int(k), _as_real(at))
-                adj.setdefault(src, {})[(dst, rel)] = row
-        except _Unsure:
+        # The cached rows now read as the written values (an insert or a replacement of one key).
+        if not all(map(_reads_back, cols, _EDGE_READ_BACK)):
             return  # not certain how it reads back: read the partition again when next needed
+        for row in zip(*cols):
+            out = adj.get(row[0])
+            if out is None:
+                out = adj[row[0]] = {}
+            out[(row[1], row[2])] = row
         self._store._put_back_edges(partition, adj)
 
     def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:

@@ -1,0 +1,41 @@
+"""put_edges checks whole columns at once: the check agrees with checking every value."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from zenbrain.storage.sqlite import _Unsure, _as_int, _as_real, _as_text, _reads_back
+
+SAMPLES = {
+    _as_real: [0.5, -0.0, 0.0, float("nan"), float("inf"), -float("inf"), 1e308, 1e308, -1e-300, 3.0],
+    _as_text: ["a", "", "b", 1, None, b"x"],
+    _as_int: [0, 1, -5, 2**40, True, 1.0],
+}
+
+
+def value_by_value(values, check) -> bool:
+    try:
+        for v in values:
+            out = check(v)
+            if out is not v and not (type(out) is float and type(v) is float and out == v):
+                return False
+    except _Unsure:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("check", list(SAMPLES))
+def test_column_check_equals_value_by_value(check):
+    rng = np.random.default_rng(0)
+    pool = SAMPLES[check]
+    for _ in range(400):
+        values = [pool[i] for i in rng.integers(0, len(pool), int(rng.integers(0, 6)))]
+        assert _reads_back(values, check) is value_by_value(values, check), values
+
+
+def test_overflowing_sum_falls_back_to_values():
+    assert _reads_back([1e308, 1e308], _as_real)
+    assert math.isinf(sum([1e308, 1e308]))
