@@ -1186,7 +1186,12 @@ class SQLiteStore:
         with self._lock:
             own = self._begin_read()
             try:
-                ranked = self._tuples().execute(ranked_sql, (q, *partition, head)).fetchall()
+                cur = self._tuples()
+                # No document of any partition holds a word of the query: nothing to rank
+                # (a plain lookup of the words' index entries; ranking sets up a sorter).
+                if cur.execute("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1", (q,)).fetchone() is None:
+                    return []
+                ranked = cur.execute(ranked_sql, (q, *partition, head)).fetchall()
                 complete = len(ranked) < head  # every match is in the head: no fallback needed
                 by_id, by_id_args = self._where(partition, flt, alias="m", use_indexes=False)
                 allowed: set[str] = set()
