@@ -27,8 +27,19 @@ def _sql_among(store, part, ids):
         store._item_cache_size = size
 
 
+def _sql_edges(store, part):
+    """edges(part) as the file answers it, in the store's own connection."""
+    size, store._item_cache_size = store._item_cache_size, 0
+    try:
+        return store.edges(part)
+    finally:
+        store._item_cache_size = size
+
+
 def _check(store, subsets):
     for part in (P1, P2):
+        # A partition's edges from the cache: the same rows in the same (primary key) order.
+        assert repr(store.edges(part)) == repr(_sql_edges(store, part)), part
         for ids in subsets:
             got = store.edges_among(part, ids)
             assert repr(got) == repr(_sql_among(store, part, ids)), (part, ids)

@@ -39,3 +39,27 @@ def test_column_check_equals_value_by_value(check):
 def test_overflowing_sum_falls_back_to_values():
     assert _reads_back([1e308, 1e308], _as_real)
     assert math.isinf(sum([1e308, 1e308]))
+
+
+def test_partition_edges_from_the_cache_in_primary_key_order():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from storage_helpers import DIM, MODEL, P1
+
+    from zenbrain.model import Edge
+    from zenbrain.storage.sqlite import SQLiteStore
+
+    names = ["a", "B", "z", "é", "ÿ", "Ω", "中", "\U0001f600", "a\x00b", "", "ab", "a b"]
+    rng = np.random.default_rng(3)
+    edges = [Edge(str(rng.choice(names)), str(rng.choice(names)), str(rng.choice(["r", "R", "é"])), float(i), 1.0, i, 0.0)
+             for i in range(200)]
+    store = SQLiteStore(":memory:", embedder_name=MODEL, dim=DIM)
+    with store.transaction() as tx:
+        tx.put_edges(P1, edges)
+    store.edges_among(P1, names)  # the partition's adjacency is now cached
+    assert P1 in store._edge_adj
+    cached = store.edges(P1)
+    store._item_cache_size = 0
+    assert repr(cached) == repr(store.edges(P1))

@@ -1345,7 +1345,14 @@ class SQLiteStore:
         with self._lock:
             cur = self._tuples()
             if ids is None:
-                rows = cur.execute(f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=?", partition).fetchall()
+                adj = self._edge_adjacency(partition)
+                if adj is not None:
+                    # The primary key's order, as the query below reads them (str order is
+                    # the code point order, which is SQLite's byte order of UTF-8 text).
+                    return [Edge(*out[key]) for src in sorted(adj) for out in (adj[src],) for key in sorted(out)]
+                rows = cur.execute(
+                    f"SELECT {_EDGE} FROM edges WHERE user_id=? AND agent_id=? ORDER BY src, dst, relation", partition
+                ).fetchall()
                 return [Edge(*r) for r in rows]  # one row per key
             idl = list(dict.fromkeys(ids))
             out: list[Edge] = []
