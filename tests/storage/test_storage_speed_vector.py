@@ -150,3 +150,17 @@ def test_store_search_sees_writes_between_equal_searches():
     with store.transaction() as tx:
         tx.update_columns(P1, [items[3].id], archived=[False])
     assert store.vector_search(P1, q, 5, flt, per_layer=True) == before
+
+
+def test_in_memory_store_search_sees_a_raw_write_to_the_change_log():
+    rng = np.random.default_rng(6)
+    store = SQLiteStore(":memory:", embedder_name=MODEL, dim=DIM)
+    items = [make_item(P1, content=f"fact {i}") for i in range(10)]
+    vecs = unit_rows(rng, 10, DIM)
+    put(store, items, vecs)
+    assert store.vector_search(P1, vecs[2], 1) == [(items[2].id, pytest.approx(1.0, abs=1e-6))]
+    assert store.vector_search(P1, vecs[2], 1)[0][0] == items[2].id  # nothing changed: no look at the log
+    db = store.raw_connection()
+    db.execute("DELETE FROM memories WHERE id=?", (items[2].id,))
+    db.execute("INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)", (*P1, items[2].id))
+    assert items[2].id not in [m for m, _ in store.vector_search(P1, vecs[2], 3)]

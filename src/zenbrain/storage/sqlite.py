@@ -731,7 +731,9 @@ class SQLiteStore:
         self._seen_changes = -1  # the connection's total_changes after this store's last write
         self._indexes: dict[Partition, PartitionIndex] = {}
         self._seen_seq = 0
-        self._synced_changes = -1  # total_changes at the last look at the change log (in-memory only)
+        # In-memory only: whether the change log may have rows the indexes have not seen
+        # (this store logged a transaction's changes, or the connection wrote unaccounted).
+        self._log_moved = True
         self._erased = False
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
@@ -856,6 +858,7 @@ class SQLiteStore:
             try:
                 yield tx
                 if tx.touched:
+                    self._log_moved = True
                     tx._write(
                         "INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)", sorted(tx.touched), many=True
                     )
@@ -928,6 +931,7 @@ class SQLiteStore:
     def _own_writes_only(self) -> None:
         """Empty the cache if this connection wrote anything this store did not account for."""
         if self._db.total_changes != self._seen_changes:
+            self._log_moved = True
             self._items.clear()
             self._edge_adj.clear()
             self._seen_changes = self._db.total_changes
@@ -1250,12 +1254,12 @@ class SQLiteStore:
     def _sync(self) -> None:
         """Bring loaded indexes up to the database's committed state (this or any process)."""
         if not self._shared:
-            # A private in-memory database changes only through this connection: when it has
-            # changed no row since the last look, the change log has not moved either.
-            changes = self._db.total_changes
-            if changes == self._synced_changes:
+            # A private in-memory database changes only through this connection: unless this
+            # store logged changes or the connection wrote what the store did not account
+            # for, the change log has not moved since the last look.
+            if not self._log_moved and self._db.total_changes == self._seen_changes:
                 return
-            self._synced_changes = changes
+            self._log_moved = False
         latest = self._reader.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
         if latest <= self._seen_seq:
             return
