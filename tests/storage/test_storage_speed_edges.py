@@ -63,3 +63,23 @@ def test_partition_edges_from_the_cache_in_primary_key_order():
     cached = store.edges(P1)
     store._item_cache_size = 0
     assert repr(cached) == repr(store.edges(P1))
+
+
+def test_put_back_leaves_what_remembering_one_by_one_leaves():
+    from zenbrain.storage.sqlite import SQLiteStore
+
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        size = int(rng.integers(0, 6))
+        a = SQLiteStore(":memory:", embedder_name="m", dim=4, item_cache_size=size)
+        b = SQLiteStore(":memory:", embedder_name="m", dim=4, item_cache_size=size)
+        old = [object() for _ in range(size)]
+        for store in (a, b):
+            for i in range(size):
+                store._items[f"old{i}"] = old[i]
+        entries = {f"k{int(j)}": (None if rng.random() < 0.3 else object()) for j in rng.integers(0, 8, int(rng.integers(0, 8)))}
+        a._put_back(entries)
+        for mid, e in entries.items():
+            if e is not None:
+                b._remember(mid, e)
+        assert list(a._items.items()) == list(b._items.items())

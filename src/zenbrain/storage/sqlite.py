@@ -436,17 +436,24 @@ class SQLiteTransaction:
         taken = self._store._take(partition, ids)
         self._write(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?", rows, many=True, cached=True)
         if taken:
-            # The cached rows now read as the written values, in the order written.
+            # The cached rows now read as the written values, in the order written. A REAL
+            # column whose every value reads back as itself is copied without a check per row.
             fields = [(k, _FIELD[c], _READ_BACK[c]) for k, c in enumerate(names) if c != "due_at"]
+            plain = [(k, f) for k, f, read_back in fields if read_back is _as_real and _reads_back(cols[k], _as_real)]
+            checked = [(k, f, read_back) for k, f, read_back in fields if (k, f) not in plain]
             for row in rows:
                 e = taken.get(row[-3])
                 if e is None:
                     continue
+                vals = e.vals
                 try:
-                    for k, f, read_back in fields:
-                        e.vals[f] = read_back(row[k])
+                    for k, f, read_back in checked:
+                        vals[f] = read_back(row[k])
                 except _Unsure:
                     taken[row[-3]] = None
+                    continue
+                for k, f in plain:
+                    vals[f] = row[k]
             self._store._put_back(taken)
         # Only columns the vector index holds need to reach other processes' indexes.
         if _INDEXED.intersection(names):
@@ -962,9 +969,14 @@ class SQLiteStore:
         return taken
 
     def _put_back(self, entries: dict[str, _Cached | None]) -> None:
+        # Appended in order, then the oldest beyond the size dropped: what remembering them
+        # one by one leaves (a queue trimmed at the front once or at every step).
+        items = self._items
         for mid, e in entries.items():
             if e is not None:
-                self._remember(mid, e)
+                items[mid] = e
+        for _ in range(len(items) - self._item_cache_size):
+            items.popitem(last=False)
 
     def _remember(self, mid: str, e: _Cached) -> None:
         items = self._items
