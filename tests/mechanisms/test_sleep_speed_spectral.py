@@ -115,3 +115,16 @@ def test_graph_health_goes_on_iteratively_when_200_iterations_fall_short(monkeyp
     assert len(seen) == 1 and h.n_components == 1
     assert h.fiedler == pytest.approx(_exact_sparse(a), rel=1e-6)
     assert "start" in memo.entry  # the iterative block is kept as the next warm start
+
+
+@pytest.mark.parametrize("n,seed", [(2, 0), (3, 1), (40, 2), (300, 3), (500, 4)])
+def test_dense_smallest_agrees_with_the_full_dense_solve(n, seed):
+    """lambda_1, lambda_2 of the MRRR index-range solve = the full eigvalsh to round-off."""
+    a = _memory_like(n, seed) if n > 3 else S.adjacency(n=n, src=np.arange(n - 1), dst=np.arange(1, n))
+    lap = sp.csgraph.laplacian(a).toarray()
+    full = np.linalg.eigvalsh(lap)[:2]
+    got = S.dense_smallest(lap.copy())
+    assert got.shape == (2,)
+    scale = max(1.0, float(np.abs(lap).max()))
+    assert np.allclose(got, full, rtol=1e-11, atol=1e-13 * scale)
+    assert S.fiedler_value(a) == pytest.approx(float(full[1]), rel=1e-11)

@@ -5,9 +5,10 @@ a pair add up; self-loops dropped; weights floored at ``min_weight`` so a decaye
 present edge still connects). ``L = D - A`` (``scipy.sparse.csgraph.laplacian``). The
 Fiedler value ``lambda_2`` (second-smallest eigenvalue of L) is 0 iff the graph is
 disconnected and grows with how well it hangs together. Small graphs use a dense
-``numpy.linalg.eigvalsh``. Large ones use ``scipy.sparse.linalg.eigsh`` in shift-invert mode
-only when the factorisation is known to be cheap (a band-like graph, e.g. a chain, whose
-reverse Cuthill-McKee envelope is small); every other large graph goes to LOBPCG
+solver of the two smallest eigenvalues (``dense_smallest``). Large ones use
+``scipy.sparse.linalg.eigsh`` in shift-invert mode only when the factorisation is known
+to be cheap (a band-like graph, e.g. a chain, whose reverse Cuthill-McKee envelope is
+small); every other large graph goes to LOBPCG
 (``fiedler_iterative``), which needs no factorisation: an LU of a well-mixed 100k-node
 memory graph fills in and takes minutes and gigabytes.
 
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, laplacian, reverse_cuthill_mckee
 from scipy.sparse.linalg import eigsh, lobpcg
@@ -103,7 +105,7 @@ def fiedler_value(a: sp.spmatrix, *, params: SpectralParams = SpectralParams()) 
         return 0.0
     lap = laplacian(sp.csr_matrix(a, dtype=np.float64))
     if n <= params.dense_max_nodes:
-        vals = np.linalg.eigvalsh(lap.toarray())
+        vals = dense_smallest(lap.toarray())
     elif cheap_to_factor(lap):
         # Shift-invert around -shift: the eigenvalues nearest it are the two smallest of L.
         v0 = np.linspace(1.0, 2.0, n)  # fixed start vector: same input, same answer
@@ -112,6 +114,20 @@ def fiedler_value(a: sp.spmatrix, *, params: SpectralParams = SpectralParams()) 
     else:
         return fiedler_iterative(lap).value  # 0.0 for a disconnected graph
     return float(max(0.0, vals[1]))
+
+
+def dense_smallest(lap: np.ndarray, k: int = 2) -> np.ndarray:
+    """The ``k`` smallest eigenvalues (ascending) of a dense symmetric matrix.
+
+    LAPACK's MRRR driver (``dsyevr``) on the index range 0..k-1: the same tridiagonal
+    reduction as ``numpy.linalg.eigvalsh`` but only the wanted eigenvalues of the
+    tridiagonal matrix (about a quarter less work at a few hundred nodes; the values agree
+    with the full solve to round-off).
+    """
+    k = min(k, lap.shape[0])
+    return scipy.linalg.eigh(
+        lap, eigvals_only=True, subset_by_index=[0, k - 1], driver="evr", overwrite_a=True, check_finite=False
+    )
 
 
 def cheap_to_factor(lap: sp.spmatrix, max_work: float | None = None) -> bool:
@@ -453,6 +469,7 @@ __all__ = [
     "adjacency",
     "cheap_to_factor",
     "compare",
+    "dense_smallest",
     "fiedler_iterative",
     "fiedler_value",
     "health",
