@@ -13,7 +13,7 @@ import base64
 import binascii
 import hashlib
 import warnings
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
@@ -242,11 +242,9 @@ def selection_stage(
         if (key[0] in index or key[1] in index) and key[2] not in PROVENANCE
     }
     keys = list(by_key)
-    # Degree of each episode: one count per edge end at it (whole counts, so the order of
-    # the additions does not matter).
-    ends = Counter(k[0] for k in keys)
-    ends.update(k[1] for k in keys)
-    degree = np.fromiter((ends.get(m, 0) for m in ids), np.float64, len(ids))
+    # Each edge's episode positions, shared with the plan; degree = edge ends at an episode.
+    src, dst = sleep_selection.edge_end_positions(index, keys)
+    degree = sleep_selection.end_counts(src, dst, len(ids))
     reward, td = episode_signals(eps, limits)
     emotion = np.fromiter((abs(e.valence) * e.arousal for e in eps), float, len(eps))
     vec = vectors(coord, part, ids).astype(np.float64)
@@ -266,6 +264,7 @@ def selection_stage(
         edge_variances=np.fromiter((e.variance for e in edge_list), float, len(keys)) if use_ewc else None,
         params=params,
         two_factor_params=tf,
+        edge_ends=(src, dst),
     )
     tags = plan.tags
     replayed: dict[str, float] = {}
