@@ -128,3 +128,28 @@ def test_dense_smallest_agrees_with_the_full_dense_solve(n, seed):
     scale = max(1.0, float(np.abs(lap).max()))
     assert np.allclose(got, full, rtol=1e-11, atol=1e-13 * scale)
     assert S.fiedler_value(a) == pytest.approx(float(full[1]), rel=1e-11)
+
+
+@pytest.mark.parametrize("n,seed", [(256, 5), (300, 6), (420, 7), (500, 8)])
+def test_exact_sparse_lambda2_at_dense_sizes_agrees_with_the_dense_solve(n, seed):
+    """From SPARSE_EXACT_MIN_NODES to dense_max_nodes lambda_2 comes from shift-invert ARPACK:
+    the same value as the dense solve to round-off, also on a well-mixed graph."""
+    assert S.SPARSE_EXACT_MIN_NODES <= n <= S.SpectralParams().dense_max_nodes
+    rng = np.random.default_rng(seed)
+    mixed = S.adjacency(n=n, src=np.concatenate([np.arange(n - 1), rng.integers(0, n, 3 * n)]),
+                        dst=np.concatenate([np.arange(1, n), rng.integers(0, n, 3 * n)]),
+                        weight=rng.uniform(0.01, 2.0, 4 * n - 1))
+    for a in (_memory_like(n, seed), mixed):
+        full = float(np.linalg.eigvalsh(sp.csgraph.laplacian(a).toarray())[1])
+        assert S.fiedler_value(a) == pytest.approx(full, rel=1e-11)
+
+
+def test_exact_sparse_lambda2_falls_back_to_the_dense_solve(monkeypatch):
+    a = _memory_like(300, 9)
+    full = float(np.linalg.eigvalsh(sp.csgraph.laplacian(a).toarray())[1])
+
+    def fail(*args, **kwargs):
+        raise S.ArpackNoConvergence("no convergence", np.zeros(0), np.zeros((0, 0)))
+
+    monkeypatch.setattr(S, "eigsh", fail)
+    assert S.fiedler_value(a) == pytest.approx(full, rel=1e-11)
