@@ -185,14 +185,18 @@ def _dual_process(
         return report
     with coord.storage.transaction() as tx:
         edges: list[Edge] = []
+        # Member states and every history row are written once at the end, each in one
+        # statement (the same rows, the history in the same order).
+        states: dict[str, dict[str, Any]] = {}
+        events: list[HistoryEvent] = []
         for p in plans:
             schema: MemoryItem = p["schema"]
             member_ids = [m.id for m in p["members"]]
             for m, w in zip(p["members"], p["weights"]):
                 edges.append(Edge(m.id, schema.id, EVIDENCE_OF, float(max(w, 0.05)), 1.0, 0, now))
                 m.state[CONSOLIDATED_INTO] = schema.id
-                tx.update_state(part, m.id, m.state)
-                tx.log(part, HistoryEvent(m.id, now, "consolidated", {"schema": schema.id}))
+                states[m.id] = m.state
+                events.append(HistoryEvent(m.id, now, "consolidated", {"schema": schema.id}))
             if p.get("created"):
                 sch = p["abstract"]
                 report["schemas_created"].append({
@@ -205,9 +209,11 @@ def _dual_process(
                 schema.metadata["support"] = len(schema.metadata["evidence_ids"])
                 schema.updated_at = now
                 tx.update_memory(schema)
-                tx.log(part, HistoryEvent(schema.id, now, "evidence_added", {"evidence_ids": member_ids}))
+                events.append(HistoryEvent(schema.id, now, "evidence_added", {"evidence_ids": member_ids}))
                 report["schemas_extended"].append({"id": schema.id, "context": p["ctx"], "added": member_ids})
             report["episodes_consolidated"] += len(member_ids)
+        tx.update_states(part, states)
+        tx.log_many(part, events)
         snap.put_edges(tx, edges)
     return report
 
@@ -238,17 +244,19 @@ def _ib_budget(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> dict[s
     with coord.storage.transaction() as tx:
         ids = [covered[j].id for j in drop]
         tx.update_columns(part, ids, archived=[True] * len(ids), updated_at=[now] * len(ids))
+        events: list[HistoryEvent] = []
         for j in drop:
             it = covered[j]
             it.state[ARCHIVED_BY] = "ib_budget"
             it.archived = True
-            tx.update_state(part, it.id, it.state)
             detail = {
                 "why": "ib_budget", "schema": it.state.get(CONSOLIDATED_INTO), "gain": num(decision.gain[j]),
                 "cost": num(decision.cost[j]), "beta": num(decision.beta[j]),
             }
-            tx.log(part, HistoryEvent(it.id, now, "archived", detail))
+            events.append(HistoryEvent(it.id, now, "archived", detail))
             report["archived"][it.id] = detail
+        tx.update_states(part, {covered[j].id: covered[j].state for j in drop})
+        tx.log_many(part, events)
     return report
 
 

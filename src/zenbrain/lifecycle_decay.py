@@ -100,21 +100,27 @@ def decay_stages(
 
         ids = [items[j].id for j in to_archive]
         tx.update_columns(part, ids, archived=[True] * len(ids), updated_at=[now] * len(ids))
+        # States and history rows of each group in one statement each (the same rows, in order).
         for j in to_archive:
             it = items[j]
             it.archived = True
             it.state[ARCHIVED_BY] = "decay"
-            tx.update_state(part, it.id, it.state)
-            tx.log(part, HistoryEvent(it.id, now, "archived", {"why": "decay", "retrievability": num(r[j])}))
+        tx.update_states(part, {items[j].id: items[j].state for j in to_archive})
+        tx.log_many(part, [
+            HistoryEvent(items[j].id, now, "archived", {"why": "decay", "retrievability": num(r[j])})
+            for j in to_archive
+        ])
         ids = [items[j].id for j in to_restore]
         tx.update_columns(part, ids, archived=[False] * len(ids), updated_at=[now] * len(ids))
         for j in to_restore:
             it = items[j]
             it.archived = False
             it.state.pop(ARCHIVED_BY, None)
-            tx.update_state(part, it.id, it.state)
-            detail = {"why": "retrievability recovered", "retrievability": num(r[j])}
-            tx.log(part, HistoryEvent(it.id, now, "restored", detail))
+        tx.update_states(part, {items[j].id: items[j].state for j in to_restore})
+        tx.log_many(part, [
+            HistoryEvent(items[j].id, now, "restored", {"why": "retrievability recovered", "retrievability": num(r[j])})
+            for j in to_restore
+        ])
 
     def listing(idx: np.ndarray) -> dict[str, Any]:
         return {
@@ -250,11 +256,12 @@ def _rescue(
         stability=[items[j].stability for j in idx],
         strength=[items[j].strength for j in idx],
     )
+    tx.update_states(part, {items[j].id: items[j].state for j in idx})
     rescues: dict[str, Any] = {}
+    events: list[HistoryEvent] = []
     for (j, donor_j, resc, old_s, old_strength, old_r), rr in zip(changed, new_r):
         it = items[j]
         donor_id = items[donor_j].id
-        tx.update_state(part, it.id, it.state)
         entry = {
             "donor": donor_id,
             "via": resc.via,
@@ -264,8 +271,9 @@ def _rescue(
             "stability": [num(old_s), num(it.stability)],
             "strength": [num(old_strength), num(it.strength)],
         }
-        tx.log(part, HistoryEvent(it.id, now, "rescued", entry))
+        events.append(HistoryEvent(it.id, now, "rescued", entry))
         rescues[it.id] = entry
+    tx.log_many(part, events)
     report["rescued"] = len(rescues)
     report["rescues"] = rescues
     return report

@@ -13,7 +13,7 @@ import base64
 import binascii
 import hashlib
 import warnings
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
@@ -242,11 +242,9 @@ def selection_stage(
         if (key[0] in index or key[1] in index) and key[2] not in PROVENANCE
     }
     keys = list(by_key)
-    # Degree of each episode: one count per edge end at it (whole counts, so the order of
-    # the additions does not matter).
-    ends = Counter(k[0] for k in keys)
-    ends.update(k[1] for k in keys)
-    degree = np.fromiter((ends.get(m, 0) for m in ids), np.float64, len(ids))
+    # Each edge's episode positions, shared with the plan; degree = edge ends at an episode.
+    src, dst = sleep_selection.edge_end_positions(index, keys)
+    degree = sleep_selection.end_counts(src, dst, len(ids))
     reward, td = episode_signals(eps, limits)
     emotion = np.fromiter((abs(e.valence) * e.arousal for e in eps), float, len(eps))
     vec = vectors(coord, part, ids).astype(np.float64)
@@ -266,6 +264,7 @@ def selection_stage(
         edge_variances=np.fromiter((e.variance for e in edge_list), float, len(keys)) if use_ewc else None,
         params=params,
         two_factor_params=tf,
+        edge_ends=(src, dst),
     )
     tags = plan.tags
     replayed: dict[str, float] = {}
@@ -409,20 +408,23 @@ def bayesian_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, *, de
         ids = [facts[k].id for k in moved]
         tx.update_columns(part, ids, conf_alpha=[float(res.alpha[k]) for k in moved],
                           conf_beta=[float(res.beta[k]) for k in moved])
+        events: list[HistoryEvent] = []
         for k in moved:
             f = facts[k]
             f.conf_alpha, f.conf_beta = float(res.alpha[k]), float(res.beta[k])
             f.state[CONF_LOCAL] = [float(loc_a[k]), float(loc_b[k])]
             f.state[CONF_WRITTEN] = [float(res.alpha[k]), float(res.beta[k])]
-            tx.update_state(part, f.id, f.state)
             before = float(cur_a[k] / (cur_a[k] + cur_b[k]))
             after = float(res.belief[k])
             entry = {"confidence": [before, after], "local": float(res.local[k]),
                      "alpha": [float(cur_a[k]), float(res.alpha[k])], "beta": [float(cur_b[k]), float(res.beta[k])]}
             if abs(after - before) >= params.log_threshold:
-                tx.log(part, HistoryEvent(f.id, now, "confidence", entry))
+                events.append(HistoryEvent(f.id, now, "confidence", entry))
             if detail:
                 report["changed"][f.id] = entry
+        # The states and the history rows, each in one statement (the same rows, in order).
+        tx.update_states(part, {facts[k].id: facts[k].state for k in moved})
+        tx.log_many(part, events)
     if not detail:
         report["changed_count"] = int(moved.size)
     return report
@@ -730,8 +732,7 @@ def curiosity_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, limi
     ) if facts else ()
     queue = [g.to_dict() for g in gaps]
     with coord.storage.transaction() as tx:
-        for f in touched:
-            tx.update_state(part, f.id, f.state)
+        tx.update_states(part, {f.id: f.state for f in touched})
         # A list of gaps, highest priority first: the shape review_queue reads.
         tx.kv_put(part, dynamics.KV_CURIOSITY, queue)
     return {"facts": len(facts), "queued": len(queue), "queue": queue}

@@ -76,3 +76,38 @@ def test_plan_maps_hold_python_floats_in_order(seed):
     order = {k: j for j, k in enumerate(keys)}
     assert [order[k] for k in plan.edge_weights] == sorted(order[k] for k in plan.edge_weights)
     assert set(plan.ltp_ids) | set(plan.ltd_ids) | set(plan.skipped_ids) == set(ids)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_end_counts_and_given_edge_ends_match_the_general_path(seed):
+    """Degrees by bincount = one count per edge end (self-loops twice); a plan given the
+    edge end positions = the plan that computes them."""
+    from collections import Counter
+
+    rng = np.random.default_rng(seed)
+    ids = [f"m{k}" for k in range(40)]
+    others = [f"x{k}" for k in range(10)]
+    pool = ids + others
+    keys = list(dict.fromkeys((pool[i], pool[j], "r") for i, j in rng.integers(0, len(pool), (120, 2))))
+    index = {m: k for k, m in enumerate(ids)}
+    src, dst = SS.edge_end_positions(index, keys)
+    ends = Counter(k[0] for k in keys)
+    ends.update(k[1] for k in keys)
+    assert np.array_equal(SS.end_counts(src, dst, len(ids)), np.array([float(ends.get(m, 0)) for m in ids]))
+
+    def plan(**extra):
+        r = np.random.default_rng(seed)
+        return SS.plan_sleep(
+            memory_ids=ids, strengths=r.uniform(0, 1, 40), td_errors=r.uniform(0, 1, 40),
+            rewards=r.uniform(0, 1, 40), related_counts=SS.end_counts(src, dst, 40),
+            rng=np.random.default_rng(seed), emotion=r.uniform(0, 1, 40), embeddings=r.normal(size=(40, 8)),
+            edges=keys, edge_weights=r.uniform(0.01, 1, len(keys)), edge_variances=r.uniform(0.1, 2, len(keys)),
+            **extra,
+        )
+
+    a, b = plan(), plan(edge_ends=(src, dst))
+    assert a.tags == b.tags and a.strengths == b.strengths and a.edge_weights == b.edge_weights
+    assert a.new_edges == b.new_edges and list(a.pruned_edges) == list(b.pruned_edges)
+    assert a.summary() == b.summary()
+    with pytest.raises(Exception):
+        plan(edge_ends=(src[:-1], dst))

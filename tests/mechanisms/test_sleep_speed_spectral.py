@@ -115,3 +115,41 @@ def test_graph_health_goes_on_iteratively_when_200_iterations_fall_short(monkeyp
     assert len(seen) == 1 and h.n_components == 1
     assert h.fiedler == pytest.approx(_exact_sparse(a), rel=1e-6)
     assert "start" in memo.entry  # the iterative block is kept as the next warm start
+
+
+@pytest.mark.parametrize("n,seed", [(2, 0), (3, 1), (40, 2), (300, 3), (500, 4)])
+def test_dense_smallest_agrees_with_the_full_dense_solve(n, seed):
+    """lambda_1, lambda_2 of the MRRR index-range solve = the full eigvalsh to round-off."""
+    a = _memory_like(n, seed) if n > 3 else S.adjacency(n=n, src=np.arange(n - 1), dst=np.arange(1, n))
+    lap = sp.csgraph.laplacian(a).toarray()
+    full = np.linalg.eigvalsh(lap)[:2]
+    got = S.dense_smallest(lap.copy())
+    assert got.shape == (2,)
+    scale = max(1.0, float(np.abs(lap).max()))
+    assert np.allclose(got, full, rtol=1e-11, atol=1e-13 * scale)
+    assert S.fiedler_value(a) == pytest.approx(float(full[1]), rel=1e-11)
+
+
+@pytest.mark.parametrize("n,seed", [(256, 5), (300, 6), (420, 7), (500, 8)])
+def test_exact_sparse_lambda2_at_dense_sizes_agrees_with_the_dense_solve(n, seed):
+    """From SPARSE_EXACT_MIN_NODES to dense_max_nodes lambda_2 comes from shift-invert ARPACK:
+    the same value as the dense solve to round-off, also on a well-mixed graph."""
+    assert S.SPARSE_EXACT_MIN_NODES <= n <= S.SpectralParams().dense_max_nodes
+    rng = np.random.default_rng(seed)
+    mixed = S.adjacency(n=n, src=np.concatenate([np.arange(n - 1), rng.integers(0, n, 3 * n)]),
+                        dst=np.concatenate([np.arange(1, n), rng.integers(0, n, 3 * n)]),
+                        weight=rng.uniform(0.01, 2.0, 4 * n - 1))
+    for a in (_memory_like(n, seed), mixed):
+        full = float(np.linalg.eigvalsh(sp.csgraph.laplacian(a).toarray())[1])
+        assert S.fiedler_value(a) == pytest.approx(full, rel=1e-11)
+
+
+def test_exact_sparse_lambda2_falls_back_to_the_dense_solve(monkeypatch):
+    a = _memory_like(300, 9)
+    full = float(np.linalg.eigvalsh(sp.csgraph.laplacian(a).toarray())[1])
+
+    def fail(*args, **kwargs):
+        raise S.ArpackNoConvergence("no convergence", np.zeros(0), np.zeros((0, 0)))
+
+    monkeypatch.setattr(S, "eigsh", fail)
+    assert S.fiedler_value(a) == pytest.approx(full, rel=1e-11)

@@ -39,7 +39,7 @@ apply in one transaction and to report.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,6 +181,20 @@ def _actions(tags: np.ndarray, params: SleepParams) -> np.ndarray:
     return act
 
 
+def edge_end_positions(index: Mapping[Any, int], edges: Sequence[tuple[Any, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (``index``: id -> position) of each edge's first and second item; -1 for
+    an id not in ``index``."""
+    get, m = index.get, len(edges)
+    src = np.fromiter((get(e[0], -1) for e in edges), np.int64, m)
+    dst = np.fromiter((get(e[1], -1) for e in edges), np.int64, m)
+    return src, dst
+
+
+def end_counts(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
+    """Edge ends at each of ``n`` positions (a self-loop counts twice; -1 is skipped), as floats."""
+    return (np.bincount(src[src >= 0], minlength=n) + np.bincount(dst[dst >= 0], minlength=n)).astype(np.float64)
+
+
 def plan_sleep(
     *,
     memory_ids: Sequence[str],
@@ -196,6 +210,7 @@ def plan_sleep(
     edge_variances: Any = None,
     params: SleepParams = DEFAULTS,
     two_factor_params: two_factor.TwoFactorParams = two_factor.DEFAULTS,
+    edge_ends: tuple[Any, Any] | None = None,
 ) -> SleepPlan:
     """Plan one Simulation-Selection sleep cycle over the given episodes and edges.
 
@@ -204,7 +219,8 @@ def plan_sleep(
     [0, 1] (task outcome / usefulness), ``related_counts`` (ids it relates to), optional
     ``emotion`` (|valence| * arousal) and ``embeddings`` (n x d). ``edges`` are tuples whose
     first two items are the endpoint ids (the whole tuple is the edge's key in the plan),
-    with ``edge_weights`` and optional ``edge_variances`` aligned to them.
+    with ``edge_weights`` and optional ``edge_variances`` aligned to them. ``edge_ends``
+    may give what ``edge_end_positions`` returns for them, when the caller has it already.
     """
     ids = list(memory_ids)
     n = len(ids)
@@ -238,9 +254,12 @@ def plan_sleep(
             raise ValidationError(f"edge_variances must be {m} positive numbers")
     if len(set(edge_keys)) != m:
         raise ValidationError("edge keys must be unique")
-    get = index.get
-    src = np.fromiter((get(e[0], -1) for e in edge_keys), np.int64, m)
-    dst = np.fromiter((get(e[1], -1) for e in edge_keys), np.int64, m)
+    if edge_ends is None:
+        src, dst = edge_end_positions(index, edge_keys)
+    else:
+        src, dst = (np.asarray(x, dtype=np.int64).reshape(-1) for x in edge_ends)
+        if src.shape != (m,) or dst.shape != (m,):
+            raise ValidationError(f"edge_ends must be two arrays of {m} positions")
 
     # ---- Stage 1: simulation. Real candidates, then generated counterfactuals.
     nov = novelty(rel, params=params)
@@ -393,6 +412,8 @@ __all__ = [
     "Counterfactual",
     "LTP",
     "SKIP",
+    "edge_end_positions",
+    "end_counts",
     "novelty",
     "tag_score",
     "plan_sleep",

@@ -5,9 +5,10 @@ a pair add up; self-loops dropped; weights floored at ``min_weight`` so a decaye
 present edge still connects). ``L = D - A`` (``scipy.sparse.csgraph.laplacian``). The
 Fiedler value ``lambda_2`` (second-smallest eigenvalue of L) is 0 iff the graph is
 disconnected and grows with how well it hangs together. Small graphs use a dense
-``numpy.linalg.eigvalsh``. Large ones use ``scipy.sparse.linalg.eigsh`` in shift-invert mode
-only when the factorisation is known to be cheap (a band-like graph, e.g. a chain, whose
-reverse Cuthill-McKee envelope is small); every other large graph goes to LOBPCG
+solver of the two smallest eigenvalues (``dense_smallest``). Large ones use
+``scipy.sparse.linalg.eigsh`` in shift-invert mode only when the factorisation is known
+to be cheap (a band-like graph, e.g. a chain, whose reverse Cuthill-McKee envelope is
+small); every other large graph goes to LOBPCG
 (``fiedler_iterative``), which needs no factorisation: an LU of a well-mixed 100k-node
 memory graph fills in and takes minutes and gigabytes.
 
@@ -34,9 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, laplacian, reverse_cuthill_mckee
-from scipy.sparse.linalg import eigsh, lobpcg
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh, lobpcg
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
@@ -85,6 +87,10 @@ def adjacency(
 # Sum of the squared envelope row widths (in reverse Cuthill-McKee order) up to which a
 # large Laplacian is factorised: about the flops of its envelope Cholesky, a second or less.
 FACTOR_MAX_WORK = 1e9
+# From this many nodes up to dense_max_nodes, the exact lambda_2 comes from shift-invert
+# ARPACK rather than a dense solve: about 2/3 of the time at 300 nodes, 1/2 at 500, while
+# below ~250 the dense solve is faster.
+SPARSE_EXACT_MIN_NODES = 256
 ITER_BLOCK = 4  # LOBPCG block size (lambda_2 and the next few, which speed its convergence)
 ITER_RTOL = 1e-6  # bound on the relative error of lambda_2 at which LOBPCG stops
 ITER_MAX = 3000  # LOBPCG iterations at most (the estimate is then an upper bound)
@@ -94,7 +100,10 @@ _ITER_CHUNK = 50  # iterations between two checks of the error bound
 def fiedler_value(a: sp.spmatrix, *, params: SpectralParams = SpectralParams()) -> float:
     """Second-smallest Laplacian eigenvalue of a symmetric adjacency; 0.0 for fewer than 2 nodes.
 
-    Up to ``dense_max_nodes`` nodes: dense and exact. Above: shift-invert ``eigsh`` when the
+    Up to ``dense_max_nodes`` nodes: exact, by a dense solve below ``SPARSE_EXACT_MIN_NODES``
+    nodes and by shift-invert ``eigsh`` (converged to machine precision) from there, where
+    it is the cheaper of the two (a sparse LU of a few hundred nodes costs little); the
+    dense solve is the fallback should ARPACK fail. Above: shift-invert ``eigsh`` when the
     Laplacian's envelope is small (``cheap_to_factor``), else ``fiedler_iterative`` (meant
     for a connected graph, as ``health_of`` passes it; 0.0 for a disconnected one).
     """
@@ -103,15 +112,43 @@ def fiedler_value(a: sp.spmatrix, *, params: SpectralParams = SpectralParams()) 
         return 0.0
     lap = laplacian(sp.csr_matrix(a, dtype=np.float64))
     if n <= params.dense_max_nodes:
-        vals = np.linalg.eigvalsh(lap.toarray())
+        vals = None
+        if n >= SPARSE_EXACT_MIN_NODES:
+            try:
+                vals = shift_invert_smallest(lap, params.shift)
+            except (ArpackError, ArpackNoConvergence, RuntimeError, np.linalg.LinAlgError):
+                vals = None
+        if vals is None:
+            vals = dense_smallest(lap.toarray())
     elif cheap_to_factor(lap):
-        # Shift-invert around -shift: the eigenvalues nearest it are the two smallest of L.
-        v0 = np.linspace(1.0, 2.0, n)  # fixed start vector: same input, same answer
-        vals = eigsh(lap.tocsc(), k=2, sigma=-params.shift, which="LM", v0=v0, return_eigenvectors=False)
-        vals = np.sort(vals)
+        vals = shift_invert_smallest(lap, params.shift)
     else:
         return fiedler_iterative(lap).value  # 0.0 for a disconnected graph
     return float(max(0.0, vals[1]))
+
+
+def shift_invert_smallest(lap: sp.spmatrix, shift: float) -> np.ndarray:
+    """The two smallest eigenvalues (ascending) of a sparse Laplacian: ``eigsh`` in
+    shift-invert mode around ``-shift`` (the eigenvalues nearest it are the two smallest),
+    to ARPACK's default tolerance (machine precision)."""
+    n = lap.shape[0]
+    v0 = np.linspace(1.0, 2.0, n)  # fixed start vector: same input, same answer
+    vals = eigsh(sp.csc_matrix(lap), k=2, sigma=-shift, which="LM", v0=v0, return_eigenvectors=False)
+    return np.sort(vals)
+
+
+def dense_smallest(lap: np.ndarray, k: int = 2) -> np.ndarray:
+    """The ``k`` smallest eigenvalues (ascending) of a dense symmetric matrix.
+
+    LAPACK's MRRR driver (``dsyevr``) on the index range 0..k-1: the same tridiagonal
+    reduction as ``numpy.linalg.eigvalsh`` but only the wanted eigenvalues of the
+    tridiagonal matrix (about a quarter less work at a few hundred nodes; the values agree
+    with the full solve to round-off).
+    """
+    k = min(k, lap.shape[0])
+    return scipy.linalg.eigh(
+        lap, eigvals_only=True, subset_by_index=[0, k - 1], driver="evr", overwrite_a=True, check_finite=False
+    )
 
 
 def cheap_to_factor(lap: sp.spmatrix, max_work: float | None = None) -> bool:
@@ -453,6 +490,7 @@ __all__ = [
     "adjacency",
     "cheap_to_factor",
     "compare",
+    "dense_smallest",
     "fiedler_iterative",
     "fiedler_value",
     "health",
@@ -460,5 +498,6 @@ __all__ = [
     "pair_weights",
     "propose_bridges",
     "rescaled_fiedler",
+    "shift_invert_smallest",
     "with_bridges",
 ]
