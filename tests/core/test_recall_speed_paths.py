@@ -275,3 +275,24 @@ def test_context_pe_matches_prediction_error(vp):
         assert reinforcement._context_pe(text, reinforcement._pe_operand(now), vp) == ref
     with pytest.raises(ValidationError):  # contexts of different dimensions, as prediction_error refuses them
         reinforcement._context_pe(dynamics.encode_vec(np.ones(8)), reinforcement._pe_operand(np.ones(32)), vp)
+
+
+def test_retrievability_both_on_matches_reference_at_the_edges():
+    from zenbrain.mechanisms import ebbinghaus
+    from zenbrain.registry import Mechanisms
+
+    now = 1.7e9
+    items = []
+    cases = [(now + 500.0, 0.0, 1.5, -0.2), (now, 1e6, 0.5, 1.2), (now - 1e7, 0.05, -0.3, 0.5), (now - 3600.0, 2.0, 1.0, 0.0)]
+    for n, (la, stab, s0, base) in enumerate(cases * 3):
+        state = {dynamics.COPIES: {"s0": s0, "anchor": la + (n - 5) * 100.0, "deep_base": base, "deep_target": 1.3 - 0.2 * n,
+                                   "deep_anchor": int(la) - n * 7}}
+        if n % 2:
+            state[dynamics.SIGNIFICANCE] = 1.5 if n % 3 else -0.5
+        it = _item(n, state, last_access=la)
+        it.stability, it.arousal, it.valence = stab, [0.0, 2.0, -1.0][n % 3], [-3.0, 0.5, 0.0][n % 3]
+        items.append(it)
+    mech = Mechanisms(disabled=frozenset())
+    got = dynamics.retrievability(items, now, mech)
+    want = _reference_retrievability(items, now, mech, ebbinghaus.DEFAULTS, triple_copy.DEFAULT_PARAMS)
+    assert np.array_equal(got, want)
