@@ -395,20 +395,21 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
     fp = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
     vp = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
     tc_p = coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)
+    use_ebb, use_fsrs, use_tc = coord._on("ebbinghaus_decay"), coord._on("fsrs"), coord._on("triple_copy")
     out: list[MemoryItem] = []
     for (item, _), rating in zip(reviews, ratings):
         success = int(rating) >= 2
         st = dict(item.state)
-        if coord._on("ebbinghaus_decay") and item.layer is not Layer.CORE:
+        if use_ebb and item.layer is not Layer.CORE:
             item.stability = float(ebbinghaus.review_stability(stability=item.stability, success=success, params=ebb_p))
-        if coord._on("fsrs"):
+        if use_fsrs:
             card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fp)
             if ctx is not None:
                 card, due = _vmpfc_adjust(st, card, due, ctx_pe, now, vp)
                 st[dyn.REVIEW_CTX] = ctx_text
             st[dyn.FSRS] = card
             st["due_at"] = due
-        if coord._on("triple_copy") and dyn.COPIES in st and success:
+        if use_tc and dyn.COPIES in st and success:
             st[dyn.COPIES] = triple_copy.reinforce_stored(st[dyn.COPIES], now=now, params=tc_p)
         item.state = st
         item.last_access = now
@@ -417,8 +418,8 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
         with coord.storage.transaction() as tx:
             tx.update_columns(part, [i.id for i in out], stability=[i.stability for i in out], last_access=[now] * len(out))
             tx.update_states(part, {item.id: item.state for item in out})
-            for item, rating in zip(out, ratings):
-                tx.log(part, HistoryEvent(item.id, now, "reviewed", {"rating": int(rating), "due_at": item.state.get("due_at")}))
+            tx.log_many(part, [HistoryEvent(item.id, now, "reviewed", {"rating": int(rating), "due_at": item.state.get("due_at")})
+                               for item, rating in zip(out, ratings)])
     return out
 
 
