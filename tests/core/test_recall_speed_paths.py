@@ -296,3 +296,20 @@ def test_retrievability_both_on_matches_reference_at_the_edges():
     got = dynamics.retrievability(items, now, mech)
     want = _reference_retrievability(items, now, mech, ebbinghaus.DEFAULTS, triple_copy.DEFAULT_PARAMS)
     assert np.array_equal(got, want)
+
+
+def test_fsrs_scheduler_and_state_lookups_match_the_general_ones():
+    from fsrs import State
+
+    from zenbrain.mechanisms import fsrs_schedule
+
+    a, b = fsrs_schedule.FsrsParams(desired_retention=0.8), fsrs_schedule.FsrsParams(desired_retention=0.8)
+    for p in (a, b, fsrs_schedule.DEFAULTS, a):
+        assert fsrs_schedule._scheduler(p) is fsrs_schedule.scheduler(p)
+    for s in State:
+        assert fsrs_schedule._state(int(s)) is State(int(s))
+        assert fsrs_schedule._state(float(int(s))) is State(int(s))
+    with pytest.raises(ValueError):
+        fsrs_schedule._state(9)
+    with pytest.raises(ValidationError):
+        fsrs_schedule.state_to_card({**fsrs_schedule.new_card(now=0.0), "state": 9})
