@@ -112,6 +112,20 @@ def retrievability(
     if not use_ebb and not use_copies:
         return np.ones(n)
     has_core = any(i.layer is Layer.CORE for i in items)
+    if use_ebb and use_copies:
+        r = _both_retrievability(items, now, ebb, copies)
+    else:
+        r = _one_retrievability(items, now, use_ebb, use_copies, ebb, copies)
+    if not has_core:  # the common case: nothing to pin at 1
+        return r
+    core = np.fromiter((i.layer is Layer.CORE for i in items), dtype=bool, count=n)
+    return np.where(core, 1.0, r)
+
+
+def _one_retrievability(items: Sequence[MemoryItem], now: float, use_ebb: bool, use_copies: bool,
+                        ebb: ebbinghaus.EbbinghausParams, copies: triple_copy.TripleCopyParams) -> np.ndarray:
+    """R (clipped to [0, 1], core memories not pinned) with one of the two mechanisms on."""
+    n = len(items)
     r = np.zeros(n)
     if use_ebb:
         last_access, stability, arousal, valence = _decay_columns(items)
@@ -130,8 +144,43 @@ def retrievability(
     if use_copies:
         comp = np.asarray(_copy_composite(items, now, copies), dtype=float)
         r = np.maximum(r, comp)
-    r = _clip(r, 0.0, 1.0)
-    if not has_core:  # the common case: nothing to pin at 1
-        return r
-    core = np.fromiter((i.layer is Layer.CORE for i in items), dtype=bool, count=n)
-    return np.where(core, 1.0, r)
+    return _clip(r, 0.0, 1.0)
+
+
+def _both_row(item: MemoryItem, params: triple_copy.TripleCopyParams) -> tuple[Any, ...]:
+    """What R reads of a memory with both mechanisms on: last_access, stability, arousal,
+    valence, significance, then the TripleCopy fields (as ``_copy_composite`` reads them)."""
+    st = item.state
+    copies = _COPY_FIELDS(st[COPIES]) if COPIES in st else _copy_row(item, params)
+    return (*_DECAY_FIELDS(item), float(st.get(SIGNIFICANCE, 0.0)), *copies)
+
+
+def _both_retrievability(items: Sequence[MemoryItem], now: float, ebb: ebbinghaus.EbbinghausParams,
+                         cp: triple_copy.TripleCopyParams) -> np.ndarray:
+    """R with Ebbinghaus and TripleCopy on (clipped, core memories not pinned): the
+    operations of ``ebbinghaus.retrievability`` and ``triple_copy.strengths``, element by
+    element the same, on columns gathered in one pass and with the three TripleCopy
+    exponentials taken in one call (np.exp of each element does not depend on the array)."""
+    n = len(items)
+    c = np.fromiter(chain.from_iterable([_both_row(i, cp) for i in items]), float, 10 * n).reshape(n, 10).T
+    last_access, stability, arousal, valence, significance = c[0], c[1], c[2], c[3], c[4]
+    # Ebbinghaus: exp(-t / (S m)); max(0, elapsed) again would change nothing.
+    t = np.maximum(0.0, (now - last_access) / DAY)
+    s = _clip(stability, ebb.min_stability, ebb.max_stability)
+    intensity = _clip(np.maximum(np.maximum(np.abs(valence), arousal), significance), 0.0, 1.0)
+    m = 1.0 + (ebb.emotional_cap - 1.0) * intensity
+    r = np.exp(-t / (s * m))
+    # TripleCopy: rows fast, medium (age since anchor) and deep (age since deep_anchor).
+    s0 = _clip(c[5], 0.0, 1.0)
+    ages = np.maximum(now - c[_AGE_ROWS], 0.0)
+    decay = np.exp(-ages / np.array(((cp.tau_fast_s,), (cp.tau_medium_s,), (cp.tau_deep_s,))))
+    target = _clip(c[8], 0.0, 1.0)
+    base = _clip(c[7], 0.0, 1.0)
+    fast = _clip(s0 * decay[0], 0.0, 1.0)
+    medium = _clip(cp.medium_share * s0 * decay[1], 0.0, 1.0)
+    deep = _clip(target - (target - base) * decay[2], 0.0, 1.0)
+    composite = np.maximum(np.maximum(fast, medium), deep)
+    return _clip(np.maximum(r, composite), 0.0, 1.0)
+
+
+_AGE_ROWS = np.array([6, 6, 9])  # anchor, anchor, deep_anchor in _both_row's order

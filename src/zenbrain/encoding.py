@@ -165,11 +165,11 @@ def link(coord: "MemoryCoordinator", tx: Any, part: Partition, batch: Batch, now
     pool_ids = [r.id for r in recent] + [i.id for i in items]
     pool_vecs = np.vstack([coord.storage.vectors(part, [r.id for r in recent]), vecs]) if recent else vecs
     sims = vecs @ pool_vecs.T
-    for row, item in enumerate(items):
-        sims[row, len(recent) + row] = -1.0
-        order = np.argsort(-sims[row])[:LINKS_PER_ITEM]
-        for j in order:
-            if sims[row, j] >= LINK_MIN_SIM:
+    rows = np.arange(len(items))
+    sims[rows, len(recent) + rows] = -1.0  # not linked to itself
+    for item, (cols, vals) in zip(items, _top_links(sims)):
+        for j, v in zip(cols, vals):
+            if v >= LINK_MIN_SIM:
                 add(item.id, pool_ids[j], "similar")
     # Shared named entities link facts across time.
     by_entity: dict[str, list[str]] = {}
@@ -190,6 +190,14 @@ def link(coord: "MemoryCoordinator", tx: Any, part: Partition, batch: Batch, now
         tx.put_edges(part, list(edges.values()))
     report["edges"] = len(edges)
     return report
+
+
+def _top_links(sims: np.ndarray) -> list[tuple[list[int], list[float]]]:
+    """Per row of ``sims``: the columns of its LINKS_PER_ITEM largest values, in the order of
+    ``np.argsort(-row)`` (ties included: a 2-D argsort sorts each row on its own with the
+    same algorithm), and those values."""
+    order = np.argsort(-sims, axis=1)[:, :LINKS_PER_ITEM]
+    return list(zip(order.tolist(), np.take_along_axis(sims, order, axis=1).tolist()))
 
 
 def _check_facts(coord, tx, part, facts, vecs, now, add, report) -> None:

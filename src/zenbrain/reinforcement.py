@@ -162,6 +162,7 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
     ctx_now = qvec if ctx_prev is None else (1 - CONTEXT_RATE) * ctx_prev + CONTEXT_RATE * qvec
     ctx_now = ctx_now / max(float(np.linalg.norm(ctx_now)), 1e-12)
     ctx_text = dyn.encode_vec(ctx_now)
+    ctx_pe = _pe_operand(ctx_now) if coord._on("vmpfc_fsrs") else None
     ebb_p = coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
     fsrs_p = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
     vm_p = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
@@ -185,7 +186,7 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
             rating = fsrs_schedule.grade_from_recall(rank, h.why.dense, params=fsrs_p)
             card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fsrs_p)
             if use_vm:
-                card, due = _vmpfc_adjust(st, card, due, ctx_now, now, vm_p)
+                card, due = _vmpfc_adjust(st, card, due, ctx_pe, now, vm_p)
             if factor_h is None:
                 factor_h = (coord._tuned_value(stored.get(dyn.KV_HYPER), "review_interval_factor", 1.0)
                             if coord._on("metacognitive_hyperagent") else 1.0)
@@ -196,20 +197,20 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
             st["due_at"] = due
             st[dyn.REVIEW_CTX] = ctx_text
         if use_tc and dyn.COPIES in st:
-            cs = triple_copy.CopyState.from_dict(st[dyn.COPIES])
-            st[dyn.COPIES] = triple_copy.reinforce(cs, now=now, quality=min(1.0, max(0.0, h.why.dense)), params=tc_p).to_dict()
+            st[dyn.COPIES] = triple_copy.reinforce_stored(st[dyn.COPIES], now=now, quality=min(1.0, max(0.0, h.why.dense)),
+                                                          params=tc_p)
         if use_rc:
             st[dyn.LABILE_UNTIL] = reconsolidation.open_window(now=now, params=rc_p)
         states[item.id] = st
     new_edges = _coactivation(coord, part, hits, now, edges) if coord._on("two_factor_hebbian") else []
 
     if use_neuro:
-        ns = _neuro(stored.get(dyn.KV_NEURO), now)
+        raw = stored.get(dyn.KV_NEURO) or neuromodulator.initial_state(now=now).to_dict()
         top = hits[0].why.dense if hits else 0.0
         event, mag = ("confirmation", top) if top >= 0.5 else ("prediction_error", 1.0 - top)
-        ns = neuromodulator.emit(ns, event=event, magnitude=float(min(1.0, max(0.05, mag))), now=now,
-                                 params=coord.config.param("neuromodulator", neuromodulator.DEFAULT_PARAMS))
-        kv[dyn.KV_NEURO] = ns.to_dict()
+        kv[dyn.KV_NEURO] = neuromodulator.emit_stored(
+            raw, event=event, magnitude=float(min(1.0, max(0.05, mag))), now=now,
+            params=coord.config.param("neuromodulator", neuromodulator.DEFAULT_PARAMS))
     if use_mc:
         top = hits[0].score if hits else 0.0
         # "Used" proxy until feedback arrives: hits scoring at least half the best one.
@@ -240,16 +241,43 @@ def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query:
     return info
 
 
-def _vmpfc_adjust(st: dict[str, Any], card: Any, due: float, ctx: np.ndarray, now: float,
+def _vmpfc_adjust(st: dict[str, Any], card: Any, due: float, ctx: tuple[np.ndarray, float], now: float,
                   vp: vmpfc.VmpfcParams) -> tuple[Any, float]:
     """Scale the FSRS interval by the vmPFC factor of the context shift since the memory's
-    last review; records the prediction error and factor in ``st``."""
-    c_prev = _decode_ctx(st[dyn.REVIEW_CTX]) if dyn.REVIEW_CTX in st else None
-    pe = vp.missing_context_pe if c_prev is None else float(vmpfc.prediction_error(c_prev=c_prev, c_now=ctx, params=vp))
+    last review; records the prediction error and factor in ``st``. ``ctx``: the current
+    context as ``_pe_operand`` gives it."""
+    pe = _context_pe(st[dyn.REVIEW_CTX], ctx, vp) if dyn.REVIEW_CTX in st else vp.missing_context_pe
     factor = float(vmpfc.interval_factor(pe=pe, params=vp))
     due = float(vmpfc.apply(due, now, factor, params=vp))
     st["vmpfc"] = {"pe": pe, "factor": factor}
     return fsrs_schedule.with_due(card, due), due
+
+
+def _pe_operand(v: np.ndarray) -> tuple[np.ndarray, float]:
+    """A context vector as ``vmpfc.prediction_error`` reads it (float64) with its norm."""
+    a = np.asarray(v, dtype=float)
+    return a, math.sqrt(float(a @ a))
+
+
+@functools.lru_cache(maxsize=256)
+def _stored_pe_operand(text: str) -> tuple[np.ndarray, float]:
+    """``_pe_operand`` of a stored context vector, remembered by its text (read-only)."""
+    a, norm = _pe_operand(_decode_ctx(text))
+    a.flags.writeable = False
+    return a, norm
+
+
+def _context_pe(prev_text: Any, ctx: tuple[np.ndarray, float], vp: vmpfc.VmpfcParams) -> float:
+    """``vmpfc.prediction_error`` of the stored context ``prev_text`` and the current one,
+    with both norms computed once: the same products and quotient as the general path."""
+    a, na = _stored_pe_operand(prev_text)
+    b, nb = ctx
+    if a.shape != b.shape:
+        return float(vmpfc.prediction_error(c_prev=a, c_now=b, params=vp))  # refuses, as before
+    norm1 = na * nb
+    if norm1 <= 1e-12:
+        return float(vp.missing_context_pe)
+    return min(1.0, max(0.0, 1.0 - float(a @ b) / norm1))
 
 
 def _query_kind(hits: list[RecallHit]) -> str:
@@ -260,11 +288,6 @@ def _query_kind(hits: list[RecallHit]) -> str:
     if hits and hits[0].why.lexical > hits[0].why.dense:
         return LEXICAL_KIND
     return SEMANTIC_KIND
-
-
-def _neuro(raw: Any, now: float) -> neuromodulator.NeuromodulatorState:
-    """The neuromodulator state of its stored value ``raw`` (the initial state when unset)."""
-    return neuromodulator.NeuromodulatorState.from_dict(raw) if raw else neuromodulator.initial_state(now=now)
 
 
 def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[RecallHit], now: float,
@@ -289,16 +312,48 @@ def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[Recall
         a, b = ids[i], ids[j]
         e = existing.get((a, b)) or existing.get((b, a))
         old.append(Edge(a, b, "co_recall", w0, v0, k0, now) if e is None else e)
-    scores = np.array([h.score for h in top])
-    amp = np.maximum(0.0, np.einsum("ij,ij->i", vecs[ii], vecs[jj]))
-    tag = np.minimum(1.0, (scores[ii] + scores[jj]) / (2 * best))
-    var = np.array([e.variance for e in old])
-    lock = np.asarray(two_factor.variance_lock(var)) if coord._on("stability_protector") else np.zeros(len(old))
-    w, var2, k = two_factor.update(np.array([e.weight for e in old]), var, np.array([e.activations for e in old]),
-                                   tag, amp, lock, params=tp)
-    return [Edge(e.src, e.dst, "co_recall", wn, vn, int(kn), now)
-            for e, wn, vn, kn in zip(old, np.asarray(w, dtype=float).tolist(), np.asarray(var2, dtype=float).tolist(),
-                                     np.asarray(k).tolist())]
+    scores = [h.score for h in top]
+    amp = np.maximum(0.0, np.einsum("ij,ij->i", vecs[ii], vecs[jj])).tolist()
+    # min(x, 1.0), not min(1.0, x): a NaN stays NaN, as with np.minimum(1.0, x).
+    tag = [min((scores[i] + scores[j]) / (2 * best), 1.0) for i, j in zip(ii.tolist(), jj.tolist())]
+    w, var2, k = _co_update([e.weight for e in old], [e.variance for e in old], [e.activations for e in old], tag, amp,
+                            coord._on("stability_protector"), tp)
+    return [Edge(e.src, e.dst, "co_recall", wn, vn, int(kn), now) for e, wn, vn, kn in zip(old, w, var2, k)]
+
+
+def _co_update(weight: list[Any], variance: list[Any], count: list[Any], tag: list[float], amp: list[float],
+               lock_on: bool, tp: two_factor.TwoFactorParams) -> tuple[list[float], list[float], list[int]]:
+    """``two_factor.update`` of the edges of one recall (with the StabilityProtector's
+    ``variance_lock`` when ``lock_on``), as lists. Finite floats and ints (the common case)
+    take plain Python floats: the same IEEE operations in the same order as the arrays."""
+    if _finite_floats(weight, variance, tag, amp) and all(type(c) is int for c in count):
+        lr, gate, md, mr = tp.learning_rate, tp.lock_gate, tp.maturation_decay, tp.maturation_rate
+        lo_w, hi_w, min_var = float(tp.min_weight), float(tp.max_weight), float(tp.min_variance)
+        w_out, v_out, k_out = [], [], []
+        for w, s2, k, t, a in zip(weight, variance, count, tag, amp):
+            lk = min(max(1.0 - min(max(s2, 0.0), 1.0), 0.0), 1.0) if lock_on else 0.0
+            t = min(max(t, 0.0), 1.0)
+            a = min(max(a, 0.0), 1.0)
+            k_new = k + 1
+            eta = lr * (1.0 - gate * lk)
+            w_out.append(min(max(w + eta * t * a, lo_w), hi_w))
+            n = 1.0 / (1.0 + md * k_new)
+            v_out.append(max(min_var, s2 * (1.0 - mr * n)))
+            k_out.append(k_new)
+        return w_out, v_out, k_out
+    var = np.array(variance)
+    lock = np.asarray(two_factor.variance_lock(var)) if lock_on else np.zeros(len(weight))
+    w, var2, k = two_factor.update(np.array(weight), var, np.array(count), np.array(tag), np.array(amp), lock, params=tp)
+    return (np.asarray(w, dtype=float).tolist(), np.asarray(var2, dtype=float).tolist(), np.asarray(k).tolist())
+
+
+def _finite_floats(*columns: list[Any]) -> bool:
+    """Whether every value of every column is a finite Python float."""
+    for col in columns:
+        for x in col:
+            if type(x) is not float or not math.isfinite(x):
+                return False
+    return True
 
 
 @functools.lru_cache(maxsize=None)
@@ -335,26 +390,27 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
     ratings = [fsrs_schedule.grade_from_feedback(g) for _, g in reviews]  # bad grades fail before any write
     ctx = _context_vector(coord, part) if coord._on("fsrs") and coord._on("vmpfc_fsrs") else None
     ctx_text = dyn.encode_vec(ctx) if ctx is not None else None
+    ctx_pe = _pe_operand(ctx) if ctx is not None else None
     ebb_p = coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
     fp = coord.config.param("fsrs", fsrs_schedule.DEFAULTS)
     vp = coord.config.param("vmpfc_fsrs", vmpfc.DEFAULTS)
     tc_p = coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)
+    use_ebb, use_fsrs, use_tc = coord._on("ebbinghaus_decay"), coord._on("fsrs"), coord._on("triple_copy")
     out: list[MemoryItem] = []
     for (item, _), rating in zip(reviews, ratings):
         success = int(rating) >= 2
         st = dict(item.state)
-        if coord._on("ebbinghaus_decay") and item.layer is not Layer.CORE:
+        if use_ebb and item.layer is not Layer.CORE:
             item.stability = float(ebbinghaus.review_stability(stability=item.stability, success=success, params=ebb_p))
-        if coord._on("fsrs"):
+        if use_fsrs:
             card, due = fsrs_schedule.review(st.get(dyn.FSRS), rating, now, params=fp)
             if ctx is not None:
-                card, due = _vmpfc_adjust(st, card, due, ctx, now, vp)
+                card, due = _vmpfc_adjust(st, card, due, ctx_pe, now, vp)
                 st[dyn.REVIEW_CTX] = ctx_text
             st[dyn.FSRS] = card
             st["due_at"] = due
-        if coord._on("triple_copy") and dyn.COPIES in st and success:
-            st[dyn.COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[dyn.COPIES]), now=now,
-                                                   params=tc_p).to_dict()
+        if use_tc and dyn.COPIES in st and success:
+            st[dyn.COPIES] = triple_copy.reinforce_stored(st[dyn.COPIES], now=now, params=tc_p)
         item.state = st
         item.last_access = now
         out.append(item)
@@ -362,8 +418,8 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
         with coord.storage.transaction() as tx:
             tx.update_columns(part, [i.id for i in out], stability=[i.stability for i in out], last_access=[now] * len(out))
             tx.update_states(part, {item.id: item.state for item in out})
-            for item, rating in zip(out, ratings):
-                tx.log(part, HistoryEvent(item.id, now, "reviewed", {"rating": int(rating), "due_at": item.state.get("due_at")}))
+            tx.log_many(part, [HistoryEvent(item.id, now, "reviewed", {"rating": int(rating), "due_at": item.state.get("due_at")})
+                               for item, rating in zip(out, ratings)])
     return out
 
 
@@ -378,8 +434,8 @@ def record_outcome(coord: "MemoryCoordinator", part: Partition, item: MemoryItem
         item.stability = float(ebbinghaus.review_stability(stability=item.stability, success=success,
                                                            params=coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)))
     if coord._on("triple_copy") and dyn.COPIES in st and success:
-        st[dyn.COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[dyn.COPIES]), now=now,
-                                               params=coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS)).to_dict()
+        st[dyn.COPIES] = triple_copy.reinforce_stored(st[dyn.COPIES], now=now,
+                                                      params=coord.config.param("triple_copy", triple_copy.DEFAULT_PARAMS))
     item.state = st
     with coord.storage.transaction() as tx:
         tx.update_columns(part, [item.id], strength=[item.strength], stability=[item.stability], last_access=[now])

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from zenbrain import dynamics, reinforcement
+from zenbrain.errors import ValidationError
 from zenbrain.mechanisms import two_factor
 from zenbrain.model import Kind, Layer, MemoryItem
 from zenbrain.pma import triple_copy
@@ -222,3 +223,93 @@ def test_retrievability_weight_python_floats_match_numpy_scalars():
     r = np.concatenate([rng.random(5000), [0.0, 1.0, 1e-300, 0.5]])
     for floor in (0.0, 0.05, 0.3, 1 / 3):
         assert [float(floor + (1.0 - floor) * ri) for ri in r] == [float(floor + (1.0 - floor) * ri) for ri in r.tolist()]
+
+
+def _co_update_reference(w, var, k, tag, amp, lock_on, tp):
+    var_a = np.array(var, dtype=float)
+    lock = np.asarray(two_factor.variance_lock(var_a)) if lock_on else np.zeros(len(w))
+    w2, v2, k2 = two_factor.update(np.array(w, dtype=float), var_a, np.array(k), np.array(tag, dtype=float),
+                                   np.array(amp, dtype=np.float32), lock, params=tp)
+    return np.asarray(w2, dtype=float).tolist(), np.asarray(v2, dtype=float).tolist(), np.asarray(k2).tolist()
+
+
+@pytest.mark.parametrize("lock_on", [True, False])
+@pytest.mark.parametrize("tp", [two_factor.DEFAULTS,
+                                two_factor.TwoFactorParams(learning_rate=0.37, lock_gate=0.9, maturation_rate=0.4,
+                                                           maturation_decay=2.5, min_weight=0.2, max_weight=1.3)])
+def test_co_update_float_path_matches_two_factor_update(lock_on, tp):
+    rng = np.random.default_rng(11)
+    n = 400
+    w = (rng.random(n) * 3).tolist()
+    var = np.concatenate([rng.random(n - 4) * 1.5, [0.0, 1.0, 0.01, 2.0]]).tolist()
+    k = rng.integers(0, 50, n).tolist()
+    tag = np.minimum(1.0, rng.random(n) * 1.2).tolist()
+    amp = np.maximum(0.0, rng.normal(size=n).astype(np.float32)).tolist()  # float32 values, as the einsum gives
+    fast = reinforcement._co_update(w, var, k, tag, amp, lock_on, tp)
+    assert fast == _co_update_reference(w, var, k, tag, amp, lock_on, tp)
+    assert all(type(x) is float for x in fast[0] + fast[1]) and all(type(x) is int for x in fast[2])
+
+
+def test_co_update_non_finite_or_non_float_takes_general_path():
+    tp = two_factor.DEFAULTS
+    w, var, k, amp = [0.5, 1.0], [0.3, 0.5], [1, 2], [0.25, 0.875]
+    for tag in ([float("nan"), 0.5], [np.float64(0.25), 0.5]):
+        fast = reinforcement._co_update(w, var, k, tag, amp, True, tp)
+        ref = _co_update_reference(w, var, k, tag, amp, True, tp)
+        assert np.array_equal(np.array(fast[0]), np.array(ref[0]), equal_nan=True)
+        assert fast[1:] == ref[1:]
+
+
+@pytest.mark.parametrize("vp", [reinforcement.vmpfc.DEFAULTS, reinforcement.vmpfc.VmpfcParams(missing_context_pe=0.3)])
+def test_context_pe_matches_prediction_error(vp):
+    rng = np.random.default_rng(4)
+    for n in range(200):
+        prev = rng.normal(size=32).astype(np.float32)
+        if n % 17 == 0:
+            prev[:] = 0.0
+        text = dynamics.encode_vec(prev)
+        now = rng.normal(size=32).astype(np.float32)
+        if n % 3 == 0:
+            now = now / np.float32(np.linalg.norm(now))
+        ref = float(reinforcement.vmpfc.prediction_error(c_prev=dynamics.decode_vec(text), c_now=now, params=vp))
+        assert reinforcement._context_pe(text, reinforcement._pe_operand(now), vp) == ref
+    with pytest.raises(ValidationError):  # contexts of different dimensions, as prediction_error refuses them
+        reinforcement._context_pe(dynamics.encode_vec(np.ones(8)), reinforcement._pe_operand(np.ones(32)), vp)
+
+
+def test_retrievability_both_on_matches_reference_at_the_edges():
+    from zenbrain.mechanisms import ebbinghaus
+    from zenbrain.registry import Mechanisms
+
+    now = 1.7e9
+    items = []
+    cases = [(now + 500.0, 0.0, 1.5, -0.2), (now, 1e6, 0.5, 1.2), (now - 1e7, 0.05, -0.3, 0.5), (now - 3600.0, 2.0, 1.0, 0.0)]
+    for n, (la, stab, s0, base) in enumerate(cases * 3):
+        state = {dynamics.COPIES: {"s0": s0, "anchor": la + (n - 5) * 100.0, "deep_base": base, "deep_target": 1.3 - 0.2 * n,
+                                   "deep_anchor": int(la) - n * 7}}
+        if n % 2:
+            state[dynamics.SIGNIFICANCE] = 1.5 if n % 3 else -0.5
+        it = _item(n, state, last_access=la)
+        it.stability, it.arousal, it.valence = stab, [0.0, 2.0, -1.0][n % 3], [-3.0, 0.5, 0.0][n % 3]
+        items.append(it)
+    mech = Mechanisms(disabled=frozenset())
+    got = dynamics.retrievability(items, now, mech)
+    want = _reference_retrievability(items, now, mech, ebbinghaus.DEFAULTS, triple_copy.DEFAULT_PARAMS)
+    assert np.array_equal(got, want)
+
+
+def test_fsrs_scheduler_and_state_lookups_match_the_general_ones():
+    from fsrs import State
+
+    from zenbrain.mechanisms import fsrs_schedule
+
+    a, b = fsrs_schedule.FsrsParams(desired_retention=0.8), fsrs_schedule.FsrsParams(desired_retention=0.8)
+    for p in (a, b, fsrs_schedule.DEFAULTS, a):
+        assert fsrs_schedule._scheduler(p) is fsrs_schedule.scheduler(p)
+    for s in State:
+        assert fsrs_schedule._state(int(s)) is State(int(s))
+        assert fsrs_schedule._state(float(int(s))) is State(int(s))
+    with pytest.raises(ValueError):
+        fsrs_schedule._state(9)
+    with pytest.raises(ValidationError):
+        fsrs_schedule.state_to_card({**fsrs_schedule.new_card(now=0.0), "state": 9})

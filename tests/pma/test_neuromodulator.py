@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zenbrain.errors import ConfigError, ValidationError
+from zenbrain.pma import neuromodulator as nm
 from zenbrain.pma.neuromodulator import (
     CHANNELS,
     EVENTS,
@@ -183,3 +184,30 @@ def test_homeostasis_converges_monotonically_toward_baseline(tonic, d1, d2):
         assert abs(a.tonic[c] - 0.5) <= abs(tonic[c] - 0.5) + 1e-12
     far = homeostasis(s, now=T0 + 1000 * HOUR)
     assert all(abs(far.tonic[c] - 0.5) < 1e-9 for c in CHANNELS)
+
+
+@pytest.mark.parametrize("params", [nm.DEFAULT_PARAMS,
+                                    nm.NeuromodulatorParams(baseline=0.4, tonic_rate=0.2, phasic_gain=0.0,
+                                                            homeostasis_decay=0.7, prune_half_lives=2.0)])
+def test_emit_stored_equals_emit_on_the_state_objects(params):
+    rng = np.random.default_rng(5)
+    events = list(nm.EVENTS)
+    state = nm.initial_state(now=1000.0)
+    now = 1000.0
+    for step in range(300):
+        now += float(rng.choice([0.0, 1.0, 200.0, 5000.0, -50.0]))
+        ev = events[int(rng.integers(len(events)))]
+        mag = float(rng.uniform(-0.5, 1.5))
+        data = state.to_dict()
+        out = nm.emit_stored(data, event=ev, magnitude=mag, now=now, params=params)
+        state = nm.emit(nm.NeuromodulatorState.from_dict(data), event=ev, magnitude=mag, now=now, params=params)
+        assert out == state.to_dict()
+        assert data == nm.NeuromodulatorState.from_dict(data).to_dict()  # the input is not changed
+
+
+def test_emit_stored_refuses_what_emit_refuses():
+    data = nm.initial_state(now=0.0).to_dict()
+    with pytest.raises(ValidationError):
+        nm.emit_stored(data, event="nope", now=1.0)
+    with pytest.raises(ValidationError):
+        nm.emit_stored(data, event="novelty", magnitude=float("nan"), now=1.0)

@@ -32,6 +32,7 @@ passed too if it should count).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -158,6 +159,13 @@ _PHRASES: dict[tuple[str, ...], float] = {
     ("life", "changing"): 0.85,
 }
 
+# The phrases by their first token, each list in the order of _PHRASES (longest first), so
+# a token is compared only with the phrases that can start at it.
+_PHRASES_BY_FIRST: dict[str, list[tuple[tuple[str, ...], float]]] = {}
+for _phrase, _weight in _PHRASES.items():
+    _PHRASES_BY_FIRST.setdefault(_phrase[0], []).append((_phrase, _weight))
+del _phrase, _weight
+
 _NEGATIONS = frozenset(
     "not no never none nobody nothing neither nor without cannot cant dont doesnt didnt isnt wasnt "
     "arent werent wont wouldnt shouldnt couldnt havent hasnt hadnt aint".split()
@@ -273,6 +281,11 @@ def decay_multiplier(
     *, valence: Any, arousal: Any, significance: Any = 0.0, params: EmotionalParams = DEFAULTS
 ) -> Any:
     """1 + (cap - 1) * clip(max(|valence|, arousal, significance), 0, 1); vectorised."""
+    if type(valence) is float and type(arousal) is float and type(significance) is float and not (
+        math.isnan(valence) or math.isnan(arousal) or math.isnan(significance)
+    ):  # three numbers: the same comparisons and IEEE operations as the array path, in floats
+        x = max(max(abs(valence), arousal), significance)
+        return 1.0 + (params.decay_cap - 1.0) * min(max(x, 0.0), 1.0)
     v = np.abs(np.asarray(valence, dtype=float))
     m = 1.0 + (params.decay_cap - 1.0) * np.clip(
         np.maximum(np.maximum(v, np.asarray(arousal, dtype=float)), np.asarray(significance, dtype=float)), 0.0, 1.0
@@ -286,6 +299,14 @@ def tag(text: str, *, params: EmotionalParams = DEFAULTS) -> EmotionalTag:
     """Valence, arousal, significance and the multipliers derived from them for one text."""
     if not isinstance(text, str):
         raise ValidationError(f"text must be a string, got {type(text).__name__}")
+    return _tag_of(str(text), params)
+
+
+@functools.lru_cache(maxsize=8192)
+def _tag_of(text: str, params: EmotionalParams) -> EmotionalTag:
+    """``tag`` of a text, remembered: the tag is a function of the text and the params alone
+    (the lexicons are constants) and immutable, so a text stored again, or the same facts
+    stored in another engine, are not tagged again."""
     # Tokens with the clause they belong to: negation does not cross , ; : . ! ?
     raw_words: list[str] = []
     clause: list[int] = []
@@ -314,7 +335,7 @@ def tag(text: str, *, params: EmotionalParams = DEFAULTS) -> EmotionalTag:
             continue
         # Phrases (significance only), longest first.
         matched = False
-        for phrase, weight in _PHRASES.items():
+        for phrase, weight in _PHRASES_BY_FIRST.get(w, ()):
             k = len(phrase)
             if tuple(norm[i : i + k]) == phrase:
                 sigs.append(weight)

@@ -75,6 +75,31 @@ def scheduler(params: FsrsParams = DEFAULTS) -> Scheduler:
     )
 
 
+_last_scheduler: tuple[FsrsParams | None, Scheduler | None] = (None, None)
+
+
+def _scheduler(params: FsrsParams) -> Scheduler:
+    """``scheduler(params)``, remembering the last params by identity (hashing the frozen
+    params for the cache costs more than a review's own arithmetic)."""
+    global _last_scheduler
+    last = _last_scheduler
+    if last[0] is params:
+        return last[1]  # type: ignore[return-value]
+    out = scheduler(params)
+    _last_scheduler = (params, out)
+    return out
+
+
+_STATES = {int(s): s for s in State}
+
+
+def _state(value: Any) -> State:
+    """``State(int(value))`` (a dict lookup for the known states)."""
+    v = int(value)
+    out = _STATES.get(v)
+    return State(v) if out is None else out
+
+
 def _check_time(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValidationError(f"{name} must be a finite number of seconds since the epoch, got {value!r}")
@@ -112,7 +137,7 @@ def state_to_card(card_state: CardState) -> Card:
         diff = card_state.get("difficulty")
         return Card(
             card_id=0,  # fixed: Card() would otherwise read the wall clock and sleep 1 ms
-            state=State(int(card_state["state"])),
+            state=_state(card_state["state"]),
             step=None if card_state.get("step") is None else int(card_state["step"]),
             stability=None if stab is None else float(stab),
             difficulty=None if diff is None else float(diff),
@@ -154,7 +179,7 @@ def review(
         card_state = new_card(now=now)
     card = state_to_card(card_state)
     was_review = card.state == State.Review
-    new, _log = scheduler(params).review_card(card, rating, review_datetime=_dt(now))
+    new, _log = _scheduler(params).review_card(card, rating, review_datetime=_dt(now))
     lapses = int(card_state.get("lapses", 0)) + (1 if was_review and rating == Rating.Again else 0)
     out = card_to_state(
         new, reps=int(card_state.get("reps", 0)) + 1, lapses=lapses, last_rating=int(rating)
@@ -177,7 +202,7 @@ def retrievability(card_state: CardState | None, now: float, *, params: FsrsPara
     now = _check_time("now", now)
     if card_state is None:
         return 0.0
-    return float(scheduler(params).get_card_retrievability(state_to_card(card_state), _dt(now)))
+    return float(_scheduler(params).get_card_retrievability(state_to_card(card_state), _dt(now)))
 
 
 def is_due(card_state: CardState | None, now: float) -> bool:

@@ -195,6 +195,49 @@ def emit(
     return NeuromodulatorState(tonic=tonic, bursts=tuple(bursts), updated_at=relaxed.updated_at)
 
 
+def emit_stored(
+    data: Mapping[str, Any],
+    *,
+    event: str,
+    magnitude: float = 1.0,
+    now: float,
+    params: NeuromodulatorParams = DEFAULT_PARAMS,
+) -> dict[str, Any]:
+    """``emit(NeuromodulatorState.from_dict(data), ...).to_dict()``, computed on the stored
+    values: a recall emits one event into the stored state and writes it back, so the
+    state objects would be built only to be taken apart again. The same operations in the
+    same order as ``from_dict``, ``homeostasis``, ``emit`` and ``to_dict``."""
+    t0 = data["tonic"]
+    tonic = [float(t0[c]) for c in CHANNELS]
+    bursts = [(str(c), float(a), float(t)) for c, a, t in data.get("bursts", ())]
+    updated_at = float(data["updated_at"])
+    if not math.isfinite(magnitude):
+        raise ValidationError(f"event magnitude must be finite, got {magnitude!r}")
+    m = min(params.max_magnitude, max(0.0, float(magnitude)))
+    # homeostasis
+    dt = max(0.0, now - updated_at)
+    keep = params.homeostasis_decay ** (dt / params.homeostasis_period_s)
+    b = params.baseline
+    if dt > 0.0:
+        tonic = [b + (x - b) * keep for x in tonic]
+    horizon = params.prune_half_lives * params.phasic_half_life_s
+    bursts = [x for x in bursts if now - x[2] <= horizon]
+    updated_at = max(now, updated_at)
+    # the event
+    deltas = event_deltas(event, params=params)
+    for i, c in enumerate(CHANNELS):
+        d = deltas[c] * m
+        target = _clamp(b + d)
+        tonic[i] += params.tonic_rate * (target - tonic[i])
+        if d != 0.0 and params.phasic_gain > 0.0:
+            bursts.append((c, params.phasic_gain * d, float(now)))
+    return {
+        "tonic": {c: float(x) for c, x in zip(CHANNELS, tonic)},
+        "bursts": [[c, a, t] for c, a, t in bursts],
+        "updated_at": updated_at,
+    }
+
+
 def levels(
     state: NeuromodulatorState, *, now: float, params: NeuromodulatorParams = DEFAULT_PARAMS
 ) -> dict[str, float]:
@@ -235,6 +278,7 @@ __all__ = [
     "NeuromodulatorParams",
     "NeuromodulatorState",
     "emit",
+    "emit_stored",
     "event_deltas",
     "homeostasis",
     "initial_state",

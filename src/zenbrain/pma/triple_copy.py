@@ -204,13 +204,38 @@ def reinforce(
     state: CopyState, *, now: float, quality: float = 1.0, params: TripleCopyParams = DEFAULT_PARAMS
 ) -> CopyState:
     """A recall or review at ``now``: re-encode fast and medium, grow the deep target."""
-    q = _check_q(quality)
-    cur = evaluate(state, now=now, params=params)
-    base = max(state.s0, float(cur.composite))
-    s0 = base + q * params.reinforce_gain * (1.0 - base)
-    target = state.deep_target + q * params.deep_gain * max(0.0, s0 - state.deep_target)
-    return CopyState(s0=s0, anchor=float(now), deep_base=float(cur.deep), deep_target=target,
-                     deep_anchor=float(now))
+    return CopyState(*_reinforced(state.s0, state.anchor, state.deep_base, state.deep_target, state.deep_anchor,
+                                  float(now), _check_q(quality), params))
+
+
+def reinforce_stored(
+    data: Mapping[str, Any], *, now: float, quality: float = 1.0, params: TripleCopyParams = DEFAULT_PARAMS
+) -> dict[str, float]:
+    """``reinforce(CopyState.from_dict(data), ...).to_dict()`` without the two objects
+    (a recall reinforces every hit's stored state and writes it back)."""
+    s0, anchor, deep_base, deep_target, deep_anchor = (float(data["s0"]), float(data["anchor"]), float(data["deep_base"]),
+                                                       float(data["deep_target"]), float(data["deep_anchor"]))
+    s0, anchor, deep_base, deep_target, deep_anchor = _reinforced(s0, anchor, deep_base, deep_target, deep_anchor,
+                                                                  float(now), _check_q(quality), params)
+    return {"s0": s0, "anchor": anchor, "deep_base": deep_base, "deep_target": deep_target, "deep_anchor": deep_anchor}
+
+
+def _reinforced(s0: float, anchor: float, deep_base: float, deep_target: float, deep_anchor: float, now: float,
+                q: float, params: TripleCopyParams) -> tuple[float, float, float, float, float]:
+    """The fields of the reinforced state: ``evaluate`` at ``now`` (its operations, inlined),
+    then the re-encoding."""
+    s = _unit(float(s0))
+    t = max(now - anchor, 0.0)
+    td = max(now - deep_anchor, 0.0)
+    target = _unit(float(deep_target))
+    base = _unit(float(deep_base))
+    fast = _unit(s * math.exp(-t / params.tau_fast_s))
+    medium = _unit(params.medium_share * s * math.exp(-t / params.tau_medium_s))
+    deep = _unit(target - (target - base) * math.exp(-td / params.tau_deep_s))
+    b = max(s0, float(max(fast, medium, deep)))
+    new_s0 = b + q * params.reinforce_gain * (1.0 - b)
+    new_target = deep_target + q * params.deep_gain * max(0.0, new_s0 - deep_target)
+    return new_s0, now, float(deep), new_target, now
 
 
 def consolidate(
@@ -242,6 +267,7 @@ __all__ = [
     "evaluate",
     "evaluate_many",
     "reinforce",
+    "reinforce_stored",
     "strengths",
     "strengths_of_columns",
 ]
