@@ -416,8 +416,8 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
         out.append(item)
     if out:
         with coord.storage.transaction() as tx:
-            tx.update_columns(part, [i.id for i in out], stability=[i.stability for i in out], last_access=[now] * len(out))
-            tx.update_states(part, {item.id: item.state for item in out})
+            tx.update_states(part, {item.id: item.state for item in out}, stability=[i.stability for i in out],
+                             last_access=[now] * len(out))
             tx.log_many(part, [HistoryEvent(item.id, now, "reviewed", {"rating": int(rating), "due_at": item.state.get("due_at")})
                                for item, rating in zip(out, ratings)])
     return out

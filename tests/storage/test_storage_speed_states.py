@@ -127,3 +127,54 @@ def test_log_many_writes_the_same_history_rows_as_log_one_by_one(tmp_path):
             "SELECT user_id, agent_id, memory_id, at, action, detail FROM history ORDER BY rowid").fetchall())
         store.close()
     assert rows[0] == rows[1] and len(rows[0]) == 5
+
+
+COLUMN_SETS = {
+    "plain floats": dict(stability=[2.5, 3.5, 4.5, 5.5, 6.5], last_access=[T0 + 9.0] * 5),
+    "unsure values": dict(stability=[-0.0, 1, np.float32(0.5), 2.0, 3.0], event_time=[float("nan"), T0, None, 1, 2.0]),
+    "a due_at and indexed columns": dict(due_at=[1.0] * 5, context=["work", "home", "x", "y", "z"],
+                                         archived=[np.bool_(True), 0, 1, 0, 1]),
+    "none": {},
+}
+
+
+@pytest.mark.parametrize("name", list(COLUMN_SETS))
+@pytest.mark.parametrize("cached", [True, False])
+def test_update_states_with_columns_equals_update_columns_then_update_states(tmp_path, name, cached):
+    from test_sqlite_item_cache import open_store
+
+    columns = COLUMN_SETS[name]
+    got = []
+    for together in (True, False):
+        s = open_store(str(tmp_path / f"{together}.db"))
+        seed(s)
+        if cached:
+            reads(s)
+        with s.transaction() as tx:
+            if together:
+                tx.update_states(P1, STATES, **columns)
+            else:
+                if columns:
+                    tx.update_columns(P1, list(STATES), **columns)
+                tx.update_states(P1, STATES)
+            assert cached_here(s) == decoded_here(s)
+        order = list(s._items)
+        got.append((reads(s), uncached_reads(s), order,
+                    s.raw_connection().execute("SELECT * FROM changes ORDER BY seq").fetchall()))
+        s.close()
+    assert got[0] == got[1]
+    assert got[0][0] == got[0][1]
+
+
+def test_update_states_with_columns_checks_them_before_writing(store):
+    from zenbrain.errors import StorageError
+
+    seed(store)
+    before = reads(store)
+    with pytest.raises(StorageError):
+        with store.transaction() as tx:
+            tx.update_states(P1, {"m1": {"due_at": 5.0}}, content=["x"])
+    with pytest.raises(IndexError):
+        with store.transaction() as tx:
+            tx.update_states(P1, {"m1": {"due_at": 5.0}, "m2": {}}, stability=[1.0])
+    assert reads(store) == before == uncached_reads(store)

@@ -61,8 +61,9 @@ class Transaction(Protocol):
         """Replace a memory's mechanism state (and its review due time, ``state["due_at"]``)."""
         ...
 
-    def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]]) -> None:
-        """``update_state`` of each memory of ``states`` (id -> state), in one go."""
+    def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]], **columns: Sequence[Any]) -> None:
+        """``update_state`` of each memory of ``states`` (id -> state), in one go; with
+        ``columns`` (values in the order of ``states``), ``update_columns`` of them first."""
         ...
 
     def delete_memory(self, partition: Partition, memory_id: str) -> None:

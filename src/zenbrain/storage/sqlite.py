@@ -359,6 +359,38 @@ def _column_values(values: Sequence[Any], n: int, *, archived: bool = False) -> 
     return out
 
 
+def _updatable(columns: Mapping[str, Any]) -> list[str]:
+    """The names of ``columns`` in order, once they are known to be updatable in bulk."""
+    bad = set(columns) - _UPDATABLE
+    if bad:
+        raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
+    return list(columns)
+
+
+def _patch_columns(taken: dict[str, "_Cached | None"], names: list[str], cols: list[list[Any]],
+                   rows: list[tuple[Any, ...]]) -> None:
+    """Cached entries of rows just updated: column ``k`` of ``names`` now reads as
+    ``row[k]``, in the order written (the id is ``row[-3]``). A REAL column whose every
+    value reads back as itself is copied without a check per row; an entry with a value
+    not certain to read back unchanged is dropped (set to None)."""
+    fields = [(k, _FIELD[c], _READ_BACK[c]) for k, c in enumerate(names) if c != "due_at"]
+    plain = [(k, f) for k, f, read_back in fields if read_back is _as_real and _reads_back(cols[k], _as_real)]
+    checked = [(k, f, read_back) for k, f, read_back in fields if (k, f) not in plain]
+    for row in rows:
+        e = taken.get(row[-3])
+        if e is None:
+            continue
+        vals = e.vals
+        try:
+            for k, f, read_back in checked:
+                vals[f] = read_back(row[k])
+        except _Unsure:
+            taken[row[-3]] = None
+            continue
+        for k, f in plain:
+            vals[f] = row[k]
+
+
 class SQLiteTransaction:
     """Every write goes through ``_write``. A statement that writes memory rows either
     keeps the store's item cache exact itself (``cached=True``: it drops the rows it
@@ -424,10 +456,7 @@ class SQLiteTransaction:
     def update_columns(self, partition: Partition, ids: Sequence[str], **columns: Sequence[Any]) -> None:
         if not ids:
             return
-        bad = set(columns) - _UPDATABLE
-        if bad:
-            raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
-        names = list(columns)
+        names = _updatable(columns)
         sets = ",".join(f"{c}=?" for c in names)
         n = len(ids)
         user, agent = partition
@@ -436,24 +465,7 @@ class SQLiteTransaction:
         taken = self._store._take(partition, ids)
         self._write(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?", rows, many=True, cached=True)
         if taken:
-            # The cached rows now read as the written values, in the order written. A REAL
-            # column whose every value reads back as itself is copied without a check per row.
-            fields = [(k, _FIELD[c], _READ_BACK[c]) for k, c in enumerate(names) if c != "due_at"]
-            plain = [(k, f) for k, f, read_back in fields if read_back is _as_real and _reads_back(cols[k], _as_real)]
-            checked = [(k, f, read_back) for k, f, read_back in fields if (k, f) not in plain]
-            for row in rows:
-                e = taken.get(row[-3])
-                if e is None:
-                    continue
-                vals = e.vals
-                try:
-                    for k, f, read_back in checked:
-                        vals[f] = read_back(row[k])
-                except _Unsure:
-                    taken[row[-3]] = None
-                    continue
-                for k, f in plain:
-                    vals[f] = row[k]
+            _patch_columns(taken, names, cols, rows)
             self._store._put_back(taken)
         # Only columns the vector index holds need to reach other processes' indexes.
         if _INDEXED.intersection(names):
@@ -476,23 +488,41 @@ class SQLiteTransaction:
             e.state_text = text
             self._store._put_back(taken)
 
-    def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]]) -> None:
-        """``update_state`` of each memory of ``states`` (id -> state), as one statement."""
+    def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]], **columns: Sequence[Any]) -> None:
+        """``update_state`` of each memory of ``states`` (id -> state), as one statement.
+        ``columns`` (name -> values in the order of ``states``): the same statement first
+        writes what ``update_columns(partition, list(states), **columns)`` would."""
         if not states:
             return
-        rows = [(_encode(state), state.get("due_at"), mid, *partition) for mid, state in states.items()]
-        taken = self._store._take(partition, states)
+        names = _updatable(columns)
+        ids = list(states)
+        n = len(ids)
+        user, agent = partition
+        cols = [_column_values(columns[c], n, archived=c == "archived") for c in names]
+        texts = [_encode(state) for state in states.values()]
+        rows = list(zip(*cols, texts, [state.get("due_at") for state in states.values()], ids,
+                        itertools.repeat(user, n), itertools.repeat(agent, n)))
+        # A due_at among the columns is overwritten by the state's (the last assignment wins).
+        sets = "".join(f"{c}=?," for c in names)
+        taken = self._store._take(partition, ids)
         self._write(
-            "UPDATE memories SET state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?", rows, many=True, cached=True
+            f"UPDATE memories SET {sets}state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?", rows, many=True,
+            cached=True,
         )
         if taken:
-            for text, _, mid, _, _ in rows:
+            if names:
+                _patch_columns(taken, names, cols, rows)
+            for mid, text in zip(ids, texts):
                 e = taken.get(mid)
                 if e is not None:
+                    # Decoded when next read (the same decoding a fresh read would run).
                     e.vals[24] = None
                     e.state_plan = None
                     e.state_text = text
             self._store._put_back(taken)
+        if _INDEXED.intersection(names):
+            for mid in ids:
+                self._changed(partition, mid)
 
     def delete_memory(self, partition: Partition, memory_id: str) -> None:
         user, agent = partition
