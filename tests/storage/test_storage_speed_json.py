@@ -114,3 +114,18 @@ def test_rows_written_in_the_old_text_form_read_back(tmp_path):
     assert got.metadata == {"entities": ["Änn"], "n": 10**30} and type(got.metadata["n"]) is int
     assert got.state["due_at"] == 5.0 and math.isnan(got.state["x"])
     s.close()
+
+
+def test_small_fractions_with_long_digit_runs_decode_as_json_does():
+    rng = random.Random(11)
+    texts = ['{"s": 0.0018713923623798474, "n": 12345678901234567890}', '[10.0000000000000000001]',
+             '[0.0000000000000000001234567890123456789]', '["0.00187139236237984741234"]', '[-0.0018713923623798474]',
+             '[0.00000000000000000000012e5, 1.0000000000000000000]', '{"a": 0.00000000000000000001, "b": [1e-21]}']
+    texts += [json.dumps([rng.random() * 10.0 ** -rng.randrange(1, 30) for _ in range(5)]) for _ in range(3000)]
+    for text in texts:
+        assert same(json_text.decode(text), json.loads(text)), text
+    for text, possible in [('{"s": 0.0018713923623798474}', False), ('[-0.0018713923623798474, 0.5]', False),
+                           ('[0.0018713923623798474, 12345678901234567890]', True), ('[10.0018713923623798474]', True),
+                           ('[1.0000000000000000001]', True), ('[0.0000000000000000000]', True),
+                           ('[0.000000000000000000123456789012345678]', True), ('[1234567890123456789]', True)]:
+        assert json_text._long_integer_possible(text.encode()) is possible, text

@@ -27,6 +27,24 @@ _json_decode = json.loads
 # outside [-2**63, 2**64) that way); a float's repr never has more than 17 digits.
 _DIGIT_RUN = b"0" * 19
 _DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_NUMBER_CHARS = frozenset(b"0123456789.")
+
+
+def _long_integer_possible(raw: bytes) -> bool:
+    """Whether the UTF-8 text ``raw`` has a run of 19 digits that may be an integer. A run
+    right after "0." holding at most 17 significant digits (the repr of a small float,
+    0.0018713923623798474) is the fraction of a float token, which both readers read alike."""
+    digits = raw.translate(_DIGITS_ONLY)
+    i = digits.find(_DIGIT_RUN)
+    while i >= 0:
+        end = digits.find(b" ", i + 19)
+        if end < 0:
+            end = len(digits)
+        if not (raw[i - 2 : i] == b"0." and (i < 3 or raw[i - 3] not in _NUMBER_CHARS)
+                and 0 < len(raw[i:end].lstrip(b"0")) <= 17):
+            return True
+        i = digits.find(_DIGIT_RUN, end)
+    return False
 
 
 def _plain(value: Any) -> bool:
@@ -81,7 +99,8 @@ if orjson is not None:
 
     def decode(text: str) -> Any:
         """``json.loads(text)``."""
-        if _DIGIT_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY):
+        raw = text.encode("utf-8", "surrogatepass")
+        if _DIGIT_RUN in raw.translate(_DIGITS_ONLY) and _long_integer_possible(raw):
             return _json_decode(text)
         try:
             return _loads(text)
