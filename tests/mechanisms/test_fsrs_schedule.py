@@ -2,6 +2,8 @@ import copy
 import json
 import math
 
+import numpy as np
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -213,3 +215,51 @@ def test_params_reject_bad_values(kwargs):
 def test_scheduler_has_fuzz_off_and_is_cached():
     assert fs.scheduler().enable_fuzzing is False
     assert fs.scheduler(FsrsParams()) is fs.scheduler(FsrsParams())
+
+
+def _old_state_to_card(cs):
+    """state_to_card's conversions before its fast paths for plain ints and floats."""
+    from datetime import datetime, timezone
+
+    from fsrs import Card, State
+
+    last, stab, diff = cs.get("last_review"), cs.get("stability"), cs.get("difficulty")
+    return Card(card_id=0, state=State(int(cs["state"])), step=None if cs.get("step") is None else int(cs["step"]),
+                stability=None if stab is None else float(stab), difficulty=None if diff is None else float(diff),
+                due=datetime.fromtimestamp(float(cs["due"]), tz=timezone.utc),
+                last_review=None if last is None else datetime.fromtimestamp(float(last), tz=timezone.utc))
+
+
+@pytest.mark.parametrize("card_state", [
+    {"state": 1, "step": 0, "stability": None, "difficulty": None, "due": 1.7e9, "last_review": None},
+    {"state": 2, "step": None, "stability": 3.25, "difficulty": 5.5, "due": 1.7e9 + 0.5, "last_review": 1.7e9 - 86400.0},
+    {"state": 3, "step": 1, "stability": 2, "difficulty": np.float64(4.0), "due": 1_700_000_000, "last_review": 1.7e9},
+    {"state": np.int64(2), "step": 1.0, "stability": np.float32(0.5), "difficulty": True, "due": np.float64(1.7e9),
+     "last_review": np.float64(1.7e9)},
+    {"state": True, "step": np.int64(0), "stability": -0.0, "difficulty": 1e-300, "due": 1.7e9, "last_review": 0.0},
+    {"state": 2.0, "step": None, "stability": 1.0, "difficulty": 1.0, "due": 1.7e9},
+])
+def test_card_fast_paths_give_the_cards_of_the_general_conversions(card_state):
+    got, want = fs.state_to_card(card_state), _old_state_to_card(card_state)
+    for field in ("card_id", "state", "step", "stability", "difficulty", "due", "last_review"):
+        a, b = getattr(got, field), getattr(want, field)
+        assert (a, type(a)) == (b, type(b)), field
+        if type(a) is float:
+            assert math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@pytest.mark.parametrize("bad", [{"state": 1, "step": 0, "due": float("nan")}, {"state": 1, "step": 0, "due": "soon"},
+                                 {"state": 1, "step": 0, "due": True}, {"state": 1, "step": 0, "due": float("inf")},
+                                 {"state": 9, "step": 0, "due": 1.0}, {"state": 1, "step": 0}])
+def test_bad_card_states_are_still_refused(bad):
+    with pytest.raises(ValidationError):
+        fs.state_to_card(bad)
+
+
+def test_feedback_words_graded_as_their_normalised_form():
+    words = list(fs._FEEDBACK_WORDS) + ["1", "4", " 3 ", "Good", " EASY ", "again\n"]
+    for w in words:
+        assert fs.grade_from_feedback(w) is fs.grade_from_feedback(" " + w.upper() + " ")
+    for bad in ("", "5", "goodish", "0"):
+        with pytest.raises(ValidationError):
+            fs.grade_from_feedback(bad)

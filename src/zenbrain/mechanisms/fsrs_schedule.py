@@ -95,12 +95,17 @@ _STATES = {int(s): s for s in State}
 
 def _state(value: Any) -> State:
     """``State(int(value))`` (a dict lookup for the known states)."""
+    out = _STATES.get(value) if type(value) is int else None
+    if out is not None:
+        return out
     v = int(value)
     out = _STATES.get(v)
     return State(v) if out is None else out
 
 
 def _check_time(name: str, value: Any) -> float:
+    if type(value) is float and value - value == 0.0:  # a finite float: the common case, as it is
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValidationError(f"{name} must be a finite number of seconds since the epoch, got {value!r}")
     return float(value)
@@ -132,15 +137,14 @@ def new_card(*, now: float) -> CardState:
 def state_to_card(card_state: CardState) -> Card:
     """Rebuild an ``fsrs.Card`` from the stored dict."""
     try:
-        last = card_state.get("last_review")
-        stab = card_state.get("stability")
-        diff = card_state.get("difficulty")
+        get = card_state.get
+        last, stab, diff, step = get("last_review"), get("stability"), get("difficulty"), get("step")
         return Card(
             card_id=0,  # fixed: Card() would otherwise read the wall clock and sleep 1 ms
             state=_state(card_state["state"]),
-            step=None if card_state.get("step") is None else int(card_state["step"]),
-            stability=None if stab is None else float(stab),
-            difficulty=None if diff is None else float(diff),
+            step=None if step is None else step if type(step) is int else int(step),
+            stability=None if stab is None else stab if type(stab) is float else float(stab),
+            difficulty=None if diff is None else diff if type(diff) is float else float(diff),
             due=_dt(_check_time("due", card_state["due"])),
             last_review=None if last is None else _dt(_check_time("last_review", last)),
         )
@@ -178,9 +182,9 @@ def review(
     if card_state is None:
         card_state = new_card(now=now)
     card = state_to_card(card_state)
-    was_review = card.state == State.Review
+    was_review = card.state is State.Review  # state_to_card gives State members
     new, _log = _scheduler(params).review_card(card, rating, review_datetime=_dt(now))
-    lapses = int(card_state.get("lapses", 0)) + (1 if was_review and rating == Rating.Again else 0)
+    lapses = int(card_state.get("lapses", 0)) + (1 if was_review and rating is Rating.Again else 0)
     out = card_to_state(
         new, reps=int(card_state.get("reps", 0)) + 1, lapses=lapses, last_rating=int(rating)
     )
@@ -258,6 +262,9 @@ def grade_from_feedback(feedback: str | int | Rating) -> Rating:
     if isinstance(feedback, Rating):
         return feedback
     if isinstance(feedback, str):
+        out = _FEEDBACK_WORDS.get(feedback)  # already a lower-case word without spaces
+        if out is not None:
+            return out
         key = feedback.strip().lower()
         if key.isdigit():
             return _as_rating(int(key))
