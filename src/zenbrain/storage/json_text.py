@@ -81,7 +81,8 @@ if orjson is not None:
 
     def decode(text: str) -> Any:
         """``json.loads(text)``."""
-        if _DIGIT_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY):
+        # No run of 19 digits fits in a shorter text.
+        if len(text) >= 19 and _DIGIT_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY):
             return _json_decode(text)
         try:
             return _loads(text)
