@@ -408,6 +408,40 @@ class SQLiteTransaction:
         self._changed((item.user_id, item.agent_id), item.id)
         self.inserted += 1
 
+    def put_memories(self, items: Sequence[MemoryItem]) -> None:
+        """``put_memory`` of each item, in order, as two statements. Should one fail, the
+        rows before it are written as ``put_memory`` would have left them."""
+        items = list(items)
+        if not items:
+            return
+        cache = self._store._items
+        for item in items:
+            cache.pop(item.id, None)
+        done = 0  # items whose memory row is in
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            nonlocal done
+            for item in items:
+                yield _item_values(item)
+                done += 1  # asked for the next row: the previous one is written
+
+        placeholders = ",".join("?" * len(_COLUMNS))
+        try:
+            self._write(f"INSERT INTO memories ({_SELECT}) VALUES ({placeholders})", rows(), many=True, cached=True)
+            done = len(items)
+        finally:
+            written = items[:done]
+            if written:
+                lexical = self._store.lexical_text
+                self._write(
+                    "INSERT INTO memories_fts (content, memory_id, user_id, agent_id) VALUES (?,?,?,?)",
+                    [(lexical(item), item.id, item.user_id, item.agent_id) for item in written],
+                    many=True,
+                )
+                for item in written:
+                    self._changed((item.user_id, item.agent_id), item.id)
+                self.inserted += len(written)
+
     def update_memory(self, item: MemoryItem) -> None:
         old = self._db.execute(
             "SELECT content, metadata, content_hash FROM memories WHERE id=? AND user_id=? AND agent_id=?",
