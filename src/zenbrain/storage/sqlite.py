@@ -133,23 +133,30 @@ def _item_from_row(row: Sequence[Any]) -> MemoryItem:
 # A copy plan records where a decoded JSON value nests containers, so copying it is a few
 # dict.copy() calls instead of a generic deep copy. None: a shallow copy is a deep one.
 _SCALAR = False  # plan of a JSON scalar: used as it is
+# Whether none of some values is a container (a C-level pass instead of a loop).
+_no_nesting = frozenset((dict, list)).isdisjoint
 
 
 def _plan(value: Any) -> Any:
     t = type(value)
     if t is dict:
+        if _no_nesting(map(type, value.values())):
+            return None
         it = value.items()
     elif t is list:
+        if _no_nesting(map(type, value)):
+            return None
         it = enumerate(value)
     else:
         return _SCALAR
-    sub = None
+    sub = []
     for k, v in it:
         t = type(v)
-        if t is dict or t is list:
-            if sub is None:
-                sub = []
-            sub.append((k, _plan(v)))
+        # Most nested containers hold scalars only: planned here, not in a call.
+        if t is dict:
+            sub.append((k, None if _no_nesting(map(type, v.values())) else _plan(v)))
+        elif t is list:
+            sub.append((k, None if _no_nesting(map(type, v)) else _plan(v)))
     return sub
 
 
