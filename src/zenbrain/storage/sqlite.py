@@ -728,24 +728,25 @@ class SQLiteTransaction:
         self._store._put_back(taken)
 
     def kv_put(self, partition: Partition, key: str, value: Any) -> None:
-        self.kv_put_many(partition, {key: value})
+        self._kv_write(partition, [(*partition, key, _encode_detail(value))])
 
     def kv_put_many(self, partition: Partition, values: Mapping[str, Any]) -> None:
         """``kv_put`` of each key of ``values`` (key -> value), as one statement."""
-        if not values:
-            return
-        rows = [(*partition, key, _encode_detail(value)) for key, value in values.items()]
+        if values:
+            self._kv_write(partition, [(*partition, key, _encode_detail(value)) for key, value in values.items()])
+
+    def _kv_write(self, partition: Partition, rows: list[tuple[str, str, Any, str]]) -> None:
+        """Upsert (user, agent, key, text) rows, keeping the partition's cached texts exact."""
         cached = self._store._take_kv(partition)
-        self._write(
-            "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
-            "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
-            rows,
-            many=True,
-            kv_cached=True,
-        )
+        sql = ("INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
+               "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value")
+        if len(rows) == 1:
+            self._write(sql, rows[0], kv_cached=True)
+        else:
+            self._write(sql, rows, many=True, kv_cached=True)
         # Each key now reads as the text written for it (keys of other types than str are
         # bound as SQLite sees fit: the partition is read again when next needed).
-        if cached is not None and all(type(key) is str for key in values):
+        if cached is not None and all(type(row[2]) is str for row in rows):
             for _, _, key, text in rows:
                 cached[key] = text
             self._store._put_back_kv(partition, cached)
