@@ -161,3 +161,16 @@ def test_random_writes_and_reads_match_an_uncached_store(loc):
     finally:
         a.close()
         b.close()
+
+
+def test_values_longer_than_the_limit_are_read_from_the_file(store, monkeypatch):
+    monkeypatch.setattr(store, "KV_CACHE_MAX_CHARS", 20)
+    with store.transaction() as tx:
+        tx.kv_put_many(P1, {"short": [1], "long": "x" * 30})
+    assert store.kv_get_many(P1, ["long", "short", "none"]) == {"long": "x" * 30, "short": [1]}
+    assert set(store._kv[P1]) == {"short", "none"}
+    with store.transaction() as tx:
+        tx.kv_put(P1, "short", "y" * 40)
+    assert "short" not in store._kv[P1]
+    assert store.kv_get(P1, "short") == "y" * 40
+    check(store)

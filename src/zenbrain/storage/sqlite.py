@@ -747,8 +747,12 @@ class SQLiteTransaction:
         # Each key now reads as the text written for it (keys of other types than str are
         # bound as SQLite sees fit: the partition is read again when next needed).
         if cached is not None and all(type(row[2]) is str for row in rows):
+            limit = self._store.KV_CACHE_MAX_CHARS
             for _, _, key, text in rows:
-                cached[key] = text
+                if len(text) <= limit:
+                    cached[key] = text
+                else:
+                    cached.pop(key, None)
             self._store._put_back_kv(partition, cached)
 
 
@@ -771,8 +775,10 @@ class SQLiteStore:
     # most recently used few of them.
     EDGE_CACHE_MAX_EDGES = 100_000
     EDGE_CACHE_PARTITIONS = 8
-    # kv values kept as their stored text: the most recently used few partitions.
+    # kv values kept as their stored text: the most recently used few partitions, values
+    # of at most this many characters (longer ones are read from the file each time).
     KV_CACHE_PARTITIONS = 8
+    KV_CACHE_MAX_CHARS = 1 << 20
 
     def __init__(
         self,
@@ -1555,11 +1561,15 @@ class SQLiteStore:
             else:
                 self._kv.move_to_end(partition)
             missing = [k for k in keys if k not in cached]
-            if missing:
-                found = dict(self._kv_rows(partition, missing))
-                for key in missing:
-                    cached[key] = found.get(key)
-            return {k: cached[k] for k in keys}
+            if not missing:
+                return {k: cached[k] for k in keys}
+            found = dict(self._kv_rows(partition, missing))
+            limit = self.KV_CACHE_MAX_CHARS
+            for key in missing:
+                text = found.get(key)
+                if text is None or len(text) <= limit:
+                    cached[key] = text
+            return {k: cached[k] if k in cached else found[k] for k in keys}
 
     def all_ids(self, partition: Partition) -> list[str]:
         """Every memory id of the partition, whatever its layer, session, context or state."""
