@@ -207,8 +207,7 @@ class MemoryCoordinator:
             tx.log_many(part, [HistoryEvent(item.id, now, "created", {"layer": item.layer.value, "kind": item.kind.value})
                                for item in drafts])
             link_report = encoding.link(self, tx, part, batch, now)
-            for item in drafts:
-                tx.put_memory(item)
+            tx.put_memories(drafts)
             for key, value in kv.items():
                 tx.kv_put(part, key, value)
             self._enforce_working_capacity(tx, part, scope, drafts, now)

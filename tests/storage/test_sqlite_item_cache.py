@@ -121,6 +121,9 @@ WRITES = {
     "delete_memory": lambda tx: tx.delete_memory(P1, "m2"),
     "delete and put again": lambda tx: (tx.delete_memory(P1, "m1"), tx.put_memory(make_item(P1, "reborn", id="m1"))),
     "put_memory": lambda tx: tx.put_memory(make_item(P1, "new one", id="m9")),
+    "put_memories": lambda tx: tx.put_memories(
+        [make_item(P1, "new two", id="m7", metadata={"lexical_extra": "more"}), make_item(P2, "other", id="m6")]),
+    "delete and put_memories again": lambda tx: (tx.delete_memory(P1, "m1"), tx.put_memories([make_item(P1, "reborn", id="m1")])),
     "writes to another partition only": lambda tx: (
         tx.update_columns(P2, ["m1"], strength=[0.0]), tx.update_state(P2, "m1", {"x": 1}),
         tx.increment_access(P2, ["m1"], T0 + 1e6), tx.delete_memory(P2, "m1")),
@@ -450,3 +453,32 @@ def test_a_file_with_triggers_is_read_without_the_cache(loc):
         assert s.get(P1, ["m1"])[0].strength == 0.0
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("bad", ["duplicate id", "unencodable state"])
+def test_put_memories_failing_half_way_leaves_what_put_memory_one_by_one_leaves(loc, tmp_path, bad):
+    def batch(k):
+        items = [make_item(P1, f"fresh {i}", id=f"n{i}") for i in range(4)]
+        items[k] = make_item(P1, "clash", id="m0") if bad == "duplicate id" else make_item(
+            P1, "odd", id="n9", state={"x": object()})
+        return items
+
+    def fts(store):
+        return sorted(map(tuple, store.raw_connection().execute("SELECT memory_id, content FROM memories_fts")))
+
+    one, many = open_store(str(tmp_path / "one.db")), open_store(loc)
+    try:
+        for store, put_all in ((one, lambda tx, items: [tx.put_memory(i) for i in items]),
+                               (many, lambda tx, items: tx.put_memories(items))):
+            seed(store)
+            with store.transaction() as outer:
+                with pytest.raises((sqlite3.IntegrityError, TypeError)):
+                    with store.transaction() as tx:  # joins the outer one, which commits what was written
+                        put_all(tx, batch(2))
+                assert outer.inserted == 2
+        assert reads(one) == reads(many) == uncached_reads(many)
+        assert fts(one) == fts(many)
+        assert [r[0] for r in fts(many)].count("n1") == 1 and "n3" not in [r[0] for r in fts(many)]
+    finally:
+        one.close()
+        many.close()

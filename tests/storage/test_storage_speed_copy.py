@@ -39,3 +39,23 @@ def test_a_planned_copy_is_a_deep_copy():
         assert got == copy.deepcopy(value)
         ids = {id(c) for c in containers(value)}
         assert not any(id(c) in ids for c in containers(got))
+
+
+def reference_plan(value):
+    """Where a JSON value nests containers, one level at a time (the plan's definition)."""
+    if type(value) is dict:
+        it = value.items()
+    elif type(value) is list:
+        it = enumerate(value)
+    else:
+        return False
+    sub = [(k, reference_plan(v)) for k, v in it if type(v) in (dict, list)]
+    return sub or None
+
+
+def test_plans_match_their_definition():
+    rng = random.Random(11)
+    for _ in range(3000):
+        value = random_json(rng)
+        assert _plan(value) == reference_plan(value)
+

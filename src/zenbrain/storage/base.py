@@ -51,6 +51,10 @@ class Transaction(Protocol):
 
     def put_memory(self, item: MemoryItem) -> None: ...
 
+    def put_memories(self, items: Sequence[MemoryItem]) -> None:
+        """``put_memory`` of each item, in order."""
+        ...
+
     def update_memory(self, item: MemoryItem) -> None: ...
 
     def update_columns(self, partition: Partition, ids: Sequence[str], **columns: Sequence[Any]) -> None:

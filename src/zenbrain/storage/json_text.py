@@ -99,9 +99,11 @@ if orjson is not None:
 
     def decode(text: str) -> Any:
         """``json.loads(text)``."""
-        raw = text.encode("utf-8", "surrogatepass")
-        if _DIGIT_RUN in raw.translate(_DIGITS_ONLY) and _long_integer_possible(raw):
-            return _json_decode(text)
+        # No run of 19 digits fits in a shorter text.
+        if len(text) >= 19:
+            raw = text.encode("utf-8", "surrogatepass")
+            if _DIGIT_RUN in raw.translate(_DIGITS_ONLY) and _long_integer_possible(raw):
+                return _json_decode(text)
         try:
             return _loads(text)
         except _DecodeError:  # NaN, Infinity, lone surrogates, ...: json reads them

@@ -133,23 +133,30 @@ def _item_from_row(row: Sequence[Any]) -> MemoryItem:
 # A copy plan records where a decoded JSON value nests containers, so copying it is a few
 # dict.copy() calls instead of a generic deep copy. None: a shallow copy is a deep one.
 _SCALAR = False  # plan of a JSON scalar: used as it is
+# Whether none of some values is a container (a C-level pass instead of a loop).
+_no_nesting = frozenset((dict, list)).isdisjoint
 
 
 def _plan(value: Any) -> Any:
     t = type(value)
     if t is dict:
+        if _no_nesting(map(type, value.values())):
+            return None
         it = value.items()
     elif t is list:
+        if _no_nesting(map(type, value)):
+            return None
         it = enumerate(value)
     else:
         return _SCALAR
-    sub = None
+    sub = []
     for k, v in it:
         t = type(v)
-        if t is dict or t is list:
-            if sub is None:
-                sub = []
-            sub.append((k, _plan(v)))
+        # Most nested containers hold scalars only: planned here, not in a call.
+        if t is dict:
+            sub.append((k, None if _no_nesting(map(type, v.values())) else _plan(v)))
+        elif t is list:
+            sub.append((k, None if _no_nesting(map(type, v)) else _plan(v)))
     return sub
 
 
@@ -293,6 +300,15 @@ def _writes_edges(sql: str) -> bool:
     return _EDGE_WRITE.match(sql) is not None
 
 
+_KV_WRITE = re.compile(r"\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b[^;]*?\bkv\b", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=256)
+def _writes_kv(sql: str) -> bool:
+    """Whether a statement may write rows of the kv table (false positives only cost speed)."""
+    return _KV_WRITE.match(sql) is not None
+
+
 _MEMORY_WRITE = re.compile(r"\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b[^;]*?\bmemories\b(?!_)", re.IGNORECASE)
 
 
@@ -404,12 +420,14 @@ class SQLiteTransaction:
         self.inserted = 0  # memory rows put
 
     def _write(self, sql: str, args: Any = (), *, many: bool = False, cached: bool = False,
-               edges_cached: bool = False) -> sqlite3.Cursor:
+               edges_cached: bool = False, kv_cached: bool = False) -> sqlite3.Cursor:
         store = self._store
         if not cached and _writes_memories(sql):
             store._clear_items()
         if not edges_cached and _writes_edges(sql):
             store._edge_adj.clear()
+        if not kv_cached and _writes_kv(sql):
+            store._kv.clear()
         store._own_writes_only()
         cur = self._db.executemany(sql, args) if many else self._db.execute(sql, args)
         store._settle()
@@ -428,6 +446,40 @@ class SQLiteTransaction:
         )
         self._changed((item.user_id, item.agent_id), item.id)
         self.inserted += 1
+
+    def put_memories(self, items: Sequence[MemoryItem]) -> None:
+        """``put_memory`` of each item, in order, as two statements. Should one fail, the
+        rows before it are written as ``put_memory`` would have left them."""
+        items = list(items)
+        if not items:
+            return
+        cache = self._store._items
+        for item in items:
+            cache.pop(item.id, None)
+        done = 0  # items whose memory row is in
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            nonlocal done
+            for item in items:
+                yield _item_values(item)
+                done += 1  # asked for the next row: the previous one is written
+
+        placeholders = ",".join("?" * len(_COLUMNS))
+        try:
+            self._write(f"INSERT INTO memories ({_SELECT}) VALUES ({placeholders})", rows(), many=True, cached=True)
+            done = len(items)
+        finally:
+            written = items[:done]
+            if written:
+                lexical = self._store.lexical_text
+                self._write(
+                    "INSERT INTO memories_fts (content, memory_id, user_id, agent_id) VALUES (?,?,?,?)",
+                    [(lexical(item), item.id, item.user_id, item.agent_id) for item in written],
+                    many=True,
+                )
+                for item in written:
+                    self._changed((item.user_id, item.agent_id), item.id)
+                self.inserted += len(written)
 
     def update_memory(self, item: MemoryItem) -> None:
         old = self._db.execute(
@@ -625,7 +677,8 @@ class SQLiteTransaction:
         )
 
     def kv_clear(self, partition: Partition) -> None:
-        self._write("DELETE FROM kv WHERE user_id=? AND agent_id=?", partition)
+        self._store._take_kv(partition)
+        self._write("DELETE FROM kv WHERE user_id=? AND agent_id=?", partition, kv_cached=True)
         self._store._erased = True
 
     def increment_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
@@ -705,22 +758,32 @@ class SQLiteTransaction:
         self._store._put_back(taken)
 
     def kv_put(self, partition: Partition, key: str, value: Any) -> None:
-        self._write(
-            "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
-            "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
-            (*partition, key, _encode_detail(value)),
-        )
+        self._kv_write(partition, [(*partition, key, _encode_detail(value))])
 
     def kv_put_many(self, partition: Partition, values: Mapping[str, Any]) -> None:
         """``kv_put`` of each key of ``values`` (key -> value), as one statement."""
-        if not values:
-            return
-        self._write(
-            "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
-            "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
-            [(*partition, key, _encode_detail(value)) for key, value in values.items()],
-            many=True,
-        )
+        if values:
+            self._kv_write(partition, [(*partition, key, _encode_detail(value)) for key, value in values.items()])
+
+    def _kv_write(self, partition: Partition, rows: list[tuple[str, str, Any, str]]) -> None:
+        """Upsert (user, agent, key, text) rows, keeping the partition's cached texts exact."""
+        cached = self._store._take_kv(partition)
+        sql = ("INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
+               "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value")
+        if len(rows) == 1:
+            self._write(sql, rows[0], kv_cached=True)
+        else:
+            self._write(sql, rows, many=True, kv_cached=True)
+        # Each key now reads as the text written for it (keys of other types than str are
+        # bound as SQLite sees fit: the partition is read again when next needed).
+        if cached is not None and all(type(row[2]) is str for row in rows):
+            limit = self._store.KV_CACHE_MAX_CHARS
+            for _, _, key, text in rows:
+                if len(text) <= limit:
+                    cached[key] = text
+                else:
+                    cached.pop(key, None)
+            self._store._put_back_kv(partition, cached)
 
 
 class SQLiteStore:
@@ -742,6 +805,10 @@ class SQLiteStore:
     # most recently used few of them.
     EDGE_CACHE_MAX_EDGES = 100_000
     EDGE_CACHE_PARTITIONS = 8
+    # kv values kept as their stored text: the most recently used few partitions, values
+    # of at most this many characters (longer ones are read from the file each time).
+    KV_CACHE_PARTITIONS = 8
+    KV_CACHE_MAX_CHARS = 1 << 20
 
     def __init__(
         self,
@@ -761,6 +828,9 @@ class SQLiteStore:
         # item cache (the same writes keep or drop them); partitions too large are not kept.
         self._edge_adj: OrderedDict[Partition, dict[str, dict[tuple[str, str], tuple[Any, ...]]]] = OrderedDict()
         self._edge_big: set[Partition] = set()
+        # The kv texts of recently used partitions, key -> stored text (None: not set), exact
+        # like the item cache. Values are decoded from them at each read, so never shared.
+        self._kv: OrderedDict[Partition, dict[str, str | None]] = OrderedDict()
         self._item_cache_size = max(0, int(item_cache_size))
         self._seen_version: int | None = None  # PRAGMA data_version the cache agrees with
         # A private in-memory database has no other connection: nothing else can change it.
@@ -960,6 +1030,7 @@ class SQLiteStore:
     def _clear_items(self) -> None:
         self._items.clear()
         self._edge_adj.clear()
+        self._kv.clear()
 
     def _settle(self) -> None:
         """After a write of this store: its effect on cached items has been accounted for."""
@@ -971,6 +1042,7 @@ class SQLiteStore:
             self._log_moved = True
             self._items.clear()
             self._edge_adj.clear()
+            self._kv.clear()
             self._seen_changes = self._db.total_changes
 
     def _fresh(self) -> None:
@@ -981,6 +1053,7 @@ class SQLiteStore:
             if version != self._seen_version:
                 self._items.clear()
                 self._edge_adj.clear()
+                self._kv.clear()
                 self._seen_version = version
         self._own_writes_only()
 
@@ -1023,6 +1096,17 @@ class SQLiteStore:
         self._edge_adj[partition] = adj
         if len(self._edge_adj) > self.EDGE_CACHE_PARTITIONS:
             self._edge_adj.popitem(last=False)
+
+    def _take_kv(self, partition: Partition) -> dict[str, str | None] | None:
+        """Remove and return the cached kv entries of a partition (before a write to them)."""
+        self._own_writes_only()
+        return self._kv.pop(partition, None)
+
+    def _put_back_kv(self, partition: Partition, entries: dict[str, str | None]) -> None:
+        kv = self._kv
+        kv[partition] = entries
+        if len(kv) > self.KV_CACHE_PARTITIONS:
+            kv.popitem(last=False)
 
     def _edge_adjacency(self, partition: Partition) -> dict[str, dict[tuple[str, str], tuple[Any, ...]]] | None:
         """The partition's edges by src from the cache or the file; None when not cached
@@ -1452,6 +1536,9 @@ class SQLiteStore:
         return [HistoryEvent(r["memory_id"], r["at"], r["action"], _json_decode(r["detail"])) for r in rows]
 
     def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any:
+        if self._item_cache_size and type(key) is str:
+            text = self._kv_texts(partition, (key,))[key]
+            return default if text is None else _json_decode(text)
         with self._lock:
             row = self._db.execute(
                 "SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?", (*partition, key)
@@ -1464,20 +1551,55 @@ class SQLiteStore:
         out: dict[str, Any] = {}
         if not keys:
             return out
-        rows: list[Any] = []
+        if self._item_cache_size and all(type(key) is str for key in keys):
+            texts = self._kv_texts(partition, keys)
+            # In the order the statements below read them: by key within each chunk.
+            for chunk in iter_chunks(keys, 500):
+                for key in sorted(chunk):
+                    text = texts[key]
+                    if text is not None:
+                        out[key] = _json_decode(text)
+            return out
         with self._lock:
-            own = self._begin_read() if len(keys) > 500 else False  # one snapshot for several statements
-            try:
-                for chunk in iter_chunks(keys, 500):
-                    q = ",".join("?" * len(chunk))
-                    rows += self._db.execute(
-                        f"SELECT key, value FROM kv WHERE user_id=? AND agent_id=? AND key IN ({q})", (*partition, *chunk)
-                    ).fetchall()
-            finally:
-                self._end_read(own)
+            rows = self._kv_rows(partition, keys)
         for key, value in rows:
             out[key] = _json_decode(value)
         return out
+
+    def _kv_rows(self, partition: Partition, keys: list[str]) -> list[Any]:
+        """(key, text) of the keys that are set."""
+        rows: list[Any] = []
+        own = self._begin_read() if len(keys) > 500 else False  # one snapshot for several statements
+        try:
+            for chunk in iter_chunks(keys, 500):
+                q = ",".join("?" * len(chunk))
+                rows += self._db.execute(
+                    f"SELECT key, value FROM kv WHERE user_id=? AND agent_id=? AND key IN ({q})", (*partition, *chunk)
+                ).fetchall()
+        finally:
+            self._end_read(own)
+        return rows
+
+    def _kv_texts(self, partition: Partition, keys: Sequence[str]) -> dict[str, str | None]:
+        """The stored text of each key (None: not set), from the cache or the file."""
+        with self._lock:
+            self._fresh()
+            cached = self._kv.get(partition)
+            if cached is None:
+                cached = {}
+                self._put_back_kv(partition, cached)
+            else:
+                self._kv.move_to_end(partition)
+            missing = [k for k in keys if k not in cached]
+            if not missing:
+                return {k: cached[k] for k in keys}
+            found = dict(self._kv_rows(partition, missing))
+            limit = self.KV_CACHE_MAX_CHARS
+            for key in missing:
+                text = found.get(key)
+                if text is None or len(text) <= limit:
+                    cached[key] = text
+            return {k: cached[k] if k in cached else found[k] for k in keys}
 
     def all_ids(self, partition: Partition) -> list[str]:
         """Every memory id of the partition, whatever its layer, session, context or state."""
