@@ -8,7 +8,8 @@ import sqlite3
 
 import numpy as np
 import pytest
-from storage_helpers import DIM, MODEL, P1, P2
+from storage_helpers import P1, P2
+from test_sqlite_item_cache import Boom, loc, open_store, store  # noqa: F401  (fixtures)
 
 from zenbrain.storage.sqlite import SQLiteStore
 
@@ -20,26 +21,6 @@ VALUES = {
     "numpy": np.float64(0.25),
     "nan": float("nan"),
 }
-
-
-class Boom(Exception):
-    pass
-
-
-def open_store(loc, **kw) -> SQLiteStore:
-    return SQLiteStore(loc, embedder_name=MODEL, dim=DIM, **kw)
-
-
-@pytest.fixture
-def loc(tmp_path):
-    return str(tmp_path / "kv.db")
-
-
-@pytest.fixture(params=["file", "memory"])
-def store(request, loc):
-    s = open_store(loc if request.param == "file" else ":memory:")
-    yield s
-    s.close()
 
 
 def uncached(store: SQLiteStore, part=P1) -> dict:

@@ -525,20 +525,7 @@ class SQLiteTransaction:
                 self._changed(partition, mid)
 
     def update_state(self, partition: Partition, memory_id: str, state: dict[str, Any]) -> None:
-        text = _encode(state)
-        taken = self._store._take(partition, (memory_id,))
-        self._write(
-            "UPDATE memories SET state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?",
-            (text, state.get("due_at"), memory_id, *partition),
-            cached=True,
-        )
-        e = taken.get(memory_id)
-        if e is not None:
-            # Decoded when next read (the same decoding a fresh read would run).
-            e.vals[24] = None
-            e.state_plan = None
-            e.state_text = text
-            self._store._put_back(taken)
+        self.update_states(partition, {memory_id: state})
 
     def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]], **columns: Sequence[Any]) -> None:
         """``update_state`` of each memory of ``states`` (id -> state), as one statement.
