@@ -3,6 +3,7 @@
     .venv/bin/python scripts/bench_experiments.py                 # median of 3 runs, 10 seeds, 2 workers
     .venv/bin/python scripts/bench_experiments.py --repeats 1 --json /tmp/bench.json
     .venv/bin/python scripts/bench_experiments.py --profile       # cProfile of one run of each kind
+    .venv/bin/python scripts/bench_experiments.py --floor         # the ablation as run, and with every row bare
 
 "Synthetic suite" = every experiment except the LoCoMo rows (``run_real("synthetic")``):
 the three ablation conditions (18 configurations x 10 seeds each), the cascade, the
@@ -10,6 +11,12 @@ retention curves, sleep impact, Two-Factor KG and Bayesian propagation, the PMA 
 the long-horizon archetypes. Wall time is measured around ``run_real`` (worker start-up
 included); the machine's load average is printed with it, because other processes on a
 2-core machine change the result by a factor.
+
+``--floor`` times the ablation part of the suite (540 runs) twice in one process: as it runs,
+and with every configuration replaced by the bare one (all fifteen mechanisms off). The
+second figure is what the ablation would cost if the fifteen mechanisms cost nothing: a
+lower bound of this protocol on the rest of the engine (store, recall, FSRS, sleep's
+skeleton), printed with the ratio of the two.
 
 ``--profile`` runs one representative job of every kind in this process under cProfile
 and prints (a) the share of time per library area and (b) the top functions by own time
@@ -88,6 +95,27 @@ AREAS = (
 )
 
 
+def floor(seeds: list[int], workers: int | None, quick: bool) -> dict:
+    """Wall time of the ablation jobs as configured and with every row bare, in this run."""
+    from zenbrain.experiments.real import ablation
+    from zenbrain.experiments.real.pool import Job, run_jobs
+    from zenbrain.registry import PAPER_FIFTEEN
+
+    as_run = ablation.jobs(seeds, quick)
+    bare = [Job(j.key, j.fn, {**j.kwargs, "disabled": tuple(PAPER_FIFTEEN)}, j.cost) for j in as_run]
+    out: dict = {"runs": len(as_run), "seeds": seeds, "workers": workers or min(2, os.cpu_count() or 1)}
+    for name, jobs in (("as_run", as_run), ("all_bare", bare)):
+        before = _load()[0]
+        t = time.perf_counter()
+        _, seconds = run_jobs(jobs, workers=workers, progress=False)
+        wall = time.perf_counter() - t
+        out[name] = {"wall_seconds": wall, "job_seconds": sum(seconds.values()), "load_average_before": before}
+        print(f"ablation {name}: {wall:.1f} s wall, {sum(seconds.values()):.1f} job seconds "
+              f"(load average before {before:.2f})", flush=True)
+    out["bare_over_as_run"] = out["all_bare"]["wall_seconds"] / out["as_run"]["wall_seconds"]
+    return out
+
+
 def _area(filename: str, fn: str) -> str:
     key = f"{filename}:{fn}"
     for name, marks in AREAS:
@@ -143,6 +171,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--quick", action="store_true", help="small workloads instead of the paper's sizes")
     ap.add_argument("--profile", action="store_true", help="profile one job of every kind instead of timing the suite")
+    ap.add_argument("--floor", action="store_true",
+                    help="time the ablation as run and with every configuration bare (a lower bound)")
     ap.add_argument("--json", metavar="PATH", help="write the numbers here")
     args = ap.parse_args()
     limit_threads()
@@ -152,6 +182,9 @@ def main() -> int:
         for k, v in out["areas"].items():
             print(f"  {k:45s} {v:7.2f}  {100 * v / out['own_time_total']:5.1f} %")
         print(out["text"])
+    elif args.floor:
+        out = floor(args.seeds, args.workers, args.quick)
+        print(f"\nall-bare ablation / ablation as run: {out['bare_over_as_run']:.2f}")
     else:
         out = bench(args.repeats, args.seeds, args.workers, args.quick)
         print(f"\nsynthetic suite: median wall time {out['median_wall_seconds']:.1f} s over {args.repeats} run(s) "
