@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from . import dynamics as dyn
+from .ids import new_id
 from .model import Layer, Scope
 from .pma import prospective, workspace
 
@@ -70,7 +70,7 @@ def intend(coord: "MemoryCoordinator", scope: Scope, action: str, *, cue: str | 
     if cue:
         keywords = (cue,)
         emb = [float(x) for x in coord.embedder.embed([cue])[0]]
-    it = prospective.make_intention(id=uuid.uuid4().hex, action=action, now=now, cue_keywords=keywords,
+    it = prospective.make_intention(id=new_id(), action=action, now=now, cue_keywords=keywords,
                                     cue_embedding=emb, due_at=due_at, repeat_every_s=repeat_every_s)
     raw = coord.storage.kv_get(part, dyn.intentions_key(scope.context)) or []
     with coord.storage.transaction() as tx:

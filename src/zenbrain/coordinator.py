@@ -10,26 +10,33 @@ Every call names a Scope; nothing it reads or writes leaves that scope's partiti
 from __future__ import annotations
 
 import functools
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .clock import Clock, SystemClock
 from . import dynamics, encoding, reinforcement, revision
+from .clock import Clock, SystemClock
 from .config import Config
 from .errors import NotFoundError, ValidationError
+from .ids import new_id
 from .layers.routing import classify_kind, reroute, route, session_end_target
-from .model import HistoryEvent, Kind, Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
+from .model import (
+    HistoryEvent,
+    Kind,
+    Layer,
+    MemoryItem,
+    RecallHit,
+    Scope,
+    ScoreBreakdown,
+)
 from .providers.base import ChatModel, Embedder
 from .results import RecallResult, Report
 from .retrieval.query import classify
 from .storage.base import Filter, Partition, Store
 from .text import content_hash, jaccard, token_set
 from .validation import check_content, check_k, check_metadata, check_number
-
 
 # The word set of a memory's text, for de-duplicating recall results: a pure function of
 # the text, remembered for the memories recalled most recently.
@@ -240,7 +247,7 @@ class MemoryCoordinator:
         importance = rec.get("importance")
         importance = 0.5 if importance is None else check_number("importance", importance, 0.0, 1.0)
         return MemoryItem(
-            id=uuid.uuid4().hex,
+            id=new_id(),
             user_id=scope.user_id,
             agent_id=scope.agent_id,
             session_id=scope.session_id,

@@ -8,8 +8,9 @@ import pytest
 
 from zenbrain.experiments.real import ablation, kg, pma
 from zenbrain.experiments.real.ablation import Condition, run_one, simulate
-from zenbrain.experiments.real.harness import deterministic_ids, eval_queries, open_run, rank_metrics
+from zenbrain.experiments.real.harness import eval_queries, open_run, rank_metrics
 from zenbrain.experiments.real.synthetic import SyntheticEmbedder, make_workload
+from zenbrain.ids import seeded_ids
 
 TINY = Condition("tiny", 40, 12, 10, 0.2)
 
@@ -64,7 +65,7 @@ def test_rank_metrics_by_hand():
 
 def test_evaluation_is_read_only():
     w = make_workload(2, 20, 5)
-    with deterministic_ids(2):
+    with seeded_ids(2):
         run = open_run(SyntheticEmbedder(w.table()), ablation.make_config((), 0.2, 2))
         try:
             run.store_facts(w.fact_texts)
@@ -75,17 +76,6 @@ def test_evaluation_is_read_only():
             assert before == after
         finally:
             run.close()
-
-
-def test_ids_are_deterministic_and_restored():
-    import zenbrain.coordinator as c
-
-    original = c.uuid
-    with deterministic_ids(5):
-        a = c.uuid.uuid4()
-    with deterministic_ids(5):
-        b = c.uuid.uuid4()
-    assert a == b and c.uuid is original
 
 
 def test_cascade_checkpoints_and_fiedler():

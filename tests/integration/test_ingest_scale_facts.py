@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from zenbrain import Scope
-from zenbrain.experiments.real.harness import deterministic_ids
+from zenbrain.ids import seeded_ids
 from zenbrain.storage.vector_index import PartitionIndex
 
 try:
@@ -55,7 +55,7 @@ def run(open_coord, label: str, seed: int) -> dict[str, Any]:
     # Ids break ties (recent memories): the same in both runs. One BLAS thread: a
     # multi-threaded one may score a row a rounding apart from a lone search.
     one_thread = threadpool_limits(1) if threadpool_limits is not None else contextlib.nullcontext()
-    with deterministic_ids(seed), one_thread:
+    with seeded_ids(seed), one_thread:
         return scenario(open_coord, label, seed)
 
 

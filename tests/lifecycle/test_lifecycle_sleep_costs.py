@@ -10,7 +10,7 @@ import pytest
 
 from zenbrain import lifecycle, lifecycle_sleep
 from zenbrain.api import open_memory
-from zenbrain.experiments.real.harness import deterministic_ids
+from zenbrain.ids import seeded_ids
 from zenbrain.lifecycle_common import KV_EDGE_DECAY, KV_SPECTRAL_CACHE, Snapshot
 from zenbrain.mechanisms import spectral
 from zenbrain.model import Edge
@@ -77,7 +77,7 @@ def _busy_scene(w):
 def test_summary_report_changes_the_same_as_the_detailed_one(world):
     reports = []
     for detail in (True, False):
-        with deterministic_ids(11):  # ties are broken by id: both worlds get the same ids
+        with seeded_ids(11):  # ties are broken by id: both worlds get the same ids
             w = world(seed=3)
             _busy_scene(w)
             reports.append((w, lifecycle.run_sleep(w.mem, w.scope, detail=detail).stages))

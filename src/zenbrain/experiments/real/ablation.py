@@ -37,10 +37,11 @@ from typing import Any
 import numpy as np
 
 from zenbrain.config import Config
+from zenbrain.ids import seeded_ids
 from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.registry import PAPER_FIFTEEN, PMA, Mechanisms
 
-from .harness import DAY, K, deterministic_ids, eval_queries, open_run, retention_of, review_due
+from .harness import DAY, K, eval_queries, open_run, retention_of, review_due
 from .synthetic import SyntheticEmbedder, make_workload
 
 __all__ = ["CONDITIONS", "Condition", "Protocol", "PROTOCOL", "configurations", "run_one", "stability_for"]
@@ -181,7 +182,7 @@ def simulate(
     reviewed = good = 0
     sleep_summary = {"ltp": 0, "ltd": 0, "counterfactuals": 0, "edges_created": 0, "edges_pruned": 0,
                      "archived": 0, "rescued": 0, "schemas": 0}
-    with deterministic_ids(seed):
+    with seeded_ids(seed):
         run = open_run(emb, config)
         try:
             run.store_facts(work.fact_texts)

@@ -22,15 +22,12 @@ import contextlib
 import gc
 import math
 import os
-import random
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from zenbrain import coordinator as _coordinator_module
 from zenbrain.clock import DAY, SimulatedClock
 from zenbrain.config import Config
 from zenbrain.coordinator import MemoryCoordinator
@@ -45,7 +42,6 @@ __all__ = [
     "K",
     "T0",
     "Run",
-    "deterministic_ids",
     "eval_queries",
     "limit_threads",
     "open_run",
@@ -70,36 +66,6 @@ def limit_threads() -> None:
         threadpool_limits(1)
     except Exception:  # threadpoolctl missing or no BLAS found: the variables still apply to children
         pass
-
-
-class _SeededUUID:
-    """Stands in for the ``uuid`` module inside the coordinator: ``uuid4()`` draws its 128
-    bits from a seeded generator, so memory ids - and every tie the library breaks by id
-    (the order of sleep's replay pool, of consolidation's clusters) - repeat run to run."""
-
-    def __init__(self, seed: int) -> None:
-        self._rng = random.Random(seed)
-
-    def uuid4(self) -> uuid.UUID:
-        return uuid.UUID(int=self._rng.getrandbits(128), version=4)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(uuid, name)
-
-
-@contextlib.contextmanager
-def deterministic_ids(seed: int) -> Iterator[None]:
-    """Memory ids from a seeded generator for the duration of the block.
-
-    The coordinator draws ids with ``uuid.uuid4()`` and offers no hook for an id factory;
-    this swaps the module the coordinator sees (not the global ``uuid``) and restores it.
-    """
-    original = _coordinator_module.uuid
-    _coordinator_module.uuid = _SeededUUID(seed)  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        _coordinator_module.uuid = original
 
 
 @contextlib.contextmanager

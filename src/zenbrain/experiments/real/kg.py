@@ -42,10 +42,11 @@ from scipy import stats as sst
 
 from zenbrain.clock import HOUR
 from zenbrain.config import Config
+from zenbrain.ids import seeded_ids
 from zenbrain.model import Edge, Kind, Layer
 from zenbrain.registry import Mechanisms
 
-from .harness import deterministic_ids, open_run
+from .harness import open_run
 from .synthetic import DIM, SyntheticEmbedder, unit_rows
 
 __all__ = ["bayes_run", "jobs", "kg_run", "summarize"]
@@ -78,7 +79,7 @@ def kg_run(seed: int, hebbian: bool = True, n_entities: int = N_ENT, n_events: i
     table = dict(zip(texts, vecs))
     table.update({t: unit_rows(vecs[a] + vecs[b]) for t, (a, b) in zip(qtexts, events)})
     mech = Mechanisms() if hebbian else Mechanisms(disabled=frozenset({"two_factor_hebbian"}))
-    with deterministic_ids(seed):
+    with seeded_ids(seed):
         run = open_run(SyntheticEmbedder(table), Config(mechanisms=mech, seed=int(seed)))
         try:
             run.store_facts(texts)
@@ -169,7 +170,7 @@ def bayes_run(seed: int, bayesian: bool = True, n_facts: int = 30, n_relations: 
     vecs = unit_rows(np.random.default_rng([int(seed), 14]).normal(size=(n_facts, DIM)))
     texts = [f"bf{i:03d}" for i in range(n_facts)]
     mech = Mechanisms() if bayesian else Mechanisms(disabled=frozenset({"bayesian_confidence"}))
-    with deterministic_ids(seed):
+    with seeded_ids(seed):
         run = open_run(SyntheticEmbedder(dict(zip(texts, vecs))), Config(mechanisms=mech, seed=int(seed)))
         try:
             run.store_facts(texts, layer=Layer.SEMANTIC, kind=Kind.FACT)

@@ -42,11 +42,12 @@ import numpy as np
 from zenbrain.clock import DAY, SimulatedClock
 from zenbrain.config import Config
 from zenbrain.coordinator import MemoryCoordinator
+from zenbrain.ids import seeded_ids
 from zenbrain.model import Kind, Layer, Scope
 from zenbrain.registry import Mechanisms
 from zenbrain.storage.sqlite import SQLiteStore
 
-from .harness import K, deterministic_ids
+from .harness import K
 
 __all__ = ["DATA_FILE", "NODECAY_SYSTEMS", "ROUTING_VARIANTS", "jobs", "run_one", "summarize"]
 
@@ -101,7 +102,12 @@ def _config(kind: str, variant: str, seed: int) -> tuple[Config, bool, bool]:
 
 
 def _metrics(ranked: list[str], gold: Sequence[str]) -> tuple[float, float, float, float]:
-    from zenbrain.bench.metrics import evidence_recall_at_k, ndcg_at_k, precision_at_k, reciprocal_rank
+    from zenbrain.bench.metrics import (
+        evidence_recall_at_k,
+        ndcg_at_k,
+        precision_at_k,
+        reciprocal_rank,
+    )
 
     return (precision_at_k(ranked, gold, K), evidence_recall_at_k(ranked, gold, K),
             reciprocal_rank(ranked, gold, K), ndcg_at_k(ranked, gold, K))
@@ -126,7 +132,7 @@ def run_one(kind: str, variant: str, sample_id: str, seed: int = 42) -> dict[str
             config, age, routed = _config(kind, variant, seed)
             tmp = tempfile.mkdtemp(prefix="zenbrain-exp-locomo-")
             try:
-                with deterministic_ids(seed):
+                with seeded_ids(seed):
                     clock = SimulatedClock()
                     latest = max((d.time for d in conv.docs if d.time is not None), default=None)
                     if latest is not None:

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from zenbrain.config import Config
+from zenbrain.ids import seeded_ids
 from zenbrain.registry import Mechanisms
 
-from .harness import deterministic_ids, open_run, retention_of, review_due
+from .harness import open_run, retention_of, review_due
 from .synthetic import SyntheticEmbedder, make_workload
 
 __all__ = ["CHECKPOINT_HOURS", "REVIEWS_PER_SESSION", "STRATEGIES", "jobs", "run_one", "summarize"]
@@ -69,7 +70,7 @@ def run_one(strategy: str, seed: int, n_facts: int = 1000) -> dict[str, Any]:
         events += [(float(h), 2, "sleep") for h in CHECKPOINT_HOURS if h >= 24]
     events.sort()
     curve_r, curve_kept, reviews = [], [], 0
-    with deterministic_ids(seed):
+    with seeded_ids(seed):
         run = open_run(emb, _config(strategy, seed))
         try:
             run.store_facts(work.fact_texts)

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from zenbrain.config import Config
+from zenbrain.ids import seeded_ids
 from zenbrain.lifecycle_common import retrievability as lc_retrievability
 from zenbrain.storage.base import Filter
 
-from .harness import DAY, K, deterministic_ids, open_run, retention_of
+from .harness import DAY, K, open_run, retention_of
 from .synthetic import SyntheticEmbedder, make_workload
 
 __all__ = ["ARMS", "jobs", "run_one", "summarize"]
@@ -37,7 +38,7 @@ def run_one(arm: str, seed: int, days: int = 7, per_day: int = 50, n_queries: in
     ready_day = [max(r) // per_day for r in work.relevant]  # day index (0-based) when all its facts exist
     acc = {"ltp": 0, "ltd": 0, "candidates": 0, "counterfactuals": 0, "edges_created": 0, "edges_pruned": 0,
            "schemas": 0, "archived_by_night": 0}
-    with deterministic_ids(seed):
+    with seeded_ids(seed):
         run = open_run(emb, Config(seed=int(seed)))
         try:
             t0 = run.clock.now()
