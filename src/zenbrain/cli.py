@@ -139,6 +139,17 @@ def build_parser() -> argparse.ArgumentParser:
         if name != "forget":
             p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = _command(subs, "relate", cmd_relate, "declare a typed relation SRC -> DST (supports, contradicts, causes, ...)")
+    p.add_argument("src", metavar="SRC", help="id of the source memory")
+    p.add_argument("relation", metavar="RELATION", help="supports, contradicts, causes, requires, part_of, similar_to or a name of your own")
+    p.add_argument("dst", metavar="DST", help="id of the target memory")
+    p.add_argument("--weight", type=float, default=1.0, metavar="W", help="edge weight (default 1.0)")
+    p.add_argument("--remove", action="store_true", help="remove the relation instead")
+    p = _command(subs, "relations", cmd_relations, "the relations from and to one memory, strongest first")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--relation", metavar="NAME", help="only this relation")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
     p = _command(subs, "stats", cmd_stats, "counts by layer and context, file size, embedder")
     p.add_argument("--json", action="store_true", help="print JSON")
     for name, func, text in (
@@ -488,6 +499,33 @@ def cmd_history(args: argparse.Namespace) -> int:
         return EXIT_OK
     for e in events:
         print(f"{_iso(e.at)}  {e.action:<14} {json.dumps(e.detail, ensure_ascii=False, sort_keys=True)}")
+    return EXIT_OK
+
+
+def cmd_relate(args: argparse.Namespace) -> int:
+    scope = make_scope(args)
+    with open_store(args) as mem:
+        if args.remove:
+            gone = mem.unrelate(args.src, args.dst, args.relation, scope)
+            print(f"removed {args.src} -{args.relation}-> {args.dst}" if gone else "no such relation")
+            return EXIT_OK
+        e = mem.relate(args.src, args.dst, args.relation, scope, weight=args.weight)
+    print(f"related {e.src} -{e.relation}-> {e.dst} weight={e.weight:g}")
+    return EXIT_OK
+
+
+def cmd_relations(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        edges = mem.relations(args.id, make_scope(args), relation=args.relation)
+    if args.json:
+        _print_json([{"src": e.src, "dst": e.dst, "relation": e.relation, "weight": e.weight, "variance": e.variance,
+                      "activations": e.activations, "updated_at": e.updated_at} for e in edges])
+        return EXIT_OK
+    if not edges:
+        print("no relations")
+    for e in edges:
+        arrow = f"-{e.relation}-> {e.dst}" if e.src == args.id else f"<-{e.relation}- {e.src}"
+        print(f"{e.weight:7.3f}  {arrow}")
     return EXIT_OK
 
 

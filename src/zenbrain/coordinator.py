@@ -1,7 +1,8 @@
 """The MemoryCoordinator: the one place that sequences mechanisms and touches the store.
 
 Public operations: store, store_many, recall, get, update, forget, history, episodes,
-end_session, consolidate, decay, review, review_queue, record_outcome, sleep, stats.
+relate, unrelate, relations, end_session, consolidate, decay, review, review_queue,
+record_outcome, sleep, stats.
 Every call names a Scope; nothing it reads or writes leaves that scope's partition
 (user, agent), its session (for working and short-term memory) or its context
 (unless the configuration links contexts).
@@ -23,6 +24,7 @@ from .errors import NotFoundError, ValidationError
 from .ids import new_id
 from .layers.routing import classify_kind, reroute, route, session_end_target
 from .model import (
+    Edge,
     HistoryEvent,
     Kind,
     Layer,
@@ -550,6 +552,30 @@ class MemoryCoordinator:
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
         self._get_one(scope, memory_id)
         return self._db.history(self._part(scope), memory_id)
+
+    # ------------------------------------------------------------------ knowledge graph
+    def relate(self, src_id: str, dst_id: str, relation: str, scope: Scope, *, weight: float = 1.0) -> Edge:
+        """Declare a typed relation ``src -> dst`` between two memories of the scope's own
+        context: ``supports``, ``contradicts``, ``causes``, ``requires``, ``part_of`` and
+        ``similar_to`` couple the facts' confidences at the next sleep (Bayesian
+        propagation); any other name only links them. Again for the same triple: sets the
+        weight. See ``zenbrain.relations``."""
+        from .relations import relate
+
+        return relate(self, scope, src_id, dst_id, relation, weight)
+
+    def unrelate(self, src_id: str, dst_id: str, relation: str, scope: Scope) -> bool:
+        """Remove a relation ``src -> dst``; False when there was none."""
+        from .relations import unrelate
+
+        return unrelate(self, scope, src_id, dst_id, relation)
+
+    def relations(self, memory_id: str, scope: Scope, *, relation: str | None = None) -> list[Edge]:
+        """The edges from and to a memory (declared and made by mechanisms) whose other end
+        the scope may see, strongest first."""
+        from .relations import relations
+
+        return relations(self, scope, memory_id, relation)
 
     # ------------------------------------------------------------------ lifecycle
     def end_session(self, scope: Scope) -> Report:

@@ -122,6 +122,27 @@ def test_add_json_event_time_epoch_and_layer(capsys, db):
     assert json.loads(out)["event_time"] == expected
 
 
+def test_relate_relations_and_remove(capsys, db):
+    a = add(capsys, db, "The museum closes at 6 pm", "--kind", "fact")
+    b = add(capsys, db, "The museum stays open until 9 pm", "--kind", "fact")
+    code, out, err = run(capsys, "--path", db, "relate", a, "contradicts", b, "--weight", "2")
+    assert code == 0, err
+    assert out.strip() == f"related {a} -contradicts-> {b} weight=2"
+    code, out, _ = run(capsys, "--path", db, "relations", b, "--relation", "contradicts")
+    assert code == 0 and out.split() == ["2.000", "<-contradicts-", a]
+    code, out, _ = run(capsys, "--path", db, "relations", a, "--json")
+    rows = [r for r in json.loads(out) if r["relation"] == "contradicts"]
+    assert rows == [{**rows[0], "src": a, "dst": b, "weight": 2.0}]
+    code, out, _ = run(capsys, "--path", db, "relate", a, "contradicts", b, "--remove")
+    assert code == 0 and out.startswith("removed")
+    code, out, _ = run(capsys, "--path", db, "relations", a, "--relation", "contradicts")
+    assert out.strip() == "no relations"
+    code, _, err = run(capsys, "--path", db, "relate", a, "evidence_of", b)
+    assert_one_line_error(code, err, "evidence_of")
+    code, _, err = run(capsys, "--path", db, "relate", a, "supports", b, "--user", "bob")
+    assert_one_line_error(code, err, "no memory")
+
+
 def test_scope_options_isolate_users(capsys, db):
     add(capsys, db, "Alice keeps bees in the garden", "--user", "alice")
     code, out, _ = run(capsys, "--path", db, "recall", "bees garden", "--user", "bob")

@@ -23,9 +23,9 @@ before/after). 30 semantic facts, half of them true (labels drawn first). Each f
 local evidence is three noisy observations, each pointing to the truth with probability
 0.6 (Beta(1 + agreeing, 1 + disagreeing)). 40 relations between random pairs: two true
 facts or two false facts ``supports``, a true and a false one ``contradicts``; 10 % of
-relation types are flipped (noise). No public coordinator operation creates typed
-relations between existing memories, so the relations and the local evidence are written
-through the store's transaction API (``coord.storage.transaction()``); the propagation
+relation types are flipped (noise). The relations are declared with ``coord.relate``; the
+local evidence (each fact's Beta prior) is written through the store's transaction API
+(``coord.storage.transaction()``), as no public operation sets a prior; the propagation
 itself is the real ``sleep()`` (its ``bayesian_confidence`` stage). AUC (probability that
 a random true fact has a higher confidence than a random false one; Mann-Whitney U /
 (n1 n2), computed with scipy) before (local evidence) and after; the mean confidence
@@ -43,7 +43,7 @@ from scipy import stats as sst
 from zenbrain.clock import HOUR
 from zenbrain.config import Config
 from zenbrain.ids import seeded_ids
-from zenbrain.model import Edge, Kind, Layer
+from zenbrain.model import Kind, Layer
 from zenbrain.registry import Mechanisms
 
 from .harness import open_run
@@ -175,10 +175,11 @@ def bayes_run(seed: int, bayesian: bool = True, n_facts: int = 30, n_relations: 
         try:
             run.store_facts(texts, layer=Layer.SEMANTIC, kind=Kind.FACT)
             ids = run.fact_ids
-            now = run.clock.now()
+            # The sources' votes as each fact's Beta prior (no public operation sets a prior).
             with run.coord.storage.transaction() as tx:
                 tx.update_columns(run.part, ids, conf_alpha=[float(a) for a in alpha0], conf_beta=[float(b) for b in beta0])
-                tx.put_edges(run.part, [Edge(ids[a], ids[b], rel, 1.0, 1.0, 0, now) for a, b, rel in rels])
+            for a, b, rel in rels:
+                run.coord.relate(ids[a], ids[b], rel, run.scope)
             before = np.array([i.confidence for i in run.coord.storage.get(run.part, ids)])
             run.clock.advance(HOUR)
             rep = run.coord.sleep(run.scope).stages.get("bayesian_confidence") or {}
