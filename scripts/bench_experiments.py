@@ -1,6 +1,6 @@
 """Wall time of the synthetic experiment suite on the real zenbrain, and where it goes.
 
-    .venv/bin/python scripts/bench_experiments.py                 # median of 3 runs, 10 seeds, 2 workers
+    .venv/bin/python scripts/bench_experiments.py                 # median of 3 runs, 10 seeds, one worker per CPU
     .venv/bin/python scripts/bench_experiments.py --repeats 1 --json /tmp/bench.json
     .venv/bin/python scripts/bench_experiments.py --profile       # cProfile of one run of each kind
     .venv/bin/python scripts/bench_experiments.py --floor         # the ablation as run, and with every row bare
@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from zenbrain.experiments.real import SEEDS, run_real  # noqa: E402
 from zenbrain.experiments.real.harness import limit_threads  # noqa: E402
+from zenbrain.experiments.real.pool import default_workers  # noqa: E402
 
 
 def _load() -> tuple[float, float, float]:
@@ -69,7 +70,7 @@ def bench(repeats: int, seeds: list[int], workers: int | None, quick: bool) -> d
         "median_wall_seconds": statistics.median(times),
         "runs": runs,
         "seeds": seeds,
-        "workers": workers or min(2, os.cpu_count() or 1),
+        "workers": workers or default_workers(),
         "cpu_count": os.cpu_count(),
         "load_average_before": loads,
         "job_seconds_by_experiment_median": agg,
@@ -103,7 +104,7 @@ def floor(seeds: list[int], workers: int | None, quick: bool) -> dict:
 
     as_run = ablation.jobs(seeds, quick)
     bare = [Job(j.key, j.fn, {**j.kwargs, "disabled": tuple(PAPER_FIFTEEN)}, j.cost) for j in as_run]
-    out: dict = {"runs": len(as_run), "seeds": seeds, "workers": workers or min(2, os.cpu_count() or 1)}
+    out: dict = {"runs": len(as_run), "seeds": seeds, "workers": workers or default_workers()}
     for name, jobs in (("as_run", as_run), ("all_bare", bare)):
         before = _load()[0]
         t = time.perf_counter()

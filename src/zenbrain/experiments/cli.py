@@ -45,7 +45,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--seeds", metavar="S", type=int, nargs="+", default=None,
                    help="seeds (default: 42 123 456 789 1024 2048 3072 4096 5120 6144)")
     p.add_argument("--quick", action="store_true", help="small workloads (a first look; not the paper's sizes)")
-    p.add_argument("--workers", metavar="N", type=int, default=None, help="worker processes (default: up to 2)")
+    p.add_argument("--workers", metavar="N", type=int, default=None, help="worker processes (default: one per CPU)")
     p.add_argument("--no-replica", action="store_true", help="skip the replica column")
     p.add_argument("--no-plots", action="store_true", help="JSON and markdown only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

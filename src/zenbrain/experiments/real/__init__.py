@@ -60,7 +60,7 @@ def run_real(
 
     ``name``: one of :data:`NAMES`. ``seeds``: the protocol's ten by default. ``quick``:
     smaller workloads (for a first look and for tests). ``workers``: processes (default:
-    up to 2). ``raw_path``: also pickle every run's raw result there before summarising;
+    one per CPU). ``raw_path``: also pickle every run's raw result there before summarising;
     ``raw``: such a pickle's content, summarised instead of running. The result carries ``label``, ``seeds``, ``quick``, ``seconds`` (wall time
     of the runs) and one entry per experiment.
     """

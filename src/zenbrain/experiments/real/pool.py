@@ -3,7 +3,7 @@
 A job names a module-level function by ``"module:function"`` and its keyword arguments;
 every job seeds itself from its own arguments, so results do not depend on which worker
 ran it or in which order. Jobs are submitted most expensive first (by the job's cost
-estimate) so the two workers finish together.
+estimate) so the workers finish together.
 """
 
 from __future__ import annotations
@@ -47,7 +47,12 @@ def _init_worker() -> None:
 
 
 def default_workers() -> int:
-    return max(1, min(2, os.cpu_count() or 1))
+    """One worker per CPU this process may run on (runs are single-threaded and
+    independent, so the suite's wall time divides by the number of cores)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity API (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
 
 
 def run_jobs(
@@ -58,6 +63,7 @@ def run_jobs(
     if len(set(keys)) != len(keys):
         raise ValueError("job keys must be unique")
     workers = default_workers() if workers is None else max(1, int(workers))
+    workers = min(workers, max(1, len(jobs)))  # never more processes than jobs
     order = sorted(jobs, key=lambda j: -j.cost)
     results: dict[Hashable, Any] = {}
     seconds: dict[Hashable, float] = {}
