@@ -46,6 +46,9 @@ def test_cli_ablation_and_retention_plots(tmp_path, tiny):
     assert main(["experiments", "retention", "--seeds", "42", "--out", str(out2), "--no-progress", "--workers", "1",
                  "--quick"]) == 0
     assert (out2 / "retention_curves.png").stat().st_size > 1000
+    md2 = (out2 / "report.md").read_text()
+    # the paper's figure has other checkpoints than this small run: its row says so
+    assert "| fsrs_only, published | n/p |" in md2 and "| fsrs_only, real |" in md2
 
 
 def test_cli_rejects_unknown_name(capsys):

@@ -146,8 +146,8 @@ def _published_literals() -> set[str]:
     def add(v) -> None:
         if isinstance(v, bool) or not isinstance(v, float):
             return
-        if abs(v) < 0.02 or abs(v) in (0.95, 1.0, 2.0, 30.0, 100.0):
-            return  # also protocol constants (floor 0.01, tonic decay 0.95, ...)
+        if abs(v) < 0.02 or abs(v) in (0.95, 1.0, 1.02, 2.0, 30.0, 100.0):
+            return  # also protocol constants (floor 0.01, tonic decay 0.95, score factor 1.02, ...)
         text = repr(v)
         if len(text.replace("-", "").replace("0.", "", 1)) >= 3:
             out.add(text)

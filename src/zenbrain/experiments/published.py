@@ -11,7 +11,9 @@ Three groups, kept apart and labelled by provenance:
 * ``PAPER_*`` - the figures exactly as printed in the paper's tables
   (shared/paper/zenbrain-paper.tex: main-body Table "gradient", appendix "Extended
   Ablation Results" Tables full-ablation / challenging / stress / cascade, "PMA
-  Benchmark Suite", and "Long-Horizon Aging Stress Test" Table competitive). Printed
+  Benchmark Suite", "Long-Horizon Aging Stress Test" Table competitive, and "Extended
+  Benchmark Results": Tables nodecay, ablation (routing), sleep, hebbian-bayesian and
+  Figure retention). Printed
   precision is kept (3 decimals, ΔQ in percent with one decimal).
 * ``REFERENCE_VERIFIED`` - the figures with more digits that shared/REFERENCE.md gives
   under "Verified results" and in sections 3.5-3.7.
@@ -39,6 +41,15 @@ __all__ = [
     "PAPER_COMPETITIVE_TEXT",
     "PAPER_PMA_SUITE",
     "PAPER_TRIPLE_COPY_TABLE",
+    "PAPER_NODECAY",
+    "PAPER_NODECAY_TEXT",
+    "PAPER_ROUTING",
+    "PAPER_ROUTING_STARRED",
+    "PAPER_RETENTION_HOURS",
+    "PAPER_RETENTION_CURVES",
+    "PAPER_RETENTION_AURC",
+    "PAPER_SLEEP",
+    "PAPER_HEBBIAN_BAYESIAN",
     "REFERENCE_VERIFIED",
     "AUTHORS_RESULT_FILES",
 ]
@@ -211,6 +222,82 @@ PAPER_TRIPLE_COPY_TABLE: dict[str, tuple[float, float, float | None]] = {
     "7d": (0.695, 0.001, None),
     "14d": (0.879, 0.0, None),  # printed "<0.001"
     "30d": (0.912, 0.0, None),  # printed "<0.001"
+}
+
+# --------------------------------------------------------------------------------------
+# Appendix Table tab:nodecay (real LoCoMo, 600 facts, 200 queries, 14-day ageing, 10 seeds,
+# nomic-embed-text) and its text. Rows keyed like the real experiment's systems.
+# --------------------------------------------------------------------------------------
+PAPER_NODECAY: dict[str, dict[str, float]] = {
+    "static_rag": {"p5": 0.146, "r5": 0.584, "mrr": 0.511, "ndcg5": 0.515},
+    "simple_memory": {"p5": 0.082, "r5": 0.316, "mrr": 0.315, "ndcg5": 0.291},
+    "zenbrain_nodecay": {"p5": 0.141, "r5": 0.569, "mrr": 0.489, "ndcg5": 0.490},
+    "zenbrain": {"p5": 0.139, "r5": 0.567, "mrr": 0.482, "ndcg5": 0.483},
+}
+PAPER_NODECAY_TEXT: dict[str, float] = {
+    "delta_p5_full_vs_nodecay": 0.002,
+    "wilcoxon_p": 0.043,
+    "cohens_d_abs": 0.015,
+}
+
+# --------------------------------------------------------------------------------------
+# Appendix Table tab:ablation (layer routing on LoCoMo; F1 and task success come from an
+# answering model): (F1, task success, ΔF1 %); ΔF1 is None for the full system.
+# Rows keyed like the real experiment's variants; starred rows: p <= 5.1e-3.
+# --------------------------------------------------------------------------------------
+PAPER_ROUTING: dict[str, tuple[float, float, float | None]] = {
+    "full": (0.035, 0.136, None),
+    "-working": (0.035, 0.136, 0.0),
+    "-short_term": (0.035, 0.136, 0.0),
+    "-episodic": (0.031, 0.071, -11.8),
+    "-semantic": (0.031, 0.098, -10.6),
+    "-procedural": (0.035, 0.134, -0.6),
+    "-core": (0.035, 0.137, 0.1),
+    "-cross_context": (0.035, 0.136, 0.0),
+    "flat": (0.029, 0.056, -17.8),
+}
+PAPER_ROUTING_STARRED: tuple[str, ...] = ("-episodic", "-semantic", "-procedural", "flat")
+
+# --------------------------------------------------------------------------------------
+# Appendix Figure fig:retention (1,000 facts, 10 runs): retention at 1, 6, 24, 72, 168,
+# 336 and 720 hours, as plotted; and the AURC values of its text.
+# --------------------------------------------------------------------------------------
+PAPER_RETENTION_HOURS: tuple[int, ...] = (1, 6, 24, 72, 168, 336, 720)
+PAPER_RETENTION_CURVES: dict[str, tuple[float, ...]] = {
+    "no_decay": (1.0000, 1.0000, 1.0000, 1.0000, 1.0000, 1.0000, 1.0000),
+    "ebbinghaus": (0.9592, 0.7788, 0.3679, 0.0498, 0.0009, 0.0000, 0.0000),
+    "fsrs_only": (0.9592, 0.7788, 1.0000, 0.4493, 0.5488, 0.7261, 0.8413),
+    "full": (0.9970, 0.8588, 0.5688, 0.1626, 0.0559, 0.0813, 0.1484),
+}
+PAPER_RETENTION_AURC: dict[str, float] = {"no_decay": 1.000, "fsrs_only": 0.767, "full": 0.499, "ebbinghaus": 0.396}
+
+# --------------------------------------------------------------------------------------
+# Appendix Table tab:sleep (7 days x 50 facts, 10 runs): with sleep / without sleep.
+# --------------------------------------------------------------------------------------
+PAPER_SLEEP: dict[str, object] = {
+    "avg_stability": ((1.37, 0.06), (1.00, 0.00)),  # (mean, std) with sleep, without
+    "storage_tokens": (7989, 15176),
+    "storage_reduction_pct": 47.4,
+    "new_associations_per_run": 24.2,
+    "ltp_memories": 14.0,
+    "ltd_memories": 126.0,
+    "p_value_at_most": 5.1e-3,
+}
+
+# --------------------------------------------------------------------------------------
+# Appendix Table tab:hebbian-bayesian (10 seeds) and its text.
+# --------------------------------------------------------------------------------------
+PAPER_HEBBIAN_BAYESIAN: dict[str, object] = {
+    "p5_weighted": (0.955, 0.030),
+    "p5_uniform": (0.200, 0.000),
+    "weighted_vs_uniform_p_at_most": 5.1e-3,
+    "intra_inter_ratio": (15.54, 1.02),
+    "auc_before": (0.533, 0.117),
+    "auc_after": (0.797, 0.177),
+    "auc_p": 0.009,
+    "auc_cohens_d": 1.75,
+    "delta_conf_true": 0.052,
+    "delta_conf_false": -0.254,
 }
 
 # --------------------------------------------------------------------------------------

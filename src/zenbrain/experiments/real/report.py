@@ -150,12 +150,26 @@ def archetypes_table(real: dict, replica: dict | None) -> str:
 def horizon_table(real: dict, replica: dict | None) -> str:
     a = real["archetypes"]["systems"]
     lh = ((replica or {}).get("competitive") or {}).get("long_horizon", {}).get("systems", {})
+    comp = _pub("PAPER_COMPETITIVE") or {}
+    text = _pub("PAPER_COMPETITIVE_TEXT") or {}
+
+    def published(rkey: str, day: int) -> str:
+        if day == 14 and rkey in comp:
+            return _f(comp[rkey]["p5"][0])
+        if rkey == "static_rag" and rkey in comp:  # the text: Static RAG "remains constant"
+            return f"{_f(comp[rkey]['p5'][0])} (text: constant)"
+        if day >= 30 and rkey == "simple_memory" and "simple_memory_p5_day30" in text:
+            return f"{_f(text['simple_memory_p5_day30'])} (text: from day 30)"
+        if day == 60 and rkey == "full_zenbrain" and "full_zenbrain_day60_over_day1_pct" in text:
+            return f"{text['full_zenbrain_day60_over_day1_pct']:.0f} % of day 1 (text)"
+        return NA_PUB
+
     rows = []
     for key, rkey, label in (("static_rag", "static_rag", "Static RAG"), ("simple_memory", "simple_memory", "Simple memory"),
                              ("full", "full_zenbrain", "Full zenbrain")):
         for d in real["archetypes"]["days"]:
             rp = (lh.get(rkey) or {}).get(str(d), {})
-            rows.append([f"{label}, day {d}", NA_PUB, _f(rp.get("p5_mean")) if rp else NA_REP,
+            rows.append([f"{label}, day {d}", published(rkey, int(d)), _f(rp.get("p5_mean")) if rp else NA_REP,
                          _f(a[key][str(d)]["precision5"]["mean"]), _f(a[key][str(d)]["retention"])])
     return _table(["P@5 (precision)", "published", "replica", "real", "real retention"], rows)
 
@@ -215,29 +229,56 @@ def triple_copy_table(real: dict, replica: dict | None) -> str:
 
 
 def retention_table(real: dict) -> str:
+    """Real curves beside the published ones (the paper's figure, points as plotted)."""
     r = real["retention"]
-    hours = r["hours"]
+    hours = [int(h) for h in r["hours"]]
+    pub = _pub("PAPER_RETENTION_CURVES") or {}
+    pub_hours = list(_pub("PAPER_RETENTION_HOURS") or ())
+    aurc = _pub("PAPER_RETENTION_AURC") or {}
     rows = []
     for st, v in r["strategies"].items():
-        rows.append([st] + [_f(x) for x in v["mean_retrievability"]] + [_f(v["curve_mean"])])
-    return _table(["Strategy (real, mean retrievability)"] + [f"{h} h" for h in hours] + ["mean"], rows)
+        curve = pub.get(st)
+        if curve is not None and pub_hours == hours:
+            rows.append([f"{st}, published"] + [_f(x) for x in curve] + [_f(sum(curve) / len(curve)), _f(aurc.get(st))])
+        else:
+            rows.append([f"{st}, published"] + [NA_PUB] * (len(hours) + 2))
+        rows.append([f"{st}, real"] + [_f(x) for x in v["mean_retrievability"]] + [_f(v["curve_mean"]), "-"])
+    return _table(["Strategy (mean retrievability)"] + [f"{h} h" for h in hours] + ["mean of the points", "AURC (paper)"],
+                  rows)
 
 
 def sleep_table(real: dict) -> str:
     s = real["sleep"]
     m = s["metrics"]
+    pub = _pub("PAPER_SLEEP") or {}
+
+    def pair(key: str, fmt: str) -> str:
+        v = pub.get(key)
+        if v is None:
+            return NA_PUB
+        with_sleep, without = (x[0] if isinstance(x, tuple) else x for x in v)
+        p = pub.get("p_value_at_most")
+        tail = f" (p ≤ {p:.2g})" if key == "avg_stability" and p is not None else ""
+        return f"{with_sleep:{fmt}} vs {without:{fmt}}{tail}"
+
+    published = {"avg_stability": pair("avg_stability", ".2f"), "storage_tokens": pair("storage_tokens", ",.0f")}
     rows = []
     for k, label in (("avg_stability", "Mean Ebbinghaus stability, active facts (days)"),
                      ("avg_strength", "Mean strength, active facts"), ("mean_retrievability", "Mean retrievability"),
                      ("retention", "Retention"), ("active_memories", "Active memories"),
                      ("storage_tokens", "Storage (whitespace tokens)")):
         v = m[k]
-        rows.append([label, NA_PUB, NA_REP, f"{_f(v['sleep']['mean'])} vs {_f(v['no_sleep']['mean'])} "
+        rows.append([label, published.get(k, NA_PUB), NA_REP, f"{_f(v['sleep']['mean'])} vs {_f(v['no_sleep']['mean'])} "
                      f"(p {_p(v['sleep_vs_no_sleep']['p'])})"])
-    rows.append(["Storage reduction", NA_PUB, NA_REP, _f(s["storage_reduction"], 1, pct=True) + " %"])
+    red = pub.get("storage_reduction_pct")
+    rows.append(["Storage reduction", f"{red:.1f} %" if red is not None else NA_PUB, NA_REP,
+                 _f(s["storage_reduction"], 1, pct=True) + " %"])
+    counts = {"ltp": pub.get("ltp_memories"), "ltd": pub.get("ltd_memories"),
+              "edges_created": pub.get("new_associations_per_run")}
     for k, label in (("ltp", "LTP per run"), ("ltd", "LTD per run"), ("counterfactuals", "Counterfactuals per run"),
                      ("edges_created", "New edges per run"), ("schemas", "Schemas per run")):
-        rows.append([label, NA_PUB, NA_REP, _f(s[k]["mean"], 1)])
+        c = counts.get(k)
+        rows.append([label, _f(c, 1) if c is not None else NA_PUB, NA_REP, _f(s[k]["mean"], 1)])
     return _table(["Metric (sleep vs no sleep)", "published", "replica", "real"], rows)
 
 
@@ -245,20 +286,30 @@ def kg_table(real: dict) -> str:
     t = real["kg"]["two_factor"]
     b = real["kg"]["bayesian"]
     h = t["hebbian"]
+    pub = _pub("PAPER_HEBBIAN_BAYESIAN") or {}
+
+    def ms(key: str, nd: int = 3) -> str:
+        v = pub.get(key)
+        return f"{v[0]:.{nd}f} ± {v[1]:.{nd}f}" if v is not None else NA_PUB
+
+    p_wu = pub.get("weighted_vs_uniform_p_at_most")
+    auc_p, auc_d = pub.get("auc_p"), pub.get("auc_cohens_d")
+    dt, df = pub.get("delta_conf_true"), pub.get("delta_conf_false")
     rows = [
-        ["Precision@5, weight × importance", NA_PUB, NA_REP, _f(h["precision5_weighted"]["mean"])],
+        ["Precision@5, weight × importance", ms("p5_weighted"), NA_REP, _f(h["precision5_weighted"]["mean"])],
         ["Recall@5, weight × importance", NA_PUB, NA_REP, _f(h["recall5_weighted"]["mean"])],
-        ["Precision@5, uniform edges", NA_PUB, NA_REP, _f(h["precision5_uniform"]["mean"])],
+        ["Precision@5, uniform edges", ms("p5_uniform"), NA_REP, _f(h["precision5_uniform"]["mean"])],
         ["Precision@5, embedding cosine (no graph)", NA_PUB, NA_REP, _f(h["precision5_embedding"]["mean"])],
         ["Precision@5, two_factor_hebbian off", NA_PUB, NA_REP, _f(t["no_hebbian"]["precision5_weighted"]["mean"])],
-        ["Intra / inter mean edge weight", NA_PUB, NA_REP, _f((h.get("intra_inter_ratio") or {}).get("mean"), 3)],
-        ["weighted vs uniform p", NA_PUB, NA_REP, _p(t["weighted_vs_uniform"]["p"])],
-        ["Bayesian AUC before", NA_PUB, NA_REP, _f(b["on"]["auc_before"]["mean"])],
-        ["Bayesian AUC after", NA_PUB, NA_REP, _f(b["on"]["auc_after"]["mean"])],
-        ["AUC after vs before p (d_z)", NA_PUB, NA_REP,
-         f"{_p(b['after_vs_before']['p'])} ({_f(b['after_vs_before']['cohens_dz'], 2)})"],
-        ["Δ confidence true / false facts", NA_PUB, NA_REP,
-         f"{_f(b['on']['delta_conf_true']['mean'])} / {_f(b['on']['delta_conf_false']['mean'])}"],
+        ["Intra / inter mean edge weight", ms("intra_inter_ratio", 2), NA_REP,
+         _f((h.get("intra_inter_ratio") or {}).get("mean"), 3)],
+        ["weighted vs uniform p", f"≤ {p_wu:.2g}" if p_wu is not None else NA_PUB, NA_REP, _p(t["weighted_vs_uniform"]["p"])],
+        ["Bayesian AUC before", ms("auc_before"), NA_REP, _f(b["on"]["auc_before"]["mean"])],
+        ["Bayesian AUC after", ms("auc_after"), NA_REP, _f(b["on"]["auc_after"]["mean"])],
+        ["AUC after vs before p (d_z)", f"{_p(auc_p)} (d {auc_d:.2f})" if auc_p is not None and auc_d is not None else NA_PUB,
+         NA_REP, f"{_p(b['after_vs_before']['p'])} ({_f(b['after_vs_before']['cohens_dz'], 2)})"],
+        ["Δ confidence true / false facts", f"{dt:+.3f} / {df:+.3f}" if dt is not None and df is not None else NA_PUB,
+         NA_REP, f"{_f(b['on']['delta_conf_true']['mean'])} / {_f(b['on']['delta_conf_false']['mean'])}"],
     ]
     return _table(["Metric", "published", "replica", "real"], rows)
 
@@ -267,19 +318,31 @@ def locomo_tables(real: dict) -> tuple[str, str]:
     lo = real["locomo"]
     if "skipped" in lo:
         return lo["skipped"], lo["skipped"]
+    nd_pub = _pub("PAPER_NODECAY") or {}
     rows = []
     for v, s in lo["nodecay"]["systems"].items():
-        rows.append([v, NA_PUB, NA_REP] + [_f(s[m]["mean"]) for m in ("precision5", "recall5", "mrr5", "ndcg5")]
+        pv = nd_pub.get(v)
+        pcell = " / ".join(_f(pv[m]) for m in ("p5", "r5", "mrr", "ndcg5")) if pv else NA_PUB
+        rows.append([v, pcell, NA_REP] + [_f(s[m]["mean"]) for m in ("precision5", "recall5", "mrr5", "ndcg5")]
                     + [str(s.get("archived", 0))])
-    nd = _table(["System (14-day ageing)", "published", "replica", "P@5", "R@5", "MRR", "NDCG@5", "archived"], rows)
+    nd = _table(["System (14-day ageing)", "published P@5 / R@5 / MRR / NDCG@5", "replica", "P@5", "R@5", "MRR", "NDCG@5",
+                 "archived"], rows)
+    rt_pub = _pub("PAPER_ROUTING") or {}
+    starred = set(_pub("PAPER_ROUTING_STARRED") or ())
     rows = []
     for v, s in lo["routing"]["variants"].items():
         vs = s.get("vs_full_recall5") or {}
-        rows.append([v, NA_PUB, NA_REP, _f(s["recall5"]["mean"]), _f(s["precision5"]["mean"]),
+        pv = rt_pub.get(v)
+        if pv is None:
+            pcell = NA_PUB
+        else:
+            f1, task, d = pv
+            pcell = f"F1 {f1:.3f}, task {task:.3f}" + ("" if d is None else f", ΔF1 {d:+.1f} %") + ("*" if v in starred else "")
+        rows.append([v, pcell, NA_REP, _f(s["recall5"]["mean"]), _f(s["precision5"]["mean"]),
                      _f(vs.get("relative_change"), 1, pct=True) if vs else "-",
                      _p(s.get("p_bonferroni")) if vs else "-",
                      ", ".join(f"{k} {n}" for k, n in sorted(s.get("layers", {}).items()))])
-    rt = _table(["Variant", "published", "replica", "Recall@5", "P@5", "ΔR@5 %", "p (Bonf.)", "layers"], rows)
+    rt = _table(["Variant", "published (answer F1)", "replica", "Recall@5", "P@5", "ΔR@5 %", "p (Bonf.)", "layers"], rows)
     return nd, rt
 
 
@@ -348,15 +411,20 @@ def write_plots(real: dict, replica: dict | None, out: Path) -> list[Path]:
     if "retention" in real:
         r = real["retention"]
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        for st, v in r["strategies"].items():
-            ax.plot(r["hours"], v["mean_retrievability"], marker="o", label=st)
+        pub_curves = _pub("PAPER_RETENTION_CURVES") or {}
+        pub_hours = list(_pub("PAPER_RETENTION_HOURS") or ())
+        for i, (st, v) in enumerate(r["strategies"].items()):
+            color = f"C{i}"
+            ax.plot(r["hours"], v["mean_retrievability"], marker="o", color=color, label=f"{st} (real)")
+            if st in pub_curves and pub_hours:
+                ax.plot(pub_hours, pub_curves[st], ls="--", marker="x", color=color, alpha=0.6, label=f"{st} (published)")
         ax.set_xscale("log")
         ax.set_xlabel("time since storage (hours)")
         ax.set_ylabel("mean retrievability")
         ax.set_ylim(0, 1.05)
-        ax.set_title(f"Retention curves, real zenbrain ({r['n_facts']} facts, {len(r['seeds'])} seeds)")
+        ax.set_title(f"Retention curves: real zenbrain ({r['n_facts']} facts, {len(r['seeds'])} seeds) and the paper's")
         ax.grid(True, alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=7, ncol=2)
         p = out / "retention_curves.png"
         fig.tight_layout()
         fig.savefig(p, dpi=110)
@@ -480,7 +548,7 @@ def fill_doc(doc: str | Path, real: dict, replica: dict | None) -> int:
     tables = comparison_tables(real, replica)
     n = 0
 
-    def sub(m: "re.Match[str]") -> str:
+    def sub(m: re.Match[str]) -> str:
         nonlocal n
         key = m.group(1)
         if key not in tables:
