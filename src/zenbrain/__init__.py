@@ -20,7 +20,16 @@ from .errors import (
     ValidationError,
     ZenBrainError,
 )
-from .model import Edge, HistoryEvent, Kind, Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
+from .model import (
+    Edge,
+    HistoryEvent,
+    Kind,
+    Layer,
+    MemoryItem,
+    RecallHit,
+    Scope,
+    ScoreBreakdown,
+)
 from .registry import ALL_MECHANISMS, Mechanisms
 from .results import RecallResult, Report
 

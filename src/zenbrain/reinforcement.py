@@ -15,7 +15,13 @@ from . import monitor_log
 from .clock import HOUR
 from .mechanisms import compositional, ebbinghaus, fsrs_schedule, two_factor, vmpfc
 from .model import Edge, HistoryEvent, Layer, MemoryItem, RecallHit
-from .pma import metacognition, neuromodulator, prospective, reconsolidation, triple_copy
+from .pma import (
+    metacognition,
+    neuromodulator,
+    prospective,
+    reconsolidation,
+    triple_copy,
+)
 from .storage.base import Partition
 
 if TYPE_CHECKING:

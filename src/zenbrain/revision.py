@@ -68,9 +68,8 @@ def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_conte
         new_memory = coord.store(new_content, scope, kind=item.kind, layer=item.layer,
                                  metadata={"revises": item.id, "reconsolidation": plan.mode})
     if coord._on("metacognitive_monitor"):
-        from .pma import metacognition
-
         from . import monitor_log
+        from .pma import metacognition
 
         mp = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
         surprise = metacognition.surprise_event(at=now, pe=float(plan.pe_eff), params=mp)

@@ -14,7 +14,11 @@ from zenbrain.bench.locomo import (
     prefix_conversation,
     resolve_data_dir,
 )
-from zenbrain.bench.longmemeval import load_longmemeval, parse_longmemeval, parse_longmemeval_date
+from zenbrain.bench.longmemeval import (
+    load_longmemeval,
+    parse_longmemeval,
+    parse_longmemeval_date,
+)
 
 
 def _ts(*args: int) -> float:

@@ -3,12 +3,11 @@
 import threading
 
 import pytest
+from core_helpers import open_mem
 
 from zenbrain import Scope
 from zenbrain.errors import ValidationError
 from zenbrain.ids import new_id, seeded_ids
-
-from core_helpers import open_mem
 
 
 def _stored_ids(tmp_path, name: str) -> list[str]:

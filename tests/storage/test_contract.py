@@ -13,7 +13,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from storage_helpers import DIM, MODEL, P1, P2, T0, brute_top, chash, make_item, matches, put, random_filter, random_world, unit_rows
+from storage_helpers import (
+    DIM,
+    MODEL,
+    P1,
+    P2,
+    T0,
+    brute_top,
+    chash,
+    make_item,
+    matches,
+    put,
+    random_filter,
+    random_world,
+    unit_rows,
+)
 
 from zenbrain.errors import ConfigError, StorageError, ZenBrainError
 from zenbrain.model import Edge, HistoryEvent, Kind, Layer

@@ -22,7 +22,6 @@ no adjustment. Everything broadcasts over numpy arrays; vectors are the last axi
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from typing import Any
 

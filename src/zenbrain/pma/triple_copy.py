@@ -42,7 +42,6 @@ Every function accepts numpy arrays; :class:`CopyState` is what a memory stores
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
