@@ -763,8 +763,8 @@ class MemoryCoordinator:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "MemoryCoordinator":
+    def __enter__(self) -> MemoryCoordinator:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

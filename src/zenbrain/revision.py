@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 LOCK_MIN = 0.3  # lock score from which the StabilityProtector gates revisions
 
 
-def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_content: str, *, correction: bool = False) -> dict[str, Any]:
+def revise(coord: MemoryCoordinator, scope: Scope, item: MemoryItem, new_content: str, *, correction: bool = False) -> dict[str, Any]:
     """Apply new information about a memory. Returns {"mode", "memory", "new_memory", "plan"}."""
     part = coord._part(scope)
     now = coord.clock.now()
@@ -79,7 +79,7 @@ def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_conte
     return {"mode": plan.mode, "memory": item, "new_memory": new_memory, "plan": detail}
 
 
-def rollback(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem) -> MemoryItem:
+def rollback(coord: MemoryCoordinator, scope: Scope, item: MemoryItem) -> MemoryItem:
     """Restore the content a memory had before its last revision."""
     events = coord.storage.history(coord._part(scope), item.id)
     for ev in reversed(events):

@@ -277,17 +277,17 @@ def grade_from_feedback(feedback: str | int | Rating) -> Rating:
 
 
 __all__ = [
-    "FsrsParams",
     "CardState",
+    "FsrsParams",
     "Rating",
-    "scheduler",
-    "new_card",
-    "state_to_card",
     "card_to_state",
-    "review",
-    "with_due",
-    "retrievability",
-    "is_due",
-    "grade_from_recall",
     "grade_from_feedback",
+    "grade_from_recall",
+    "is_due",
+    "new_card",
+    "retrievability",
+    "review",
+    "scheduler",
+    "state_to_card",
+    "with_due",
 ]

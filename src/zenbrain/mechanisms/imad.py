@@ -92,7 +92,7 @@ class Fact:
     source_reliability: float = 0.5  # prior probability that this source is right
 
     @classmethod
-    def from_item(cls, item: Any, vector: Any = None, *, support: int = 0) -> "Fact":
+    def from_item(cls, item: Any, vector: Any = None, *, support: int = 0) -> Fact:
         """From a ``zenbrain.model.MemoryItem``; reliability from ``metadata['source_reliability']``."""
         rel = item.metadata.get("source_reliability", 0.5) if isinstance(item.metadata, dict) else 0.5
         try:
@@ -471,11 +471,11 @@ def loser_updates(
 
 
 __all__ = [
+    "VERDICTS",
     "Contradiction",
     "DebateDecision",
     "Fact",
     "IMADParams",
-    "VERDICTS",
     "arbitrate",
     "conflict_cues",
     "debate",

@@ -121,4 +121,4 @@ def apply(due: Any, last_review: Any, factor: Any, *, params: VmpfcParams = DEFA
     return _out(new, due, last_review, factor)
 
 
-__all__ = ["VmpfcParams", "prediction_error", "rho", "interval_factor", "apply"]
+__all__ = ["VmpfcParams", "apply", "interval_factor", "prediction_error", "rho"]

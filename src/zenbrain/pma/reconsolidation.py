@@ -154,7 +154,7 @@ class ReconsolidationPlan:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReconsolidationPlan":
+    def from_dict(cls, data: Mapping[str, Any]) -> ReconsolidationPlan:
         d = dict(data)
         d["edits"] = tuple(TokenEdit(**e) for e in d.get("edits", ()))
         return cls(**d)

@@ -86,7 +86,7 @@ class WorkspaceState:
         return {"winners": list(self.winners), "at": self.at}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "WorkspaceState":
+    def from_dict(cls, data: dict[str, Any]) -> WorkspaceState:
         return cls(winners=tuple(data.get("winners", ())), at=data.get("at"))
 
 

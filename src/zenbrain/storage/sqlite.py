@@ -175,7 +175,7 @@ class _Cached:
     """One memory as the cache holds it: field values whose metadata and state are
     templates never handed out, or a state still to be decoded (``state_text``)."""
 
-    __slots__ = ("vals", "meta_plan", "state_plan", "state_text")
+    __slots__ = ("meta_plan", "state_plan", "state_text", "vals")
 
     def __init__(self, vals: list[Any]) -> None:
         self.vals = vals
@@ -383,7 +383,7 @@ def _updatable(columns: Mapping[str, Any]) -> list[str]:
     return list(columns)
 
 
-def _patch_columns(taken: dict[str, "_Cached | None"], names: list[str], cols: list[list[Any]],
+def _patch_columns(taken: dict[str, _Cached | None], names: list[str], cols: list[list[Any]],
                    rows: list[tuple[Any, ...]]) -> None:
     """Cached entries of rows just updated: column ``k`` of ``names`` now reads as
     ``row[k]``, in the order written (the id is ``row[-3]``). A REAL column whose every
@@ -413,7 +413,7 @@ class SQLiteTransaction:
     touches before running and puts back what it knows they now read as) or, by default,
     empties the cache."""
 
-    def __init__(self, store: "SQLiteStore") -> None:
+    def __init__(self, store: SQLiteStore) -> None:
         self._store = store
         self._db = store._db
         self.touched: set[tuple[str, str, str]] = set()

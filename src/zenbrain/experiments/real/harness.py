@@ -39,8 +39,8 @@ from zenbrain.storage.sqlite import SQLiteStore
 from .synthetic import SyntheticEmbedder, Workload
 
 __all__ = [
-    "K",
     "T0",
+    "K",
     "Run",
     "eval_queries",
     "limit_threads",

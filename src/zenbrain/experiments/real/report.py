@@ -480,7 +480,7 @@ def fill_doc(doc: str | Path, real: dict, replica: dict | None) -> int:
     tables = comparison_tables(real, replica)
     n = 0
 
-    def sub(m: "re.Match[str]") -> str:
+    def sub(m: re.Match[str]) -> str:
         nonlocal n
         key = m.group(1)
         if key not in tables:

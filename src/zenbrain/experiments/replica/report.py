@@ -19,7 +19,7 @@ from zenbrain.experiments import published as pub
 from . import LABEL
 from .simulation import PAPER_LABELS
 
-__all__ = ["printed_match", "comparison_rows", "format_report", "KNOWN_DISCREPANCIES"]
+__all__ = ["KNOWN_DISCREPANCIES", "comparison_rows", "format_report", "printed_match"]
 
 # Published figures the replica does not reproduce, and why (see docs/replica.md).
 # Each note is built from the published module and the replica's own results, so this

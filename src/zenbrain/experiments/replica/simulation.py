@@ -29,19 +29,19 @@ from zenbrain.registry import PAPER_FIFTEEN
 from .prng import Stream
 
 __all__ = [
-    "PROTOCOL_IDS",
-    "PAPER_LABELS",
-    "FOUNDATIONAL_NINE",
-    "PMA_SIX",
-    "DecayRules",
     "ABLATION_RULES",
     "CASCADE_RULES",
     "COMPETITIVE_RULES",
+    "FOUNDATIONAL_NINE",
+    "PAPER_LABELS",
+    "PMA_SIX",
+    "PROTOCOL_IDS",
+    "DecayRules",
     "MemoryState",
+    "ablation_score_matrix",
+    "advance_day",
     "enabled_set",
     "store_ablation",
-    "advance_day",
-    "ablation_score_matrix",
     "top_k",
 ]
 
