@@ -362,7 +362,7 @@ def _finite_floats(*columns: list[Any]) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pair_index(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Row and column of every pair i < j of n hits, row by row (shared, read-only)."""
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from bench_data import REAL_LOCOMO, REAL_LONGMEMEVAL, lme_data, locomo_data
@@ -22,7 +22,7 @@ from zenbrain.bench.longmemeval import (
 
 
 def _ts(*args: int) -> float:
-    return datetime(*args, tzinfo=timezone.utc).timestamp()
+    return datetime(*args, tzinfo=UTC).timestamp()
 
 
 # --------------------------------------------------------------------------- LoCoMo

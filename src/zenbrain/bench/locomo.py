@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +133,7 @@ def parse_locomo_datetime(text: Any) -> float | None:
         return None
     h = h % 12 + (12 if ampm.lower() == "p" else 0)
     try:
-        dt = datetime(int(year), month, int(day), h, int(minute), tzinfo=timezone.utc)
+        dt = datetime(int(year), month, int(day), h, int(minute), tzinfo=UTC)
     except ValueError:
         return None
     return dt.timestamp()

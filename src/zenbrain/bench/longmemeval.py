@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .base import Doc
@@ -60,7 +60,7 @@ def parse_longmemeval_date(text: Any) -> float | None:
         return None
     year, month, day, hour, minute = m.groups()
     try:
-        dt = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), tzinfo=timezone.utc)
+        dt = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), tzinfo=UTC)
     except ValueError:
         return None
     return dt.timestamp()

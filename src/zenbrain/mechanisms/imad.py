@@ -132,12 +132,12 @@ _AUX = frozenset(
     may might must to of and or really actually anymore longer any at all that this it its""".split()
 )
 _CONTRACTIONS = (
-    (re.compile(r"\bwon['\u2019]t\b", re.I), "will not"),
-    (re.compile(r"\bcan['\u2019]t\b", re.I), "can not"),
-    (re.compile(r"\bshan['\u2019]t\b", re.I), "shall not"),
-    (re.compile(r"\bain['\u2019]t\b", re.I), "is not"),
-    (re.compile(r"\bcannot\b", re.I), "can not"),
-    (re.compile(r"n['\u2019]t\b", re.I), " not"),
+    (re.compile(r"\bwon['\u2019]t\b", re.IGNORECASE), "will not"),
+    (re.compile(r"\bcan['\u2019]t\b", re.IGNORECASE), "can not"),
+    (re.compile(r"\bshan['\u2019]t\b", re.IGNORECASE), "shall not"),
+    (re.compile(r"\bain['\u2019]t\b", re.IGNORECASE), "is not"),
+    (re.compile(r"\bcannot\b", re.IGNORECASE), "can not"),
+    (re.compile(r"n['\u2019]t\b", re.IGNORECASE), " not"),
 )
 _ANTONYMS = (
     ("like", "dislike"), ("love", "hate"), ("like", "hate"), ("true", "false"), ("correct", "incorrect"),
@@ -382,7 +382,7 @@ def _describe(fact: Fact, now: float) -> str:
     )
 
 
-_VERDICT_RE = re.compile(r"verdict\s*[:=]\s*[*_`\"']*\s*(accept[ _-]?new|keep[ _-]?old|merge|undecided)", re.I)
+_VERDICT_RE = re.compile(r"verdict\s*[:=]\s*[*_`\"']*\s*(accept[ _-]?new|keep[ _-]?old|merge|undecided)", re.IGNORECASE)
 
 
 def parse_verdict(reply: str) -> str | None:
@@ -443,7 +443,7 @@ def debate(
                 break
             if verdict != "undecided":
                 winners, losers = _decision(verdict, new, stored)
-                m = re.search(r"reason\s*[:=]\s*(.+)", transcript[-1]["content"], re.I)
+                m = re.search(r"reason\s*[:=]\s*(.+)", transcript[-1]["content"], re.IGNORECASE)
                 rationale = m.group(1).strip() if m else transcript[-1]["content"].strip()[:500]
                 return DebateDecision(verdict, winners, losers, rationale, transcript, "llm")
         else:

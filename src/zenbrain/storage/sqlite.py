@@ -1266,7 +1266,7 @@ class SQLiteStore:
         if order_by not in {"created_at", "event_time", "last_access", "due_at", "strength", "updated_at"}:
             raise StorageError(f"cannot order by {order_by}")
         where, args = self._where(partition, flt)
-        order = f"COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
+        order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
         tail = f"FROM memories WHERE {where} ORDER BY {order} {'DESC' if descending else 'ASC'}, id"
         if limit is not None:
             tail += " LIMIT ?"
