@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -763,7 +763,7 @@ class MemoryCoordinator:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> MemoryCoordinator:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

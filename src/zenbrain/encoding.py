@@ -7,6 +7,7 @@ only when switched on, so an ablation changes exactly its effect.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -155,7 +156,7 @@ def link(coord: MemoryCoordinator, tx: Any, part: Partition, batch: Batch, now: 
             edges[key] = Edge(a, b, relation, w0, v0, k0, now)
 
     # Consecutive memories of one batch were active together.
-    for a, b in zip(items, items[1:]):
+    for a, b in itertools.pairwise(items):
         add(a.id, b.id, "temporal")
     # Recently active memories are co-active with the new ones.
     recent = coord.storage.query(part, Filter(session_id=items[0].session_id, contexts=frozenset({items[0].context})),

@@ -10,6 +10,7 @@ off in both runs so that the difference is attributable.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -434,8 +435,8 @@ def test_two_factor_hebbian_co_recall_edges_strengthen_and_boost_a_ranking(open_
     weights = [edges[0].weight for edges in on["trace"]]
     variances = [edges[0].variance for edges in on["trace"]]
     assert [edges[0].activations for edges in on["trace"]] == list(range(1, 9))
-    assert all(b > a for a, b in zip(weights, weights[1:]))
-    assert all(b < a for a, b in zip(variances, variances[1:]))
+    assert all(b > a for a, b in itertools.pairwise(weights))
+    assert all(b < a for a, b in itertools.pairwise(variances))
     assert weights[0] > two_factor.DEFAULTS.initial_weight
 
     edge = on["trace"][-1][0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -255,7 +256,7 @@ def _spectral_scene(w):
     blue = [w.store(t, kind="fact") for t in BLUE]
     w.clear_edges()
     now = w.clock.now()
-    chain = lambda g: [Edge(x.id, y.id, "related", 1.0, 1.0, 0, now) for x, y in zip(g, g[1:])]
+    chain = lambda g: [Edge(x.id, y.id, "related", 1.0, 1.0, 0, now) for x, y in itertools.pairwise(g)]
     w.put_edges(chain(red) + chain(blue))
     return red, blue
 

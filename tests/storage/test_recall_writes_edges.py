@@ -96,11 +96,10 @@ def test_random_edge_writes_from_everywhere_never_show_a_stale_edge(loc, where):
                         if rng.random() < 0.3:
                             _check(store, SUBSETS[:2])  # inside the transaction
             elif kind < 0.6:
-                with pytest.raises(Boom):
-                    with store.transaction() as tx:
-                        _random_write(rng, tx)
-                        _check(store, SUBSETS[:1])
-                        raise Boom()
+                with pytest.raises(Boom), store.transaction() as tx:
+                    _random_write(rng, tx)
+                    _check(store, SUBSETS[:1])
+                    raise Boom()
             elif kind < 0.75:
                 with other.transaction() as tx:
                     _random_write(rng, tx)

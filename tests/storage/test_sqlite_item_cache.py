@@ -148,12 +148,11 @@ def test_a_read_after_each_kind_of_write_returns_the_new_values(store, name):
 def test_a_rolled_back_write_leaves_no_cached_value_behind(store, name):
     seed(store)
     before = reads(store)
-    with pytest.raises(Boom):
-        with store.transaction() as tx:
-            WRITES[name](tx)
-            assert cached_here(store) == decoded_here(store)  # the uncommitted values are cached now
-            reads(store)
-            raise Boom()
+    with pytest.raises(Boom), store.transaction() as tx:
+        WRITES[name](tx)
+        assert cached_here(store) == decoded_here(store)  # the uncommitted values are cached now
+        reads(store)
+        raise Boom()
     assert reads(store) == before == uncached_reads(store)
 
 
@@ -400,11 +399,10 @@ def test_random_writes_from_everywhere_never_show_a_stale_item(loc, size, where)
                         if rng.random() < 0.3:
                             assert cached_here(store) == decoded_here(store), step
             elif kind < 0.6:
-                with pytest.raises(Boom):
-                    with store.transaction() as tx:
-                        _random_write(rng, tx, ids)
-                        reads(store)
-                        raise Boom()
+                with pytest.raises(Boom), store.transaction() as tx:
+                    _random_write(rng, tx, ids)
+                    reads(store)
+                    raise Boom()
             elif kind < 0.75:
                 with other.transaction() as tx:
                     _random_write(rng, tx, ids)
@@ -472,9 +470,9 @@ def test_put_memories_failing_half_way_leaves_what_put_memory_one_by_one_leaves(
                                (many, lambda tx, items: tx.put_memories(items))):
             seed(store)
             with store.transaction() as outer:
-                with pytest.raises((sqlite3.IntegrityError, TypeError)):
-                    with store.transaction() as tx:  # joins the outer one, which commits what was written
-                        put_all(tx, batch(2))
+                with (pytest.raises((sqlite3.IntegrityError, TypeError)),
+                      store.transaction() as tx):  # joins the outer one, which commits what was written
+                    put_all(tx, batch(2))
                 assert outer.inserted == 2
         assert reads(one) == reads(many) == uncached_reads(many)
         assert fts(one) == fts(many)

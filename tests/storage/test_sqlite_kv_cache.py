@@ -64,11 +64,10 @@ def test_a_rolled_back_put_is_not_seen(store):
     with store.transaction() as tx:
         tx.kv_put_many(P1, VALUES)
     check(store)
-    with pytest.raises(Boom):
-        with store.transaction() as tx:
-            tx.kv_put(P1, "text", "rolled back")
-            tx.kv_clear(P1)
-            raise Boom
+    with pytest.raises(Boom), store.transaction() as tx:
+        tx.kv_put(P1, "text", "rolled back")
+        tx.kv_clear(P1)
+        raise Boom
     check(store)
     assert store.kv_get(P1, "text") == "abc"
 

@@ -61,11 +61,10 @@ def test_update_states_of_another_partition_leave_these_alone(store):
 def test_rolled_back_update_states_leave_nothing_cached(store):
     seed(store)
     before = reads(store)
-    with pytest.raises(Boom):
-        with store.transaction() as tx:
-            tx.update_states(P1, STATES)
-            reads(store)
-            raise Boom()
+    with pytest.raises(Boom), store.transaction() as tx:
+        tx.update_states(P1, STATES)
+        reads(store)
+        raise Boom()
     assert reads(store) == before == uncached_reads(store)
 
 
@@ -171,10 +170,8 @@ def test_update_states_with_columns_checks_them_before_writing(store):
 
     seed(store)
     before = reads(store)
-    with pytest.raises(StorageError):
-        with store.transaction() as tx:
-            tx.update_states(P1, {"m1": {"due_at": 5.0}}, content=["x"])
-    with pytest.raises(IndexError):
-        with store.transaction() as tx:
-            tx.update_states(P1, {"m1": {"due_at": 5.0}, "m2": {}}, stability=[1.0])
+    with pytest.raises(StorageError), store.transaction() as tx:
+        tx.update_states(P1, {"m1": {"due_at": 5.0}}, content=["x"])
+    with pytest.raises(IndexError), store.transaction() as tx:
+        tx.update_states(P1, {"m1": {"due_at": 5.0}, "m2": {}}, stability=[1.0])
     assert reads(store) == before == uncached_reads(store)

@@ -412,7 +412,7 @@ def parse_locomo(
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        raise ValueError("LoCoMo data must be a list of samples")
+        raise ValueError("LoCoMo data must be a list of samples")  # noqa: TRY004 - the loaders raise ValueError for any malformed input
     wanted = set(sample_ids) if sample_ids is not None else None
     out: list[LocomoConversation] = []
     for i, sample in enumerate(data):

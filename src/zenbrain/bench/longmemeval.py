@@ -203,7 +203,7 @@ def parse_longmemeval(
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        raise ValueError("LongMemEval data must be a list of items")
+        raise ValueError("LongMemEval data must be a list of items")  # noqa: TRY004 - the loaders raise ValueError for any malformed input
     types = set(question_types) if question_types is not None else None
     ids = set(question_ids) if question_ids is not None else None
     out: list[LongMemEvalItem] = []

@@ -170,9 +170,7 @@ def stem(word: str) -> str:
         w = w[:-3] + "y"
     elif len(w) > 5 and w.endswith("ing"):
         w = w[:-3]
-    elif len(w) > 4 and w.endswith("ed"):
-        w = w[:-2]
-    elif len(w) > 3 and w.endswith("es"):
+    elif (len(w) > 4 and w.endswith("ed")) or (len(w) > 3 and w.endswith("es")):
         w = w[:-2]
     elif len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
         w = w[:-1]
@@ -255,11 +253,10 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
                     continue
                 side_a = [k for k in range(i1, i2) if pa.values[k] or (functional and pa.tokens[k] not in _AUX_STEMS)]
                 side_b = [k for k in range(j1, j2) if pb.values[k] or (functional and pb.tokens[k] not in _AUX_STEMS)]
-                if side_a and side_b:
-                    if [pa.tokens[k] for k in side_a] != [pb.tokens[k] for k in side_b]:
-                        va = " ".join(pa.words[k] for k in side_a)
-                        vb = " ".join(pb.words[k] for k in side_b)
-                        cues.append(f"value:{va}->{vb}")
+                if side_a and side_b and [pa.tokens[k] for k in side_a] != [pb.tokens[k] for k in side_b]:
+                    va = " ".join(pa.words[k] for k in side_a)
+                    vb = " ".join(pb.words[k] for k in side_b)
+                    cues.append(f"value:{va}->{vb}")
     return tuple(dict.fromkeys(cues))
 
 

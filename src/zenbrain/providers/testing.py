@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from .base import Embedder
 from .hashing import HashingEmbedder
@@ -138,7 +138,7 @@ class FakeProviderServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> FakeProviderServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

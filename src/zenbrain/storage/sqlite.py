@@ -210,7 +210,7 @@ def _as_real(v: Any, nullable: bool = False) -> Any:
     t = type(v)
     if t is float:
         # SQLite stores NaN as NULL, and -0.0 (an integral value) reads back as 0.0.
-        if v != v or (v == 0.0 and math.copysign(1.0, v) < 0):
+        if v != v or (v == 0.0 and math.copysign(1.0, v) < 0):  # noqa: PLR0124 - v != v: the NaN test
             raise _Unsure
         return v
     if t is int and -(2**53) <= v <= 2**53:
@@ -266,9 +266,8 @@ def _reads_back(values: list[Any], read_back: Any) -> bool:
         # A finite sum: no NaN, no infinity; no zero: no -0.0. Otherwise value by value.
         if total - total == 0.0 and 0.0 not in values:
             return True
-    elif read_back is _as_text and set(map(type, values)) <= {str}:
-        return True
-    elif read_back is _as_int and set(map(type, values)) <= {int}:
+    elif ((read_back is _as_text and set(map(type, values)) <= {str})
+          or (read_back is _as_int and set(map(type, values)) <= {int})):
         return True
     try:
         return all(read_back(v) is v for v in values)
