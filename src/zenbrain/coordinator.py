@@ -207,7 +207,7 @@ class MemoryCoordinator:
             drafts.append(self._draft(rec, scope, now))
         if not drafts:
             return []
-        vectors, hashes, fresh = self._embed_texts([d.content for d in drafts])
+        vectors, _hashes, fresh = self._embed_texts([d.content for d in drafts])
         batch = encoding.Batch(drafts, vectors)
         kv = encoding.prepare(self, part, batch, now)
         with self._db.transaction() as tx:

@@ -262,7 +262,7 @@ def test_bad_ids_and_arguments_elsewhere(seeded):
 
 
 def test_update_into_a_session_layer_needs_a_session(seeded):
-    mem, items = seeded
+    mem, _items = seeded
     fact = mem.store("Rome is the capital of Italy", S)
     _refused(mem, lambda: mem.update(fact.id, S, layer="working"), ValidationError)
 

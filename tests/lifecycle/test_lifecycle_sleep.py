@@ -150,7 +150,7 @@ def test_replayed_memories_consolidate_into_the_deep_copy(world):
     assert ids["win"] not in later.stages["archive"]["ids"]
     assert ids["dull"] in later.stages["archive"]["ids"]
 
-    w_off, ids_off, rep_off, later_off = run("triple_copy")
+    _w_off, ids_off, rep_off, later_off = run("triple_copy")
     assert rep_off.stages["triple_copy"] == OFF
     assert ids_off["win"] in later_off.stages["archive"]["ids"]
 
@@ -209,7 +209,7 @@ def _belief_scene(w):
 
 def test_bayesian_propagation_lowers_a_contradicted_fact(world):
     w = world()
-    claim, source, _ = _belief_scene(w)
+    claim, _source, _ = _belief_scene(w)
     rep = _sleep_detailed(w)
     stage = rep.stages["bayesian_confidence"]
     entry = stage["changed"][claim.id]
@@ -233,7 +233,7 @@ def test_bayesian_propagation_lowers_a_contradicted_fact(world):
 
 def test_bayesian_adds_new_observations_to_the_local_evidence(world):
     w = world()
-    claim, _, backer = _belief_scene(w)
+    claim, _, _backer = _belief_scene(w)
     w.mem.sleep(w.scope)
     low = w.get(claim.id).confidence
     item = w.get(claim.id)
