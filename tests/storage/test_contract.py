@@ -202,7 +202,7 @@ def test_query_orders_and_limits(store, world):
     expect = [i for i in items if i.user_id == "alice" and matches(i, flt)]
     for order_by in ("created_at", "event_time", "last_access", "updated_at", "strength"):
 
-        def key(i):
+        def key(i, order_by=order_by):
             if order_by == "event_time":
                 return i.event_time if i.event_time is not None else i.created_at
             return getattr(i, order_by)

@@ -256,7 +256,7 @@ def format_report(results: dict) -> str:
             name = key.lstrip("-")
             p = pubt.get(name, {})
 
-            def cell(metric: str, value: float, digits: int) -> str:
+            def cell(metric: str, value: float, digits: int, p: dict = p) -> str:
                 shown = f"{value:.{digits}f}"
                 if metric in p:
                     shown += f" ({p[metric]:.{digits}f})"
