@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from item_cache_helpers import Boom, open_store
 from storage_helpers import P1, P2, T0, make_item, put
-from test_sqlite_item_cache import Boom, open_store
 
 from zenbrain.model import Edge
 

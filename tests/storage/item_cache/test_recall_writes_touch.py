@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from storage_helpers import P1, P2, T0
-from test_sqlite_item_cache import (  # noqa: F401  (fixtures)
+from item_cache_helpers import (
     Boom,
     cached_here,
     decoded_here,
-    loc,
+    open_store,
     reads,
     seed,
-    store,
     uncached_reads,
 )
+from storage_helpers import P1, P2, T0
 
 CASES = {
     "plain": (["m1", "m2"], T0 + 500.0, [3.0, 4.5], [{"due_at": T0 + 9.0, "fsrs": {"reps": 2}}, {"x": [1, {"y": 2}]}]),
@@ -38,8 +37,6 @@ def _sequential(tx, part, ids, now, stab, states):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_touch_recalled_reads_as_the_three_writes(store, tmp_path, name):
-    from test_sqlite_item_cache import open_store
-
     ids, now, stab, states = CASES[name]
     seed(store)
     reads(store)  # everything cached

@@ -8,8 +8,8 @@ import sqlite3
 
 import numpy as np
 import pytest
+from item_cache_helpers import Boom, open_store
 from storage_helpers import P1, P2
-from test_sqlite_item_cache import Boom, loc, open_store, store  # noqa: F401  (fixtures)
 
 from zenbrain.storage.sqlite import SQLiteStore
 
