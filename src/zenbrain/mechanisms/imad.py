@@ -445,7 +445,7 @@ def debate(
                 return DebateDecision(verdict, winners, losers, rationale, transcript, "llm")
         else:
             failure = f"no verdict after {int(params.max_rounds)} rounds"
-    except Exception as exc:  # any provider failure falls back to arbitration
+    except Exception as exc:  # noqa: BLE001 - any provider failure falls back to arbitration
         failure = f"{type(exc).__name__}: {exc}"
     decision = arbitrate(new=new, stored=stored, now=now, params=params)
     decision.method = "arbitration_fallback"
