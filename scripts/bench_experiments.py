@@ -39,9 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from zenbrain.experiments.real import SEEDS, run_real  # noqa: E402
-from zenbrain.experiments.real.harness import limit_threads  # noqa: E402
-from zenbrain.experiments.real.pool import default_workers  # noqa: E402
+from zenbrain.experiments.real import SEEDS, run_real
+from zenbrain.experiments.real.harness import limit_threads
+from zenbrain.experiments.real.pool import default_workers
 
 
 def _load() -> tuple[float, float, float]:
@@ -126,7 +126,15 @@ def _area(filename: str, fn: str) -> str:
 
 
 def profile(quick: bool) -> dict:
-    from zenbrain.experiments.real import ablation, archetypes, cascade, kg, pma, retention, sleep_impact
+    from zenbrain.experiments.real import (
+        ablation,
+        archetypes,
+        cascade,
+        kg,
+        pma,
+        retention,
+        sleep_impact,
+    )
 
     limit_threads()
     jobs = [

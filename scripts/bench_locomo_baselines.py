@@ -20,7 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from zenbrain.bench.baselines import BM25System, DenseSystem, HybridRRFSystem, NoMemorySystem
+from zenbrain.bench.baselines import (
+    BM25System,
+    DenseSystem,
+    HybridRRFSystem,
+    NoMemorySystem,
+)
 from zenbrain.bench.locomo import load_locomo
 from zenbrain.bench.report import locomo_table, write_report
 from zenbrain.bench.runner import run_locomo

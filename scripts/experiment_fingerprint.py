@@ -25,10 +25,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from zenbrain.experiments.real import SYNTHETIC, ablation  # noqa: E402
-from zenbrain.experiments.real import _MODULES as MODULES  # noqa: E402
-from zenbrain.experiments.real.harness import limit_threads  # noqa: E402
-from zenbrain.experiments.real.pool import run_jobs  # noqa: E402
+from zenbrain.experiments.real import _MODULES as MODULES
+from zenbrain.experiments.real import SYNTHETIC, ablation
+from zenbrain.experiments.real.harness import limit_threads
+from zenbrain.experiments.real.pool import run_jobs
 
 
 def _plain(x: Any) -> Any:

@@ -185,7 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", default=os.path.join("results", "locomo"),
                    help="where JSON, markdown and plots go (default: results/locomo)")
     p.add_argument("--no-plots", action="store_true", help="write JSON and markdown only")
-    from .bench.cli_ext import register_bench_commands  # bench longmemeval, peer systems, answer quality
+    from .bench.cli_ext import (
+        register_bench_commands,  # bench longmemeval, peer systems, answer quality
+    )
 
     register_bench_commands(bench_subs, locomo=p, command=_command)
 
@@ -199,7 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"LoCoMo sample id (default: {DEMO_CONVERSATION})")
     p.add_argument("--examples", type=int, default=3, metavar="N", help="example questions to show (default 3)")
     p.add_argument("--out", metavar="DIR", default=None, help="also write JSON, markdown and plots here")
-    from .experiments.cli import register as register_experiments  # the paper's experiments on the real system
+    from .experiments.cli import (
+        register as register_experiments,  # the paper's experiments on the real system
+    )
 
     register_experiments(subs)
     return parser

@@ -55,4 +55,4 @@ class SimulatedClock:
         return f"SimulatedClock(now={self._now})"
 
 
-__all__ = ["Clock", "SystemClock", "SimulatedClock", "SECOND", "MINUTE", "HOUR", "DAY"]
+__all__ = ["DAY", "HOUR", "MINUTE", "SECOND", "Clock", "SimulatedClock", "SystemClock"]

@@ -99,7 +99,7 @@ class Config:
                 return True
         return False
 
-    def without(self, *mechanisms: str) -> "Config":
+    def without(self, *mechanisms: str) -> Config:
         from dataclasses import replace
 
         return replace(self, mechanisms=self.mechanisms.without(*mechanisms))

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .coordinator import MemoryCoordinator
 
 
-def assemble_context(coord: "MemoryCoordinator", query: str, scope: Scope, *, budget_tokens: int = 1200, k: int = 10) -> dict[str, Any]:
+def assemble_context(coord: MemoryCoordinator, query: str, scope: Scope, *, budget_tokens: int = 1200, k: int = 10) -> dict[str, Any]:
     """Specialist modules bid for a token budget; the winners fill the context.
 
     With ``global_workspace`` switched off, the context is simply the top recall hits
@@ -60,7 +60,7 @@ def assemble_context(coord: "MemoryCoordinator", query: str, scope: Scope, *, bu
     return {"text": ws.text, "tokens": ws.tokens, "modules": [s.__dict__ for s in ws.selections]}
 
 
-def intend(coord: "MemoryCoordinator", scope: Scope, action: str, *, cue: str | None = None, due_at: float | None = None,
+def intend(coord: MemoryCoordinator, scope: Scope, action: str, *, cue: str | None = None, due_at: float | None = None,
            repeat_every_s: float | None = None) -> dict[str, Any]:
     """Remember to do something when a cue comes up in a query, or at a time."""
     part = coord._part(scope)
@@ -78,7 +78,7 @@ def intend(coord: "MemoryCoordinator", scope: Scope, action: str, *, cue: str | 
     return it.to_dict()
 
 
-def due_intentions(coord: "MemoryCoordinator", scope: Scope) -> list[dict[str, Any]]:
+def due_intentions(coord: MemoryCoordinator, scope: Scope) -> list[dict[str, Any]]:
     """Time-triggered intentions that are due now (each fires once unless recurring)."""
     if not coord._on("prospective_memory"):
         return []

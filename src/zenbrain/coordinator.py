@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -207,7 +207,7 @@ class MemoryCoordinator:
             drafts.append(self._draft(rec, scope, now))
         if not drafts:
             return []
-        vectors, hashes, fresh = self._embed_texts([d.content for d in drafts])
+        vectors, _hashes, fresh = self._embed_texts([d.content for d in drafts])
         batch = encoding.Batch(drafts, vectors)
         kv = encoding.prepare(self, part, batch, now)
         with self._db.transaction() as tx:
@@ -763,8 +763,8 @@ class MemoryCoordinator:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "MemoryCoordinator":
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -98,7 +98,7 @@ def _decay_columns(items: Sequence[MemoryItem]) -> np.ndarray:
 def retrievability(
     items: Sequence[MemoryItem],
     now: float,
-    mechanisms: "Mechanisms",
+    mechanisms: Mechanisms,
     *,
     ebb: ebbinghaus.EbbinghausParams = ebbinghaus.DEFAULTS,
     copies: triple_copy.TripleCopyParams = triple_copy.DEFAULT_PARAMS,

@@ -7,6 +7,7 @@ only when switched on, so an ablation changes exactly its effect.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,23 +41,23 @@ class Batch:
     neuro_levels: dict[str, float] | None = None
 
 
-def load_neuro(coord: "MemoryCoordinator", part: Partition, now: float) -> neuromodulator.NeuromodulatorState:
+def load_neuro(coord: MemoryCoordinator, part: Partition, now: float) -> neuromodulator.NeuromodulatorState:
     raw = coord.storage.kv_get(part, dyn.KV_NEURO)
     return neuromodulator.NeuromodulatorState.from_dict(raw) if raw else neuromodulator.initial_state(now=now)
 
 
-def neuro_params(coord: "MemoryCoordinator") -> neuromodulator.NeuromodulatorParams:
+def neuro_params(coord: MemoryCoordinator) -> neuromodulator.NeuromodulatorParams:
     return coord.config.param("neuromodulator", neuromodulator.DEFAULT_PARAMS)
 
 
-def _existing_sample(coord: "MemoryCoordinator", part: Partition, exclude: set[str]) -> np.ndarray:
+def _existing_sample(coord: MemoryCoordinator, part: Partition, exclude: set[str]) -> np.ndarray:
     ids = coord.storage.sample_ids(part, SAMPLE_EXISTING, coord._rng, exclude)
     if not ids:
         return np.zeros((0, coord.storage.dim), dtype=np.float32)
     return coord.storage.vectors(part, ids)
 
 
-def prepare(coord: "MemoryCoordinator", part: Partition, batch: Batch, now: float) -> dict[str, Any]:
+def prepare(coord: MemoryCoordinator, part: Partition, batch: Batch, now: float) -> dict[str, Any]:
     """Set encoding strength, emotion, priority, stability and scheduling state of new items.
 
     Returns partition state to persist in the same transaction (kv key -> value)."""
@@ -138,7 +139,7 @@ def prepare(coord: "MemoryCoordinator", part: Partition, batch: Batch, now: floa
     return kv
 
 
-def link(coord: "MemoryCoordinator", tx: Any, part: Partition, batch: Batch, now: float) -> dict[str, Any]:
+def link(coord: MemoryCoordinator, tx: Any, part: Partition, batch: Batch, now: float) -> dict[str, Any]:
     """Knowledge-graph edges from new memories to co-active ones (paper: store step 5), and
     iMAD / Bayesian handling of new facts. Runs inside the store transaction."""
     items, vecs = batch.items, batch.vectors
@@ -155,7 +156,7 @@ def link(coord: "MemoryCoordinator", tx: Any, part: Partition, batch: Batch, now
             edges[key] = Edge(a, b, relation, w0, v0, k0, now)
 
     # Consecutive memories of one batch were active together.
-    for a, b in zip(items, items[1:]):
+    for a, b in itertools.pairwise(items):
         add(a.id, b.id, "temporal")
     # Recently active memories are co-active with the new ones.
     recent = coord.storage.query(part, Filter(session_id=items[0].session_id, contexts=frozenset({items[0].context})),

@@ -43,12 +43,12 @@ class ProviderError(ZenBrainError):
 
 
 __all__ = [
-    "ZenBrainError",
-    "ValidationError",
-    "ScopeError",
-    "UnknownLayerError",
     "ConfigError",
     "NotFoundError",
-    "StorageError",
     "ProviderError",
+    "ScopeError",
+    "StorageError",
+    "UnknownLayerError",
+    "ValidationError",
+    "ZenBrainError",
 ]

@@ -87,14 +87,14 @@ if TYPE_CHECKING:
     from .model import Scope
 
 
-def run_decay(coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLimits = LIMITS) -> Report:
+def run_decay(coord: MemoryCoordinator, scope: Scope, *, limits: LifecycleLimits = LIMITS) -> Report:
     """Forgetting: R of every memory, STC rescue, then archive / restore / review."""
     report = Report("decay", coord.clock.now())
     report.stages.update(decay_stages(coord, scope, limits))
     return report
 
 
-def run_consolidate(coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLimits = LIMITS) -> Report:
+def run_consolidate(coord: MemoryCoordinator, scope: Scope, *, limits: LifecycleLimits = LIMITS) -> Report:
     """Episodes to schemas (dual process), the IB budget over covered episodes, procedures."""
     report = Report("consolidate", coord.clock.now())
     report.stages.update(consolidate_stages(coord, scope, limits))
@@ -102,7 +102,7 @@ def run_consolidate(coord: "MemoryCoordinator", scope: "Scope", *, limits: Lifec
 
 
 def run_sleep(
-    coord: "MemoryCoordinator", scope: "Scope", *, limits: LifecycleLimits = LIMITS, detail: bool = True
+    coord: MemoryCoordinator, scope: Scope, *, limits: LifecycleLimits = LIMITS, detail: bool = True
 ) -> Report:
     """The whole offline pipeline; see the module docstring for the order.
 

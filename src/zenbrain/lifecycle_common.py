@@ -90,7 +90,7 @@ LIMITS = LifecycleLimits()
 
 # ---------------------------------------------------------------------------- loading
 def load(
-    coord: "MemoryCoordinator",
+    coord: MemoryCoordinator,
     part: Partition,
     *,
     layers: Iterable[Layer] | None = None,
@@ -124,7 +124,7 @@ class Snapshot:
     put and then deleted is only deleted. The store ends as after the writes one by one.
     """
 
-    def __init__(self, coord: "MemoryCoordinator", part: Partition) -> None:
+    def __init__(self, coord: MemoryCoordinator, part: Partition) -> None:
         self.coord = coord
         self.part = part
         self.items: dict[str, MemoryItem] = {i.id: i for i in load(coord, part, include_archived=True)}
@@ -255,7 +255,7 @@ class Snapshot:
                 self.write_edges(tx)
 
 
-def vectors(coord: "MemoryCoordinator", part: Partition, ids: Sequence[str]) -> np.ndarray:
+def vectors(coord: MemoryCoordinator, part: Partition, ids: Sequence[str]) -> np.ndarray:
     if not ids:
         return np.zeros((0, coord.storage.dim), dtype=np.float32)
     return np.asarray(coord.storage.vectors(part, list(ids)), dtype=np.float32)
@@ -294,7 +294,7 @@ def copy_state(item: MemoryItem, params: triple_copy.TripleCopyParams) -> triple
     return triple_copy.encode(s0=float(item.strength), now=float(item.last_access), params=params)
 
 
-def retrievability(coord: "MemoryCoordinator", items: Sequence[MemoryItem], now: float) -> np.ndarray:
+def retrievability(coord: MemoryCoordinator, items: Sequence[MemoryItem], now: float) -> np.ndarray:
     """R of every item via ``dynamics.retrievability``.
 
     With TripleCopy on, a memory that has no stored copy state is evaluated as if it had
@@ -326,10 +326,10 @@ __all__ = [
     "KV_EDGE_DECAY",
     "KV_SPECTRAL_CACHE",
     "LIMITS",
-    "LifecycleLimits",
     "PROVENANCE",
     "RESCUED_AT",
     "SKIPPED",
+    "LifecycleLimits",
     "Snapshot",
     "copy_state",
     "load",

@@ -61,7 +61,7 @@ _STEP_SPLIT = re.compile(r"\s*(?:->|→|=>|;|\n+|(?:^|\s)\d+[.)]\s+)\s*")
 
 
 def consolidate_stages(
-    coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLimits = LIMITS, snap: Snapshot | None = None
+    coord: MemoryCoordinator, scope: Scope, limits: LifecycleLimits = LIMITS, snap: Snapshot | None = None
 ) -> dict[str, dict[str, Any]]:
     part = coord._part(scope)
     now = coord.clock.now()
@@ -94,7 +94,7 @@ def _schema_ids(snap: Snapshot) -> set[str]:
 
 
 def _dual_process(
-    coord: "MemoryCoordinator", scope: "Scope", snap: Snapshot, now: float, limits: LifecycleLimits
+    coord: MemoryCoordinator, scope: Scope, snap: Snapshot, now: float, limits: LifecycleLimits
 ) -> dict[str, Any]:
     params = coord.config.param("dual_process_cot", dual_process.DualProcessParams())
     part = snap.part
@@ -219,7 +219,7 @@ def _dual_process(
 
 
 # ---------------------------------------------------------------------------- IB budget
-def _ib_budget(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> dict[str, Any]:
+def _ib_budget(coord: MemoryCoordinator, snap: Snapshot, now: float) -> dict[str, Any]:
     params = coord.config.param("ib_budget", ib_budget.DEFAULTS)
     part = snap.part
     schemas = _schema_ids(snap)
@@ -268,7 +268,7 @@ def steps_of(item: MemoryItem) -> list[str]:
     return [s.strip(" .") for s in _STEP_SPLIT.split(item.content) if s and s.strip(" .")]
 
 
-def _procedures(coord: "MemoryCoordinator", snap: Snapshot, now: float) -> dict[str, Any]:
+def _procedures(coord: MemoryCoordinator, snap: Snapshot, now: float) -> dict[str, Any]:
     params = coord.config.param("dual_process_cot", dual_process.DualProcessParams())
     part = snap.part
     cands = [

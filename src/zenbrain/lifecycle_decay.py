@@ -57,7 +57,7 @@ _NON_RELATED = frozenset({"contradicts"})  # a contradiction does not donate pla
 
 
 def decay_stages(
-    coord: "MemoryCoordinator", scope: "Scope", limits: LifecycleLimits = LIMITS, snap: Snapshot | None = None
+    coord: MemoryCoordinator, scope: Scope, limits: LifecycleLimits = LIMITS, snap: Snapshot | None = None
 ) -> dict[str, dict[str, Any]]:
     part = coord._part(scope)
     now = coord.clock.now()
@@ -136,7 +136,7 @@ def decay_stages(
 
 
 def _rescue(
-    coord: "MemoryCoordinator",
+    coord: MemoryCoordinator,
     tx: Any,
     snap: Snapshot,
     items: list[MemoryItem],

@@ -55,7 +55,7 @@ DAY = 86400.0
 
 # ---------------------------------------------------------------------------- neuromodulator
 def neuromodulator_stage(
-    coord: "MemoryCoordinator", part: Any, now: float
+    coord: MemoryCoordinator, part: Any, now: float
 ) -> tuple[dict[str, Any], neuromodulator.NeuromodulatorOutputs]:
     """Homeostasis: relax the tonic levels to ``now``; return the outputs other stages read."""
     if not coord._on("neuromodulator"):
@@ -82,7 +82,7 @@ def neuromodulator_stage(
 
 # ---------------------------------------------------------------------------- Two-Factor decay
 def edge_decay_stage(
-    coord: "MemoryCoordinator", snap: Snapshot, now: float, *, detail: bool = True, defer: bool = False
+    coord: MemoryCoordinator, snap: Snapshot, now: float, *, detail: bool = True, defer: bool = False
 ) -> dict[str, Any]:
     """Importance-gated decay of every association edge since the last pass; prune the dead.
 
@@ -196,7 +196,7 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
 
 
 def selection_stage(
-    coord: "MemoryCoordinator",
+    coord: MemoryCoordinator,
     snap: Snapshot,
     now: float,
     limits: LifecycleLimits,
@@ -334,7 +334,7 @@ def selection_stage(
 
 # ---------------------------------------------------------------------------- TripleCopy
 def triple_copy_stage(
-    coord: "MemoryCoordinator", snap: Snapshot, now: float, replayed: dict[str, float], *, detail: bool = True
+    coord: MemoryCoordinator, snap: Snapshot, now: float, replayed: dict[str, float], *, detail: bool = True
 ) -> dict[str, Any]:
     """Replayed memories consolidate: their deep copy's target grows (``triple_copy.consolidate``).
 
@@ -365,7 +365,7 @@ def triple_copy_stage(
 
 
 # ---------------------------------------------------------------------------- Bayesian
-def bayesian_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, *, detail: bool = True) -> dict[str, Any]:
+def bayesian_stage(coord: MemoryCoordinator, snap: Snapshot, now: float, *, detail: bool = True) -> dict[str, Any]:
     """Loopy belief propagation over the semantic facts' typed edges.
 
     The local evidence of each fact (the unary factor) is kept in state ``conf_local``;
@@ -587,7 +587,7 @@ def graph_health(
     return spectral.health_of(a, params=params, fiedler=solve)
 
 
-def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, context: str) -> dict[str, Any]:
+def spectral_stage(coord: MemoryCoordinator, snap: Snapshot, now: float, context: str) -> dict[str, Any]:
     """Fiedler value of each context's memory graph; bridge fragments; store the last lambda_2.
 
     lambda_2 goes through a per-context ``FiedlerMemo`` kept in kv ``spectral_cache``; a
@@ -669,7 +669,7 @@ def spectral_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, conte
 
 # ---------------------------------------------------------------------------- compositional
 def compositional_stage(
-    coord: "MemoryCoordinator", snap: Snapshot, now: float, limits: LifecycleLimits
+    coord: MemoryCoordinator, snap: Snapshot, now: float, limits: LifecycleLimits
 ) -> dict[str, Any]:
     """Fit the shared and per-context bases over the partition's vectors; save them in kv."""
     if not coord._on("compositional_context"):
@@ -702,7 +702,7 @@ def compositional_stage(
 
 
 # ---------------------------------------------------------------------------- curiosity
-def curiosity_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, limits: LifecycleLimits) -> dict[str, Any]:
+def curiosity_stage(coord: MemoryCoordinator, snap: Snapshot, now: float, limits: LifecycleLimits) -> dict[str, Any]:
     """Rank the semantic facts by uncertainty and learning progress; store the queue in kv.
 
     Each fact keeps a short confidence history (state ``conf_history``) for the slope.
@@ -739,7 +739,7 @@ def curiosity_stage(coord: "MemoryCoordinator", snap: Snapshot, now: float, limi
 
 
 # ---------------------------------------------------------------------------- HyperAgent
-def hyperagent_stage(coord: "MemoryCoordinator", part: Any, now: float) -> dict[str, Any]:
+def hyperagent_stage(coord: MemoryCoordinator, part: Any, now: float) -> dict[str, Any]:
     """Read the MetacognitiveMonitor's log, step the HyperAgent, store its state and changes."""
     if not coord._on("metacognitive_hyperagent"):
         return skipped()

@@ -20,7 +20,7 @@ class Layer(str, enum.Enum):
     CROSS_CONTEXT = "cross_context"
 
     @classmethod
-    def parse(cls, value: "Layer | str") -> "Layer":
+    def parse(cls, value: Layer | str) -> Layer:
         if isinstance(value, Layer):
             return value
         if isinstance(value, str):
@@ -80,10 +80,10 @@ class Scope:
         _check_scope_part("session_id", self.session_id, optional=True)
         _check_scope_part("context", self.context)
 
-    def with_session(self, session_id: str | None) -> "Scope":
+    def with_session(self, session_id: str | None) -> Scope:
         return Scope(self.user_id, self.agent_id, session_id, self.context)
 
-    def with_context(self, context: str) -> "Scope":
+    def with_context(self, context: str) -> Scope:
         return Scope(self.user_id, self.agent_id, self.session_id, context)
 
 
@@ -197,4 +197,4 @@ class HistoryEvent:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-__all__ = ["Layer", "Kind", "Scope", "MemoryItem", "Edge", "ScoreBreakdown", "RecallHit", "HistoryEvent"]
+__all__ = ["Edge", "HistoryEvent", "Kind", "Layer", "MemoryItem", "RecallHit", "Scope", "ScoreBreakdown"]

@@ -43,7 +43,7 @@ class Params:
                     f"{type(self).__name__}.{f.name}={value!r} is outside its legal range [{lo}, {hi}]"
                 )
 
-    def replace(self, **changes: Any) -> "Params":
+    def replace(self, **changes: Any) -> Params:
         return dataclasses.replace(self, **changes)
 
     @classmethod

@@ -88,16 +88,16 @@ class Mechanisms:
         object.__setattr__(self, "disabled", check_names(self.disabled))
 
     @classmethod
-    def all_on(cls) -> "Mechanisms":
+    def all_on(cls) -> Mechanisms:
         return cls()
 
     @classmethod
-    def only(cls, names: Iterable[str]) -> "Mechanisms":
+    def only(cls, names: Iterable[str]) -> Mechanisms:
         keep = check_names(names)
         return cls(disabled=frozenset(ALL_MECHANISMS) - keep)
 
     @classmethod
-    def none(cls) -> "Mechanisms":
+    def none(cls) -> Mechanisms:
         return cls(disabled=frozenset(ALL_MECHANISMS))
 
     def on(self, name: str) -> bool:
@@ -105,14 +105,14 @@ class Mechanisms:
             raise ConfigError(f"unknown mechanism name: {name}")
         return name not in self.disabled
 
-    def without(self, *names: str) -> "Mechanisms":
+    def without(self, *names: str) -> Mechanisms:
         return Mechanisms(disabled=self.disabled | check_names(names))
 
-    def with_(self, *names: str) -> "Mechanisms":
+    def with_(self, *names: str) -> Mechanisms:
         return Mechanisms(disabled=self.disabled - check_names(names))
 
     def as_dict(self) -> Mapping[str, bool]:
         return {name: name not in self.disabled for name in ALL_MECHANISMS}
 
 
-__all__ = ["FOUNDATIONAL", "PMA", "ADDITIONAL", "ALL_MECHANISMS", "PAPER_FIFTEEN", "Mechanisms", "check_names"]
+__all__ = ["ADDITIONAL", "ALL_MECHANISMS", "FOUNDATIONAL", "PAPER_FIFTEEN", "PMA", "Mechanisms", "check_names"]

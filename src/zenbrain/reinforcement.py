@@ -15,7 +15,13 @@ from . import monitor_log
 from .clock import HOUR
 from .mechanisms import compositional, ebbinghaus, fsrs_schedule, two_factor, vmpfc
 from .model import Edge, HistoryEvent, Layer, MemoryItem, RecallHit
-from .pma import metacognition, neuromodulator, prospective, reconsolidation, triple_copy
+from .pma import (
+    metacognition,
+    neuromodulator,
+    prospective,
+    reconsolidation,
+    triple_copy,
+)
 from .storage.base import Partition
 
 if TYPE_CHECKING:
@@ -44,7 +50,7 @@ class EdgesAmong:
         return [e for e in self.edges if e.src in wanted and e.dst in wanted]
 
 
-def hebbian_boost(coord: "MemoryCoordinator", part: Partition, hits: list[RecallHit], k: int) -> EdgesAmong | None:
+def hebbian_boost(coord: MemoryCoordinator, part: Partition, hits: list[RecallHit], k: int) -> EdgesAmong | None:
     """Two-Factor boost: a candidate linked by strong, mature edges to other strong
     candidates of this query gets score x (1 + alpha * f(w) * I^0.1). Returns the edges
     it read (None when it read none)."""
@@ -79,7 +85,7 @@ def _recall_boost(weight: float, variance: float, tp: two_factor.TwoFactorParams
     return float(two_factor.recall_boost(weight, variance, params=tp))
 
 
-def retrievability_weight(coord: "MemoryCoordinator", hits: list[RecallHit], now: float) -> None:
+def retrievability_weight(coord: MemoryCoordinator, hits: list[RecallHit], now: float) -> None:
     if not hits:
         return
     r = dyn.retrievability([h.item for h in hits], now, coord.config.mechanisms,
@@ -91,7 +97,7 @@ def retrievability_weight(coord: "MemoryCoordinator", hits: list[RecallHit], now
         h.why.retrievability = float(floor + (1.0 - floor) * ri)
 
 
-def priority_weight(coord: "MemoryCoordinator", hits: list[RecallHit]) -> None:
+def priority_weight(coord: MemoryCoordinator, hits: list[RecallHit]) -> None:
     """PriorityMap feeds ranking: score x (0.9 + 0.2 P), P in [0, 1]."""
     if not coord._on("priority_map"):
         return
@@ -100,7 +106,7 @@ def priority_weight(coord: "MemoryCoordinator", hits: list[RecallHit]) -> None:
         h.why.priority = 0.9 + 0.2 * p
 
 
-def cross_context_similarity(coord: "MemoryCoordinator", part: Partition, qvec: np.ndarray, hits: list[RecallHit], reader: str,
+def cross_context_similarity(coord: MemoryCoordinator, part: Partition, qvec: np.ndarray, hits: list[RecallHit], reader: str,
                              lexical_share: float) -> None:
     """Compositional context: a memory from another (allowed) context is compared through
     the shared component only, so context-specific detail does not cross the boundary."""
@@ -130,7 +136,7 @@ def _decode_ctx(text: str) -> np.ndarray:
     return v
 
 
-def _context_vector(coord: "MemoryCoordinator", part: Partition) -> np.ndarray | None:
+def _context_vector(coord: MemoryCoordinator, part: Partition) -> np.ndarray | None:
     return _context_from(coord.storage.kv_get(part, dyn.KV_CONTEXT))
 
 
@@ -139,7 +145,7 @@ def _context_from(raw: Any) -> np.ndarray | None:
     return _decode_ctx(raw) if raw else None
 
 
-def after_recall(coord: "MemoryCoordinator", part: Partition, scope: Any, query: str, qvec: np.ndarray,
+def after_recall(coord: MemoryCoordinator, part: Partition, scope: Any, query: str, qvec: np.ndarray,
                  hits: list[RecallHit], now: float, *, edges: EdgesAmong | None = None) -> dict[str, Any]:
     """Side effects that keep memory alive. One transaction. ``edges``: edges this recall
     has read already (by ``hebbian_boost``), so that they are not read again."""
@@ -290,7 +296,7 @@ def _query_kind(hits: list[RecallHit]) -> str:
     return SEMANTIC_KIND
 
 
-def _coactivation(coord: "MemoryCoordinator", part: Partition, hits: list[RecallHit], now: float,
+def _coactivation(coord: MemoryCoordinator, part: Partition, hits: list[RecallHit], now: float,
                   known: EdgesAmong | None = None) -> list[Edge]:
     """Hebbian learning: the top hits of one recall were active together. ``known``:
     edges read earlier in this recall, used when they cover the top hits."""
@@ -356,7 +362,7 @@ def _finite_floats(*columns: list[Any]) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pair_index(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Row and column of every pair i < j of n hits, row by row (shared, read-only)."""
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
@@ -377,12 +383,12 @@ def _intentions_fired(coord, raw, now, *, text=None, embedding=None):
 
 
 # --------------------------------------------------------------------------- review / use
-def review(coord: "MemoryCoordinator", part: Partition, item: MemoryItem, grade: Any, now: float) -> MemoryItem:
+def review(coord: MemoryCoordinator, part: Partition, item: MemoryItem, grade: Any, now: float) -> MemoryItem:
     """Explicit feedback: FSRS review (vmPFC-adjusted), Ebbinghaus stability, TripleCopy."""
     return review_many(coord, part, [(item, grade)], now)[0]
 
 
-def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple[MemoryItem, Any]],
+def review_many(coord: MemoryCoordinator, part: Partition, reviews: list[tuple[MemoryItem, Any]],
                 now: float) -> list[MemoryItem]:
     """Several reviews at ``now``, written in one transaction. Each review reads only its
     own memory and the session context, which reviews do not change, so the result is
@@ -423,7 +429,7 @@ def review_many(coord: "MemoryCoordinator", part: Partition, reviews: list[tuple
     return out
 
 
-def record_outcome(coord: "MemoryCoordinator", part: Partition, item: MemoryItem, success: bool, now: float) -> MemoryItem:
+def record_outcome(coord: MemoryCoordinator, part: Partition, item: MemoryItem, success: bool, now: float) -> MemoryItem:
     """Procedural memory: successful use strengthens a skill, failure weakens it."""
     st = dict(item.state)
     out = dict(st.get(dyn.OUTCOMES, {"ok": 0, "fail": 0}))

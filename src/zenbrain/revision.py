@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 LOCK_MIN = 0.3  # lock score from which the StabilityProtector gates revisions
 
 
-def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_content: str, *, correction: bool = False) -> dict[str, Any]:
+def revise(coord: MemoryCoordinator, scope: Scope, item: MemoryItem, new_content: str, *, correction: bool = False) -> dict[str, Any]:
     """Apply new information about a memory. Returns {"mode", "memory", "new_memory", "plan"}."""
     part = coord._part(scope)
     now = coord.clock.now()
@@ -68,9 +68,8 @@ def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_conte
         new_memory = coord.store(new_content, scope, kind=item.kind, layer=item.layer,
                                  metadata={"revises": item.id, "reconsolidation": plan.mode})
     if coord._on("metacognitive_monitor"):
-        from .pma import metacognition
-
         from . import monitor_log
+        from .pma import metacognition
 
         mp = coord.config.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
         surprise = metacognition.surprise_event(at=now, pe=float(plan.pe_eff), params=mp)
@@ -80,7 +79,7 @@ def revise(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem, new_conte
     return {"mode": plan.mode, "memory": item, "new_memory": new_memory, "plan": detail}
 
 
-def rollback(coord: "MemoryCoordinator", scope: Scope, item: MemoryItem) -> MemoryItem:
+def rollback(coord: MemoryCoordinator, scope: Scope, item: MemoryItem) -> MemoryItem:
     """Restore the content a memory had before its last revision."""
     events = coord.storage.history(coord._part(scope), item.id)
     for ev in reversed(events):

@@ -13,7 +13,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from bench_data import lme_data, locomo_data  # noqa: E402
+from bench_data import lme_data, locomo_data
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from bench_data import REAL_LOCOMO, REAL_LONGMEMEVAL, lme_data, locomo_data
@@ -14,11 +14,15 @@ from zenbrain.bench.locomo import (
     prefix_conversation,
     resolve_data_dir,
 )
-from zenbrain.bench.longmemeval import load_longmemeval, parse_longmemeval, parse_longmemeval_date
+from zenbrain.bench.longmemeval import (
+    load_longmemeval,
+    parse_longmemeval,
+    parse_longmemeval_date,
+)
 
 
 def _ts(*args: int) -> float:
-    return datetime(*args, tzinfo=timezone.utc).timestamp()
+    return datetime(*args, tzinfo=UTC).timestamp()
 
 
 # --------------------------------------------------------------------------- LoCoMo

@@ -15,11 +15,11 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-import core_helpers  # noqa: E402
-from core_helpers import DIM, T0, CountingEmbedder, open_mem  # noqa: E402
+import core_helpers
+from core_helpers import DIM, T0, CountingEmbedder, open_mem
 
-from zenbrain import Scope, SimulatedClock  # noqa: E402
-from zenbrain.providers.hashing import HashingEmbedder  # noqa: E402
+from zenbrain import Scope, SimulatedClock
+from zenbrain.providers.hashing import HashingEmbedder
 
 
 @pytest.fixture

@@ -6,18 +6,18 @@ import hashlib
 import os
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
 from zenbrain.providers.hashing import HashingEmbedder
 
 DIM = 64
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp()
+T0 = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
 
 
 def ts(*parts: int) -> float:
-    return datetime(*parts, tzinfo=timezone.utc).timestamp()
+    return datetime(*parts, tzinfo=UTC).timestamp()
 
 
 class CountingEmbedder:

@@ -56,4 +56,4 @@ def test_forget_leaves_no_quoted_text_in_other_records(debated, db_path):
 
 def test_a_debated_memory_history_starts_with_its_creation(debated):
     mem, _, new = debated
-    assert [e.action for e in mem.history(new.id, S)][0] == "created"
+    assert next(e.action for e in mem.history(new.id, S)) == "created"

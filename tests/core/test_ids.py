@@ -3,12 +3,11 @@
 import threading
 
 import pytest
+from core_helpers import open_mem
 
 from zenbrain import Scope
 from zenbrain.errors import ValidationError
 from zenbrain.ids import new_id, seeded_ids
-
-from core_helpers import open_mem
 
 
 def _stored_ids(tmp_path, name: str) -> list[str]:
@@ -67,6 +66,5 @@ def test_a_seeded_block_does_not_reach_other_threads():
 
 @pytest.mark.parametrize("bad", [1.5, "7", True, None])
 def test_seed_must_be_an_integer(bad):
-    with pytest.raises(ValidationError):
-        with seeded_ids(bad):
-            pass
+    with pytest.raises(ValidationError), seeded_ids(bad):
+        pass

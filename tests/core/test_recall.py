@@ -9,7 +9,14 @@ from core_helpers import DIM, T0, TableEmbedder, table_rows, ts
 
 from zenbrain import Layer, Scope
 from zenbrain.config import Config
-from zenbrain.retrieval.query import FACTUAL, GENERAL, IDENTITY, PROCEDURAL, TEMPORAL, classify
+from zenbrain.retrieval.query import (
+    FACTUAL,
+    GENERAL,
+    IDENTITY,
+    PROCEDURAL,
+    TEMPORAL,
+    classify,
+)
 
 S = Scope("alice", "a1")
 

@@ -127,13 +127,13 @@ def test_pair_index_is_every_pair_row_by_row():
 
 
 def test_fsrs_datetime_is_fromtimestamp():
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     from zenbrain.mechanisms import fsrs_schedule
 
     for t in (0.0, 1.7e9, 1703888000.123456, 1706785655.2958918):
-        assert fsrs_schedule._dt(t) == datetime.fromtimestamp(t, tz=timezone.utc)
-        assert fsrs_schedule._dt(t).timestamp() == datetime.fromtimestamp(t, tz=timezone.utc).timestamp()
+        assert fsrs_schedule._dt(t) == datetime.fromtimestamp(t, tz=UTC)
+        assert fsrs_schedule._dt(t).timestamp() == datetime.fromtimestamp(t, tz=UTC).timestamp()
 
 
 def _reference_retrievability(items, now, mechanisms, ebb, copies):

@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 from core_helpers import DIM, T0, open_mem
 
-from zenbrain import Scope, SimulatedClock
+from zenbrain import Scope, SimulatedClock, monitor_log
 from zenbrain import dynamics as dyn
-from zenbrain import monitor_log
 from zenbrain.pma import metacognition
 from zenbrain.providers.hashing import HashingEmbedder
 

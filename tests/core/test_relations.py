@@ -4,7 +4,15 @@ Bayesian propagation at sleep."""
 import pytest
 from core_helpers import open_mem
 
-from zenbrain import Config, Kind, Layer, Mechanisms, NotFoundError, Scope, ValidationError
+from zenbrain import (
+    Config,
+    Kind,
+    Layer,
+    Mechanisms,
+    NotFoundError,
+    Scope,
+    ValidationError,
+)
 from zenbrain.relations import RESERVED
 
 

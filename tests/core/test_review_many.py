@@ -8,7 +8,6 @@ from core_helpers import DIM, T0, open_mem
 from zenbrain import NotFoundError, Scope, SimulatedClock, ValidationError
 from zenbrain.providers.hashing import HashingEmbedder
 
-
 SCOPE = Scope("alice")
 FACTS = [f"Fact number {i} about the {w} project" for i, w in enumerate(["red", "blue", "green", "amber", "violet"])]
 GRADES = ["good", "again", "easy", 2, "hard"]

@@ -31,9 +31,7 @@ def visible(reader: Scope, item, links=frozenset()) -> bool:
         r in (reader.context, "*") and s in (item.context, "*") for r, s in links
     ):
         return False
-    if item.layer in EPHEMERAL and item.session_id != reader.session_id:
-        return False
-    return True
+    return not (item.layer in EPHEMERAL and item.session_id != reader.session_id)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 
 import core_helpers
-import pytest
 from core_helpers import open_mem
 
 from zenbrain import Scope

@@ -230,7 +230,7 @@ def test_a_bad_record_in_a_batch_writes_nothing_of_the_batch(seeded):
         "not a dict",
         None,
     ):
-        _refused(mem, lambda: mem.store_many([*good[:3], bad, *good[3:]], S), ValidationError)
+        _refused(mem, lambda bad=bad: mem.store_many([*good[:3], bad, *good[3:]], S), ValidationError)
     _refused(mem, lambda: mem.store_many("a string is not a batch", S), ValidationError)
     _refused(mem, lambda: mem.store_many(iter(good), S), ValidationError)
     assert mem.store_many([], S) == []
@@ -246,13 +246,13 @@ def test_session_layers_need_a_session(seeded):
 def test_bad_ids_and_arguments_elsewhere(seeded):
     mem, items = seeded
     for bad_id in ("", 5, None, ["x"]):
-        _refused(mem, lambda: mem.get(bad_id, SS), ValidationError)
-        _refused(mem, lambda: mem.forget(bad_id, SS), ValidationError)
-        _refused(mem, lambda: mem.history(bad_id, SS), ValidationError)
+        _refused(mem, lambda bad_id=bad_id: mem.get(bad_id, SS), ValidationError)
+        _refused(mem, lambda bad_id=bad_id: mem.forget(bad_id, SS), ValidationError)
+        _refused(mem, lambda bad_id=bad_id: mem.history(bad_id, SS), ValidationError)
     for missing in ("no-such-id", items[0].id + "x"):
-        _refused(mem, lambda: mem.get(missing, SS), NotFoundError)
-        _refused(mem, lambda: mem.forget(missing, SS), NotFoundError)
-        _refused(mem, lambda: mem.update(missing, SS, importance=0.2), NotFoundError)
+        _refused(mem, lambda missing=missing: mem.get(missing, SS), NotFoundError)
+        _refused(mem, lambda missing=missing: mem.forget(missing, SS), NotFoundError)
+        _refused(mem, lambda missing=missing: mem.update(missing, SS, importance=0.2), NotFoundError)
     _refused(mem, lambda: mem.update(items[0].id, SS, content=""), ValidationError)
     _refused(mem, lambda: mem.update(items[0].id, SS, layer="nowhere"), UnknownLayerError)
     _refused(mem, lambda: mem.review(items[0].id, SS, "superb"), ValidationError)
@@ -262,7 +262,7 @@ def test_bad_ids_and_arguments_elsewhere(seeded):
 
 
 def test_update_into_a_session_layer_needs_a_session(seeded):
-    mem, items = seeded
+    mem, _items = seeded
     fact = mem.store("Rome is the capital of Italy", S)
     _refused(mem, lambda: mem.update(fact.id, S, layer="working"), ValidationError)
 

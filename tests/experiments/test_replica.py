@@ -11,7 +11,12 @@ import pytest
 
 from zenbrain.experiments import published as pub
 from zenbrain.experiments.replica import LABEL, SEEDS, run_replica
-from zenbrain.experiments.replica.report import KNOWN_DISCREPANCIES, comparison_rows, format_report, printed_match
+from zenbrain.experiments.replica.report import (
+    KNOWN_DISCREPANCIES,
+    comparison_rows,
+    format_report,
+    printed_match,
+)
 
 TOL = 1e-9
 

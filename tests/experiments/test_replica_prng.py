@@ -8,7 +8,6 @@ import pytest
 
 from zenbrain.experiments.replica.prng import Mulberry32, Stream, mulberry32_block
 
-
 # --- an independent implementation: JavaScript's signed int32 semantics, spelled out ----
 
 

@@ -105,7 +105,7 @@ def test_llm_judge_accepts_the_new_fact_over_http(open_coord, server, chat):
 
 def test_without_a_chat_model_the_same_conflict_is_arbitrated_the_other_way(open_coord, server):
     coord, clock = open_coord(label="no_chat")
-    old, new = _store_conflict(coord, clock)
+    _old, new = _store_conflict(coord, clock)
     (debate,) = coord.last_store_report["debates"]
     assert debate["method"] == "arbitration" and debate["verdict"] == "keep_old"
     assert coord.get(new.id, SCOPE).conf_beta == 2.0
@@ -116,7 +116,7 @@ def test_llm_judge_asks_for_a_second_round_then_keeps_the_old_facts(open_coord, 
     server.reply = scripted(["VERDICT: undecided\nREASON: need more", "VERDICT: keep_old\nREASON: two witnesses"])
     coord, clock = open_coord(label="llm2")
     coord.chat = chat
-    old, new = _store_conflict(coord, clock)
+    _old, new = _store_conflict(coord, clock)
     calls = server.requests_to("/v1/chat/completions")
     assert len(calls) == 6
     assert "round 2 of 3" in calls[3].body["messages"][1]["content"]
@@ -133,7 +133,7 @@ def test_failing_chat_server_falls_back_to_arbitration(open_coord, server, chat)
     server.fail_next(1, status=500)
     coord, clock = open_coord(label="llm_fail")
     coord.chat = chat
-    old, new = _store_conflict(coord, clock)
+    _old, new = _store_conflict(coord, clock)
     assert len(server.requests_to("/v1/chat/completions")) == 1
 
     (debate,) = coord.last_store_report["debates"]
@@ -161,7 +161,7 @@ def test_imad_debate_off_sends_nothing_to_the_chat_model(open_coord, server, cha
     server.reply = scripted(["VERDICT: accept_new\nREASON: unused"])
     coord, clock = open_coord(Config().without("imad_debate"), label="imad_off")
     coord.chat = chat
-    old, new = _store_conflict(coord, clock)
+    _old, new = _store_conflict(coord, clock)
     assert server.requests == []
     assert coord.last_store_report["debates"] == []
     assert coord.get(new.id, SCOPE).confidence == 0.5

@@ -10,6 +10,7 @@ off in both runs so that the difference is attributable.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -434,8 +435,8 @@ def test_two_factor_hebbian_co_recall_edges_strengthen_and_boost_a_ranking(open_
     weights = [edges[0].weight for edges in on["trace"]]
     variances = [edges[0].variance for edges in on["trace"]]
     assert [edges[0].activations for edges in on["trace"]] == list(range(1, 9))
-    assert all(b > a for a, b in zip(weights, weights[1:]))
-    assert all(b < a for a, b in zip(variances, variances[1:]))
+    assert all(b > a for a, b in itertools.pairwise(weights))
+    assert all(b < a for a, b in itertools.pairwise(variances))
     assert weights[0] > two_factor.DEFAULTS.initial_weight
 
     edge = on["trace"][-1][0]
@@ -480,7 +481,7 @@ def test_stability_protector_slows_the_learning_of_maturing_co_recall_edges(open
 
 
 def test_store_time_edges_stay_inside_the_context(open_coord):
-    coord, clock = open_coord(Config(), "contexts")
+    coord, _clock = open_coord(Config(), "contexts")
     part = (SCOPE.user_id, SCOPE.agent_id)
     personal = coord.store("Alice Smith leads the platform team at Acme", Scope("u1", context="personal"))
     work = coord.store("Alice Smith leads the platform team meetings", Scope("u1", context="work"))
@@ -638,7 +639,7 @@ def test_bayesian_confidence_near_duplicate_fact_supports_and_raises_confidence(
 
 
 def test_bayesian_confidence_off_leaves_confidence_alone_on_a_confirming_revision(open_coord):
-    coord, clock = open_coord(Config().without("bayesian_confidence"), "off")
+    coord, _clock = open_coord(Config().without("bayesian_confidence"), "off")
     m = coord.store(BOILS, SCOPE)
     out = coord.revise(m.id, SCOPE, BOILS)  # the same content again: PE 0, 'confirmed'
     assert out["mode"] == "confirmed"
@@ -935,7 +936,7 @@ def test_global_workspace_hysteresis_keeps_the_last_winner_within_its_margin(ope
     assert sem["won"] and not ep["won"]
     assert "## Known facts" in text and "## Past events" not in text
 
-    coord, clock = open_coord(config.without("global_workspace"), "off")
+    coord, _clock = open_coord(config.without("global_workspace"), "off")
     coord.store(CORE_FACT, SCOPE)
     coord.store_many(LISBON, SCOPE)
     assert coord.assemble_context("museum in Lisbon", SCOPE)["modules"] == []

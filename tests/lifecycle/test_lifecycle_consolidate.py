@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 
 from zenbrain.lifecycle import run_consolidate
-from zenbrain.lifecycle_common import ARCHIVED_BY, CONSOLIDATED_INTO, EVIDENCE_OF, LifecycleLimits
+from zenbrain.lifecycle_common import (
+    ARCHIVED_BY,
+    CONSOLIDATED_INTO,
+    EVIDENCE_OF,
+    LifecycleLimits,
+)
 from zenbrain.model import Kind, Layer
 
 RUNS = [

@@ -100,7 +100,7 @@ def test_ebbinghaus_stability_keeps_a_learned_memory(world):
         rep = w.mem.decay(w.scope)
         return learned.id in rep.stages["archive"]["ids"], fresh.id in rep.stages["archive"]["ids"], rep
 
-    learned_gone, fresh_gone, rep = run()
+    learned_gone, fresh_gone, _rep = run()
     assert not learned_gone and fresh_gone  # exp(-40/30) = 0.26 keeps it in the review band
     learned_gone_off, fresh_gone_off, _ = run("ebbinghaus_decay")
     assert learned_gone_off and fresh_gone_off  # the TripleCopy medium copy alone has faded

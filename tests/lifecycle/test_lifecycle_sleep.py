@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -149,7 +150,7 @@ def test_replayed_memories_consolidate_into_the_deep_copy(world):
     assert ids["win"] not in later.stages["archive"]["ids"]
     assert ids["dull"] in later.stages["archive"]["ids"]
 
-    w_off, ids_off, rep_off, later_off = run("triple_copy")
+    _w_off, ids_off, rep_off, later_off = run("triple_copy")
     assert rep_off.stages["triple_copy"] == OFF
     assert ids_off["win"] in later_off.stages["archive"]["ids"]
 
@@ -208,7 +209,7 @@ def _belief_scene(w):
 
 def test_bayesian_propagation_lowers_a_contradicted_fact(world):
     w = world()
-    claim, source, _ = _belief_scene(w)
+    claim, _source, _ = _belief_scene(w)
     rep = _sleep_detailed(w)
     stage = rep.stages["bayesian_confidence"]
     entry = stage["changed"][claim.id]
@@ -232,7 +233,7 @@ def test_bayesian_propagation_lowers_a_contradicted_fact(world):
 
 def test_bayesian_adds_new_observations_to_the_local_evidence(world):
     w = world()
-    claim, _, backer = _belief_scene(w)
+    claim, _, _backer = _belief_scene(w)
     w.mem.sleep(w.scope)
     low = w.get(claim.id).confidence
     item = w.get(claim.id)
@@ -255,7 +256,7 @@ def _spectral_scene(w):
     blue = [w.store(t, kind="fact") for t in BLUE]
     w.clear_edges()
     now = w.clock.now()
-    chain = lambda g: [Edge(x.id, y.id, "related", 1.0, 1.0, 0, now) for x, y in zip(g, g[1:])]  # noqa: E731
+    chain = lambda g: [Edge(x.id, y.id, "related", 1.0, 1.0, 0, now) for x, y in itertools.pairwise(g)]
     w.put_edges(chain(red) + chain(blue))
     return red, blue
 

@@ -4,6 +4,7 @@ across stages, and lambda_2 rescaled instead of recomputed while the graph barel
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -166,7 +167,7 @@ def _chain_scene(w):
     red = [w.store(t, kind="fact") for t in RED]
     w.clear_edges()
     now = w.clock.now()
-    w.put_edges([Edge(x.id, y.id, "related", wt, 1.0, 0, now) for (x, y), wt in zip(zip(red, red[1:]), (1.0, 2.0, 0.5))])
+    w.put_edges([Edge(x.id, y.id, "related", wt, 1.0, 0, now) for (x, y), wt in zip(itertools.pairwise(red), (1.0, 2.0, 0.5))])
     return red
 
 

@@ -312,7 +312,7 @@ def test_posteriors_are_calibrated_and_propagation_adds_signal():
 
 
 def test_a_graph_without_signal_adds_nothing():
-    truth, pos, neg, i, j, rel = _synthetic_fact_graph(12, p_sup_both_true=0.5, p_sup_otherwise=0.5)
+    _truth, pos, neg, i, j, rel = _synthetic_fact_graph(12, p_sup_both_true=0.5, p_sup_otherwise=0.5)
     # The matching couplings are log(0.5/0.5) = 0: propagation must leave every belief alone.
     params = B.BayesianParams(prior_alpha=2.0, prior_beta=2.0, supports_coupling=0.0, contradicts_coupling=0.0)
     res = B.propagate(alpha=2.0 + pos, beta=2.0 + neg, src=i, dst=j, relation=rel, params=params)

@@ -54,7 +54,7 @@ def test_params_validation():
 
 
 def test_fit_recovers_the_planted_shared_subspace(planted, fitted):
-    x, labels, shared, own = planted
+    _x, _labels, shared, own = planted
     state = fitted
     assert state.shared_dim == 4
     assert np.degrees(subspace_angles(state.shared, shared)).max() < 3.0
@@ -78,7 +78,7 @@ def test_nothing_is_shared_with_fewer_than_two_contexts(planted):
 
 
 def test_encode_splits_into_orthogonal_shared_and_specific_parts(planted, fitted):
-    x, labels, shared, own = planted
+    x, _labels, _shared, _own = planted
     state = fitted
     v = x[3]
     sh, sp = C.encode(v, "work", state=state)
@@ -96,7 +96,7 @@ def test_encode_splits_into_orthogonal_shared_and_specific_parts(planted, fitted
 
 
 def test_cross_context_similarity_sees_only_the_shared_part(planted, fitted):
-    x, labels, shared, own = planted
+    _x, _labels, shared, own = planted
     state = fitted
     rng = np.random.default_rng(1)
     core = shared @ rng.normal(size=4)
@@ -137,7 +137,7 @@ def test_allowed_rejects_malformed_policies():
 
 
 def test_cross_context_recall_respects_policy_threshold_and_k(planted, fitted):
-    x, labels, shared, own = planted
+    x, labels, _shared, _own = planted
     state = fitted
     q = x[0]  # a 'work' memory
     p = C.CompositionalParams(top_k=5, min_similarity=0.3)

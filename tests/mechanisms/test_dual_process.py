@@ -78,7 +78,7 @@ def test_oversized_clusters_are_split_even_with_identical_vectors():
     p = D.DualProcessParams(min_cluster_size=2, max_cluster_size=8)
     got = D.cluster_episodes(ids=[str(i) for i in range(30)], vectors=x, params=p)
     assert all(2 <= len(c) <= 8 for c in got.clusters) and got.clusters
-    assert sorted(sum(got.clusters, []) + got.unclustered, key=int) == [str(i) for i in range(30)]
+    assert sorted(list(itertools.chain.from_iterable(got.clusters)) + got.unclustered, key=int) == [str(i) for i in range(30)]
 
 
 def test_cluster_input_validation():

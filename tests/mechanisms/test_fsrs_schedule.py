@@ -3,7 +3,6 @@ import json
 import math
 
 import numpy as np
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -219,15 +218,15 @@ def test_scheduler_has_fuzz_off_and_is_cached():
 
 def _old_state_to_card(cs):
     """state_to_card's conversions before its fast paths for plain ints and floats."""
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     from fsrs import Card, State
 
     last, stab, diff = cs.get("last_review"), cs.get("stability"), cs.get("difficulty")
     return Card(card_id=0, state=State(int(cs["state"])), step=None if cs.get("step") is None else int(cs["step"]),
                 stability=None if stab is None else float(stab), difficulty=None if diff is None else float(diff),
-                due=datetime.fromtimestamp(float(cs["due"]), tz=timezone.utc),
-                last_review=None if last is None else datetime.fromtimestamp(float(last), tz=timezone.utc))
+                due=datetime.fromtimestamp(float(cs["due"]), tz=UTC),
+                last_review=None if last is None else datetime.fromtimestamp(float(last), tz=UTC))
 
 
 @pytest.mark.parametrize("card_state", [

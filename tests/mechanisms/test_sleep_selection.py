@@ -181,7 +181,7 @@ def test_no_counterfactual_without_a_successful_similar_neighbour():
 @st.composite
 def episodes(draw):
     n = draw(st.integers(1, 12))
-    floats = lambda lo, hi: st.lists(st.floats(lo, hi), min_size=n, max_size=n)  # noqa: E731
+    floats = lambda lo, hi: st.lists(st.floats(lo, hi), min_size=n, max_size=n)
     ids = [f"m{i}" for i in range(n)]
     pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=20, unique=True))
     edges = [(ids[a], ids[b], "r") for a, b in pairs]

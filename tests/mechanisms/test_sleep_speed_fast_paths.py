@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from zenbrain.errors import ValidationError
 from zenbrain.mechanisms import sleep_selection as SS
 from zenbrain.mechanisms import spectral as S
 
@@ -109,5 +110,5 @@ def test_end_counts_and_given_edge_ends_match_the_general_path(seed):
     assert a.tags == b.tags and a.strengths == b.strengths and a.edge_weights == b.edge_weights
     assert a.new_edges == b.new_edges and list(a.pruned_edges) == list(b.pruned_edges)
     assert a.summary() == b.summary()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         plan(edge_ends=(src[:-1], dst))

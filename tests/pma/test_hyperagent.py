@@ -88,7 +88,7 @@ def test_calibration_moves_review_intervals_by_direction():
 
 def test_recency_and_confirmation_bias():
     sig = _sig(recency_bias=0.4, n_retrievals=30, confirmation_bias=0.5, n_evidence=40)
-    st1, ch = step(initial_state(), signals=sig, now=T0)
+    _st1, ch = step(initial_state(), signals=sig, now=T0)
     got = {c.name: c.new for c in ch}
     assert got["recency_window_days"] == pytest.approx(7 * 1.25)
     assert got["contradiction_weight"] == pytest.approx(1.1)

@@ -92,7 +92,7 @@ def test_calibration_by_hand():
     sig = signals(s, now=T0 + 20)
     assert sig.ece == pytest.approx(0.4) and sig.overconfidence == pytest.approx(0.4)
     assert "calibration" in sig.alert_kinds()
-    assert "overconfident" in [a for a in sig.alerts if a.kind == "calibration"][0].message
+    assert "overconfident" in next(a for a in sig.alerts if a.kind == "calibration").message
 
 
 def test_novelty_window_linear_decay():

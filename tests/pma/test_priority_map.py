@@ -112,7 +112,7 @@ def test_bounded_monotone_and_floor(s, v, r, g, levels, bump):
     assert 0.0 <= p <= 1.0
     if abs(v) > 0.6:
         assert p >= 0.5
-    up = lambda x: min(1.0, x + bump)  # noqa: E731
+    up = lambda x: min(1.0, x + bump)
     assert priority(saliency=up(s), valence=v, reward=r, goal=g, levels=levels) >= p - 1e-12
     assert priority(saliency=s, valence=v, reward=up(r), goal=g, levels=levels) >= p - 1e-12
     assert priority(saliency=s, valence=v, reward=r, goal=up(g), levels=levels) >= p - 1e-12

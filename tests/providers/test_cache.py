@@ -129,7 +129,7 @@ def _worker(path: str, texts: list[str], barrier, out_queue) -> None:
 
 def test_two_processes_share_one_cache_file(tmp_path):
     path = str(tmp_path / "shared.db")
-    texts_a = [f"text number {i}" for i in range(0, 120)]
+    texts_a = [f"text number {i}" for i in range(120)]
     texts_b = [f"text number {i}" for i in range(60, 180)]
     # fork is fast; spawn (the only choice elsewhere) re-imports numpy and zenbrain per child.
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")

@@ -7,7 +7,12 @@ import pytest
 from zenbrain.errors import ConfigError
 from zenbrain.providers.anthropic import AnthropicChat
 from zenbrain.providers.cache import CachedEmbedder
-from zenbrain.providers.factory import DEFAULT_EMBEDDER, make_chat, make_embedder, parse_spec
+from zenbrain.providers.factory import (
+    DEFAULT_EMBEDDER,
+    make_chat,
+    make_embedder,
+    parse_spec,
+)
 from zenbrain.providers.hashing import HashingEmbedder
 from zenbrain.providers.minilm import MiniLMEmbedder
 from zenbrain.providers.onnx import OnnxMiniLMEmbedder

@@ -11,7 +11,11 @@ from zenbrain.errors import ProviderError, ZenBrainError
 from zenbrain.providers.anthropic import AnthropicChat, to_anthropic_messages
 from zenbrain.providers.base import ChatModel, Embedder
 from zenbrain.providers.hashing import HashingEmbedder
-from zenbrain.providers.openai_compat import OpenAICompatChat, OpenAICompatEmbedder, TokenUsage
+from zenbrain.providers.openai_compat import (
+    OpenAICompatChat,
+    OpenAICompatEmbedder,
+    TokenUsage,
+)
 from zenbrain.providers.testing import FakeProviderServer, FunctionChat
 
 from .conftest import unit_rows

@@ -21,7 +21,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from storage_helpers import DIM, MODEL  # noqa: E402
+from storage_helpers import DIM, MODEL
 
 
 class SQLiteBackend:

@@ -114,9 +114,7 @@ def matches(item: MemoryItem, flt: Filter) -> bool:
         return False
     if flt.event_before is not None and t > flt.event_before:
         return False
-    if flt.ids is not None and item.id not in flt.ids:
-        return False
-    return True
+    return not (flt.ids is not None and item.id not in flt.ids)
 
 
 def random_filter(rng: np.random.Generator, ids: Sequence[str]) -> Filter:

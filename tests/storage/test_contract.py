@@ -13,7 +13,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from storage_helpers import DIM, MODEL, P1, P2, T0, brute_top, chash, make_item, matches, put, random_filter, random_world, unit_rows
+from storage_helpers import (
+    DIM,
+    MODEL,
+    P1,
+    P2,
+    T0,
+    brute_top,
+    chash,
+    make_item,
+    matches,
+    put,
+    random_filter,
+    random_world,
+    unit_rows,
+)
 
 from zenbrain.errors import ConfigError, StorageError, ZenBrainError
 from zenbrain.model import Edge, HistoryEvent, Kind, Layer
@@ -53,16 +67,15 @@ def test_an_exception_inside_a_transaction_leaves_nothing(store):
     qv = store.vectors(P1, [kept.id])[0]
     assert store.vector_search(P1, qv, 5)[0][0] == kept.id  # index loaded before the failed write
     new = make_item(P1, "never committed", id="new")
-    with pytest.raises(Boom):
-        with store.transaction() as tx:
-            tx.put_embeddings(MODEL, [new.content_hash], unit_rows(np.random.default_rng(1), 1))
-            tx.put_memory(new)
-            tx.update_columns(P1, [kept.id], layer=["episodic"], archived=[True])
-            tx.put_edges(P1, [Edge(kept.id, new.id, "related")])
-            tx.log(P1, HistoryEvent(kept.id, T0, "touched", {"x": 1}))
-            tx.kv_put(P1, "k", {"v": 1})
-            tx.delete_memory(P1, kept.id)
-            raise Boom()
+    with pytest.raises(Boom), store.transaction() as tx:
+        tx.put_embeddings(MODEL, [new.content_hash], unit_rows(np.random.default_rng(1), 1))
+        tx.put_memory(new)
+        tx.update_columns(P1, [kept.id], layer=["episodic"], archived=[True])
+        tx.put_edges(P1, [Edge(kept.id, new.id, "related")])
+        tx.log(P1, HistoryEvent(kept.id, T0, "touched", {"x": 1}))
+        tx.kv_put(P1, "k", {"v": 1})
+        tx.delete_memory(P1, kept.id)
+        raise Boom()
     assert store.get(P1, [new.id]) == []
     assert store.get(P1, [kept.id])[0] == kept  # neither changed nor deleted
     assert store.all_ids(P1) == [kept.id]
@@ -88,13 +101,12 @@ def test_a_transaction_commits_everything_together(store, other_handle):
 
 def test_a_nested_transaction_joins_the_outer_one(store):
     a, b = make_item(P1, "outer write"), make_item(P1, "inner write")
-    with pytest.raises(RuntimeError):
-        with store.transaction() as tx:
-            tx.put_memory(a)
-            with store.transaction() as inner:
-                assert inner is tx
-                inner.put_memory(b)
-            raise RuntimeError("abort the outer transaction")
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.put_memory(a)
+        with store.transaction() as inner:
+            assert inner is tx
+            inner.put_memory(b)
+        raise RuntimeError("abort the outer transaction")
     assert store.get(P1, [a.id, b.id]) == []  # the inner write rolled back with the outer one
     with store.transaction() as tx:
         tx.put_memory(a)
@@ -154,7 +166,7 @@ def test_put_and_get_round_trip_every_field(store):
 def test_ids_are_unique(store):
     item = make_item(P1, "only once")
     put(store, [item])
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - each backend raises its own integrity error
         put(store, [make_item(P1, "different text", id=item.id)])
     assert store.get(P1, [item.id]) == [item]
 
@@ -190,7 +202,7 @@ def test_query_orders_and_limits(store, world):
     expect = [i for i in items if i.user_id == "alice" and matches(i, flt)]
     for order_by in ("created_at", "event_time", "last_access", "updated_at", "strength"):
 
-        def key(i):
+        def key(i, order_by=order_by):
             if order_by == "event_time":
                 return i.event_time if i.event_time is not None else i.created_at
             return getattr(i, order_by)
@@ -481,9 +493,8 @@ def test_update_columns_is_vectorised_and_typed(store):
     assert [got[f"c{i}"].access_count for i in range(3)] == [4, 5, 6]
     assert [got[f"c{i}"].archived for i in range(3)] == [False, True, True]
     for bad in ({"content": ["x"]}, {"id": ["y"]}, {"user_id": ["z"]}, {"nonexistent": [1]}):
-        with pytest.raises(StorageError):
-            with store.transaction() as tx:
-                tx.update_columns(P1, ["c0"], **bad)
+        with pytest.raises(StorageError), store.transaction() as tx:
+            tx.update_columns(P1, ["c0"], **bad)
     assert store.get(P1, ["c0"])[0].content == "col 0"
 
 
@@ -654,10 +665,8 @@ def test_a_busy_store_gives_up_with_a_storage_error(backend, tmp_path):
         pytest.skip("backend cannot simulate a competing writer")
     s = backend.create(tmp_path, timeout=0.2)
     try:
-        with backend.hold_write_lock(s.contract_location):
-            with pytest.raises(StorageError):
-                with s.transaction() as tx:
-                    tx.put_memory(make_item(P1, "blocked"))
+        with backend.hold_write_lock(s.contract_location), pytest.raises(StorageError), s.transaction() as tx:
+            tx.put_memory(make_item(P1, "blocked"))
         put(s, [make_item(P1, "after the lock", id="ok")])
         assert [i.id for i in s.query(P1)] == ["ok"]
     finally:
@@ -738,7 +747,7 @@ for b in range(100000):
 
 
 def _run_child(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
 
 
 def _index_agrees_with_database(s, part=P1):
@@ -827,4 +836,4 @@ def test_lexical_search_beyond_the_ranked_head_matches_a_full_ranking(store):
         expect = [(i, s) for i, s in full if i in allowed][:k]
         got = store.lexical_search(P1, "river harbor", k, flt)
         assert [s for _, s in got] == pytest.approx([s for _, s in expect])
-        assert set(i for i, _ in got) == set(i for i, _ in expect) or len({s for _, s in expect}) < len(expect)
+        assert {i for i, _ in got} == {i for i, _ in expect} or len({s for _, s in expect}) < len(expect)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from zenbrain.storage.sqlite import _Unsure, _as_int, _as_real, _as_text, _reads_back
+from zenbrain.storage.sqlite import _as_int, _as_real, _as_text, _reads_back, _Unsure
 
 SAMPLES = {
     _as_real: [0.5, -0.0, 0.0, float("nan"), float("inf"), -float("inf"), 1e308, 1e308, -1e-300, 3.0],

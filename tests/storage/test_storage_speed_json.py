@@ -14,7 +14,7 @@ import pytest
 from zenbrain.storage import json_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from storage_helpers import P1, make_item, put  # noqa: E402
+from storage_helpers import P1, make_item, put
 
 
 def same(a, b) -> bool:

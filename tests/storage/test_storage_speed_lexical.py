@@ -12,7 +12,7 @@ from zenbrain.storage.base import Filter
 from zenbrain.storage.sqlite import SQLiteStore, fts_query
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from storage_helpers import DIM, MODEL, P1, P2, make_item, put  # noqa: E402
+from storage_helpers import DIM, MODEL, P1, P2, make_item, put
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime"]
 

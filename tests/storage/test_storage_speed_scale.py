@@ -3,12 +3,10 @@ sampling a large partition, the recently-used index, and edges among a set of id
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from zenbrain.model import Edge
 from zenbrain.storage import sqlite as sqlite_store
@@ -16,7 +14,7 @@ from zenbrain.storage.migrations import MIGRATIONS
 from zenbrain.storage.sqlite import SQLiteStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from storage_helpers import DIM, MODEL, P1, P2, T0, make_item, put, unit_rows  # noqa: E402
+from storage_helpers import DIM, MODEL, P1, P2, T0, make_item, put, unit_rows
 
 
 def open_store(path) -> SQLiteStore:
@@ -223,6 +221,6 @@ def test_edges_touching_ids_are_each_edge_once_where_first_met(tmp_path):
         some = [str(x) for x in rng.choice(ids, n, replace=False)]
         some += some[:3]  # repeated ids count once
         assert s.edges(P1, some) == _edges_by_union_and_first_seen(con, P1, some)
-    by_key = lambda e: (e.dst, e.src, e.relation)  # noqa: E731
+    by_key = lambda e: (e.dst, e.src, e.relation)
     assert sorted(s.edges(P1), key=by_key) == sorted(edges.values(), key=by_key)
     s.close()

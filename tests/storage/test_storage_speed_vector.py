@@ -17,7 +17,7 @@ from zenbrain.storage.sqlite import SQLiteStore
 from zenbrain.storage.vector_index import PartitionIndex, Row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from storage_helpers import DIM, MODEL, P1, make_item, put, unit_rows  # noqa: E402
+from storage_helpers import DIM, MODEL, P1, make_item, put, unit_rows
 
 LAYERS = (Layer.SEMANTIC, Layer.EPISODIC, Layer.WORKING, Layer.PROCEDURAL)
 

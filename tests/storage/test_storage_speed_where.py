@@ -13,7 +13,7 @@ from zenbrain.storage.base import Filter
 from zenbrain.storage.sqlite import SQLiteStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from storage_helpers import DIM, MODEL, P1, P2, random_filter  # noqa: E402
+from storage_helpers import DIM, MODEL, P1, P2, random_filter
 
 
 def test_cached_filter_sql_equals_a_fresh_build(tmp_path):

@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +133,7 @@ def parse_locomo_datetime(text: Any) -> float | None:
         return None
     h = h % 12 + (12 if ampm.lower() == "p" else 0)
     try:
-        dt = datetime(int(year), month, int(day), h, int(minute), tzinfo=timezone.utc)
+        dt = datetime(int(year), month, int(day), h, int(minute), tzinfo=UTC)
     except ValueError:
         return None
     return dt.timestamp()
@@ -412,7 +412,7 @@ def parse_locomo(
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        raise ValueError("LoCoMo data must be a list of samples")
+        raise ValueError("LoCoMo data must be a list of samples")  # noqa: TRY004 - the loaders raise ValueError for any malformed input
     wanted = set(sample_ids) if sample_ids is not None else None
     out: list[LocomoConversation] = []
     for i, sample in enumerate(data):

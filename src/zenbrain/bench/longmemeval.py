@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .base import Doc
@@ -60,7 +60,7 @@ def parse_longmemeval_date(text: Any) -> float | None:
         return None
     year, month, day, hour, minute = m.groups()
     try:
-        dt = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), tzinfo=timezone.utc)
+        dt = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), tzinfo=UTC)
     except ValueError:
         return None
     return dt.timestamp()
@@ -203,7 +203,7 @@ def parse_longmemeval(
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        raise ValueError("LongMemEval data must be a list of items")
+        raise ValueError("LongMemEval data must be a list of items")  # noqa: TRY004 - the loaders raise ValueError for any malformed input
     types = set(question_types) if question_types is not None else None
     ids = set(question_ids) if question_ids is not None else None
     out: list[LongMemEvalItem] = []

@@ -155,7 +155,7 @@ def markdown_report(results: dict[str, Any], *, title: str | None = None, plot_f
         f"Cut-offs k = {', '.join(map(str, ks))}; each system returned at most {results['search_k']} ids per question."
     )
     out.append(
-        f"Intervals: {int(round(100 * bs.get('confidence', 0.95)))}% bootstrap ({bs.get('method', 'percentile')}, "
+        f"Intervals: {round(100 * bs.get('confidence', 0.95))}% bootstrap ({bs.get('method', 'percentile')}, "
         f"{bs.get('n_resamples', 2000)} resamples, seed {bs.get('seed', 0)}) over questions, "
         "shown in brackets for the headline metrics."
     )

@@ -32,8 +32,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
-# scipy.stats costs ~2 s to import; it is imported where it is used, not with zenbrain.
+from scipy.special import expit  # scipy.stats (~2 s to import): imported where used
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded

@@ -75,7 +75,7 @@ class CompositionalState:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "CompositionalState":
+    def from_json(cls, data: dict[str, Any]) -> CompositionalState:
         try:
             if data.get("version") != 1:
                 raise ValidationError(f"unsupported compositional state version {data.get('version')!r}")

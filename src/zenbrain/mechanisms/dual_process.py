@@ -337,7 +337,7 @@ def abstract_schema(
             transcript.append({"role": "assistant", "content": str(reply)})
             text = parse_schema_reply(reply, ordered, params=params)
             return Schema(text=text, method="llm", transcript=transcript, **common)
-        except Exception as exc:  # any provider failure falls back; the note keeps the reason
+        except Exception as exc:  # noqa: BLE001 - any provider failure falls back; the note keeps the reason
             note = f"{type(exc).__name__}: {exc}"
     return Schema(
         text=_extractive_text(texts[rep], terms, n),

@@ -174,17 +174,17 @@ def days_until(
 
 
 __all__ = [
-    "EbbinghausParams",
-    "KEEP",
-    "REVIEW",
     "ARCHIVE",
-    "RESTORE",
     "ARCHIVED",
+    "KEEP",
+    "RESTORE",
+    "REVIEW",
     "STATUS_NAMES",
-    "emotional_multiplier",
-    "elapsed_days",
-    "retrievability",
-    "status",
-    "review_stability",
+    "EbbinghausParams",
     "days_until",
+    "elapsed_days",
+    "emotional_multiplier",
+    "retrievability",
+    "review_stability",
+    "status",
 ]

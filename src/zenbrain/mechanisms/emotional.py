@@ -429,11 +429,11 @@ def tag_many(texts: Sequence[str], *, params: EmotionalParams = DEFAULTS) -> dic
 
 
 __all__ = [
-    "EmotionalParams",
-    "EmotionalTag",
     "AFFECT",
     "SIGNIFICANCE",
+    "EmotionalParams",
+    "EmotionalTag",
+    "decay_multiplier",
     "tag",
     "tag_many",
-    "decay_multiplier",
 ]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fsrs import Card, Rating, Scheduler, State
@@ -115,7 +115,7 @@ def _check_time(name: str, value: Any) -> float:
 def _dt(t: float) -> datetime:
     """The UTC datetime of an epoch time (immutable, so shared: the same few review times
     recur across the cards of one recall or one session)."""
-    return datetime.fromtimestamp(t, tz=timezone.utc)
+    return datetime.fromtimestamp(t, tz=UTC)
 
 
 def new_card(*, now: float) -> CardState:
@@ -277,17 +277,17 @@ def grade_from_feedback(feedback: str | int | Rating) -> Rating:
 
 
 __all__ = [
-    "FsrsParams",
     "CardState",
+    "FsrsParams",
     "Rating",
-    "scheduler",
-    "new_card",
-    "state_to_card",
     "card_to_state",
-    "review",
-    "with_due",
-    "retrievability",
-    "is_due",
-    "grade_from_recall",
     "grade_from_feedback",
+    "grade_from_recall",
+    "is_due",
+    "new_card",
+    "retrievability",
+    "review",
+    "scheduler",
+    "state_to_card",
+    "with_due",
 ]

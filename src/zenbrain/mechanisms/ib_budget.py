@@ -146,4 +146,4 @@ def evaluate(
                       cost=np.atleast_1d(c).astype(float), beta=np.atleast_1d(b).astype(float))
 
 
-__all__ = ["IBParams", "IBDecision", "context_beta", "gain", "cost", "evaluate"]
+__all__ = ["IBDecision", "IBParams", "context_beta", "cost", "evaluate", "gain"]

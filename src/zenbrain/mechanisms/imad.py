@@ -92,7 +92,7 @@ class Fact:
     source_reliability: float = 0.5  # prior probability that this source is right
 
     @classmethod
-    def from_item(cls, item: Any, vector: Any = None, *, support: int = 0) -> "Fact":
+    def from_item(cls, item: Any, vector: Any = None, *, support: int = 0) -> Fact:
         """From a ``zenbrain.model.MemoryItem``; reliability from ``metadata['source_reliability']``."""
         rel = item.metadata.get("source_reliability", 0.5) if isinstance(item.metadata, dict) else 0.5
         try:
@@ -132,12 +132,12 @@ _AUX = frozenset(
     may might must to of and or really actually anymore longer any at all that this it its""".split()
 )
 _CONTRACTIONS = (
-    (re.compile(r"\bwon['\u2019]t\b", re.I), "will not"),
-    (re.compile(r"\bcan['\u2019]t\b", re.I), "can not"),
-    (re.compile(r"\bshan['\u2019]t\b", re.I), "shall not"),
-    (re.compile(r"\bain['\u2019]t\b", re.I), "is not"),
-    (re.compile(r"\bcannot\b", re.I), "can not"),
-    (re.compile(r"n['\u2019]t\b", re.I), " not"),
+    (re.compile(r"\bwon['\u2019]t\b", re.IGNORECASE), "will not"),
+    (re.compile(r"\bcan['\u2019]t\b", re.IGNORECASE), "can not"),
+    (re.compile(r"\bshan['\u2019]t\b", re.IGNORECASE), "shall not"),
+    (re.compile(r"\bain['\u2019]t\b", re.IGNORECASE), "is not"),
+    (re.compile(r"\bcannot\b", re.IGNORECASE), "can not"),
+    (re.compile(r"n['\u2019]t\b", re.IGNORECASE), " not"),
 )
 _ANTONYMS = (
     ("like", "dislike"), ("love", "hate"), ("like", "hate"), ("true", "false"), ("correct", "incorrect"),
@@ -170,9 +170,7 @@ def stem(word: str) -> str:
         w = w[:-3] + "y"
     elif len(w) > 5 and w.endswith("ing"):
         w = w[:-3]
-    elif len(w) > 4 and w.endswith("ed"):
-        w = w[:-2]
-    elif len(w) > 3 and w.endswith("es"):
+    elif (len(w) > 4 and w.endswith("ed")) or (len(w) > 3 and w.endswith("es")):
         w = w[:-2]
     elif len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
         w = w[:-1]
@@ -255,11 +253,10 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
                     continue
                 side_a = [k for k in range(i1, i2) if pa.values[k] or (functional and pa.tokens[k] not in _AUX_STEMS)]
                 side_b = [k for k in range(j1, j2) if pb.values[k] or (functional and pb.tokens[k] not in _AUX_STEMS)]
-                if side_a and side_b:
-                    if [pa.tokens[k] for k in side_a] != [pb.tokens[k] for k in side_b]:
-                        va = " ".join(pa.words[k] for k in side_a)
-                        vb = " ".join(pb.words[k] for k in side_b)
-                        cues.append(f"value:{va}->{vb}")
+                if side_a and side_b and [pa.tokens[k] for k in side_a] != [pb.tokens[k] for k in side_b]:
+                    va = " ".join(pa.words[k] for k in side_a)
+                    vb = " ".join(pb.words[k] for k in side_b)
+                    cues.append(f"value:{va}->{vb}")
     return tuple(dict.fromkeys(cues))
 
 
@@ -382,7 +379,7 @@ def _describe(fact: Fact, now: float) -> str:
     )
 
 
-_VERDICT_RE = re.compile(r"verdict\s*[:=]\s*[*_`\"']*\s*(accept[ _-]?new|keep[ _-]?old|merge|undecided)", re.I)
+_VERDICT_RE = re.compile(r"verdict\s*[:=]\s*[*_`\"']*\s*(accept[ _-]?new|keep[ _-]?old|merge|undecided)", re.IGNORECASE)
 
 
 def parse_verdict(reply: str) -> str | None:
@@ -443,12 +440,12 @@ def debate(
                 break
             if verdict != "undecided":
                 winners, losers = _decision(verdict, new, stored)
-                m = re.search(r"reason\s*[:=]\s*(.+)", transcript[-1]["content"], re.I)
+                m = re.search(r"reason\s*[:=]\s*(.+)", transcript[-1]["content"], re.IGNORECASE)
                 rationale = m.group(1).strip() if m else transcript[-1]["content"].strip()[:500]
                 return DebateDecision(verdict, winners, losers, rationale, transcript, "llm")
         else:
             failure = f"no verdict after {int(params.max_rounds)} rounds"
-    except Exception as exc:  # any provider failure falls back to arbitration
+    except Exception as exc:  # noqa: BLE001 - any provider failure falls back to arbitration
         failure = f"{type(exc).__name__}: {exc}"
     decision = arbitrate(new=new, stored=stored, now=now, params=params)
     decision.method = "arbitration_fallback"
@@ -471,11 +468,11 @@ def loser_updates(
 
 
 __all__ = [
+    "VERDICTS",
     "Contradiction",
     "DebateDecision",
     "Fact",
     "IMADParams",
-    "VERDICTS",
     "arbitrate",
     "conflict_cues",
     "debate",

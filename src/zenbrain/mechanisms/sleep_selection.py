@@ -407,14 +407,14 @@ def _generate_counterfactuals(
 
 
 __all__ = [
-    "SleepParams",
-    "SleepPlan",
-    "Counterfactual",
     "LTP",
     "SKIP",
+    "Counterfactual",
+    "SleepParams",
+    "SleepPlan",
     "edge_end_positions",
     "end_counts",
     "novelty",
-    "tag_score",
     "plan_sleep",
+    "tag_score",
 ]

@@ -195,14 +195,14 @@ def from_legacy_weight(weight: Any, *, params: TwoFactorParams = DEFAULTS) -> tu
 
 __all__ = [
     "TwoFactorParams",
-    "new_edge",
-    "importance",
-    "variance_lock",
-    "update",
-    "ewc_penalty",
     "constrain_change",
     "decay",
-    "recall_boost",
-    "max_recall_boost",
+    "ewc_penalty",
     "from_legacy_weight",
+    "importance",
+    "max_recall_boost",
+    "new_edge",
+    "recall_boost",
+    "update",
+    "variance_lock",
 ]

@@ -22,7 +22,6 @@ no adjustment. Everything broadcasts over numpy arrays; vectors are the last axi
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,4 +121,4 @@ def apply(due: Any, last_review: Any, factor: Any, *, params: VmpfcParams = DEFA
     return _out(new, due, last_review, factor)
 
 
-__all__ = ["VmpfcParams", "prediction_error", "rho", "interval_factor", "apply"]
+__all__ = ["VmpfcParams", "apply", "interval_factor", "prediction_error", "rho"]

@@ -120,7 +120,7 @@ class HyperAgentState:
                 "log": [asdict(c) for c in self.log]}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "HyperAgentState":
+    def from_dict(cls, data: Mapping[str, Any]) -> HyperAgentState:
         return cls(values={k: float(v) for k, v in data["values"].items()},
                    last_changed={k: float(v) for k, v in data.get("last_changed", {}).items()},
                    log=tuple(ParamChange(**c) for c in data.get("log", ())))
@@ -206,11 +206,11 @@ def step(
 
 __all__ = [
     "DEFAULT_PARAMS",
+    "LEXICAL_KIND",
+    "SEMANTIC_KIND",
     "TUNABLES",
     "HyperAgentParams",
     "HyperAgentState",
-    "LEXICAL_KIND",
-    "SEMANTIC_KIND",
     "ParamChange",
     "Tunable",
     "initial_state",

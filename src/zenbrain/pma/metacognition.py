@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -110,7 +110,7 @@ class MonitorState:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "MonitorState":
+    def from_dict(cls, data: Mapping[str, Any]) -> MonitorState:
         return cls(
             retrievals=tuple(RetrievalOutcome(**r) for r in data.get("retrievals", ())),
             evidence=tuple(EvidenceDecision(**e) for e in data.get("evidence", ())),

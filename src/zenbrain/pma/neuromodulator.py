@@ -107,7 +107,7 @@ class NeuromodulatorState:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "NeuromodulatorState":
+    def from_dict(cls, data: Mapping[str, Any]) -> NeuromodulatorState:
         tonic = {c: float(data["tonic"][c]) for c in CHANNELS}
         bursts = tuple(Burst(str(c), float(a), float(t)) for c, a, t in data.get("bursts", ()))
         return cls(tonic=tonic, bursts=bursts, updated_at=float(data["updated_at"]))

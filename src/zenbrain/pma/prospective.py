@@ -71,7 +71,7 @@ class Intention:
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Intention":
+    def from_dict(cls, data: Mapping[str, Any]) -> Intention:
         d = dict(data)
         d["cue_keywords"] = tuple(d.get("cue_keywords", ()))
         if d.get("cue_embedding") is not None:

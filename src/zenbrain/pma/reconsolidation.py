@@ -154,7 +154,7 @@ class ReconsolidationPlan:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReconsolidationPlan":
+    def from_dict(cls, data: Mapping[str, Any]) -> ReconsolidationPlan:
         d = dict(data)
         d["edits"] = tuple(TokenEdit(**e) for e in d.get("edits", ()))
         return cls(**d)
@@ -187,7 +187,7 @@ def jaccard_distance(a: str, b: str) -> float:
 
 
 def _is_negation(t: str) -> bool:
-    return t in _NEGATIONS or t.endswith("n't") or t.endswith("n\u2019t")
+    return t in _NEGATIONS or t.endswith(("n't", "n\u2019t"))
 
 
 def _negation_count(tokens: frozenset[str] | list[str]) -> int:

@@ -42,7 +42,6 @@ Every function accepts numpy arrays; :class:`CopyState` is what a memory stores
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,7 +91,7 @@ class CopyState:
                 "deep_target": self.deep_target, "deep_anchor": self.deep_anchor}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "CopyState":
+    def from_dict(cls, data: Mapping[str, Any]) -> CopyState:
         return cls(float(data["s0"]), float(data["anchor"]), float(data["deep_base"]), float(data["deep_target"]),
                    float(data["deep_anchor"]))
 

@@ -86,7 +86,7 @@ class WorkspaceState:
         return {"winners": list(self.winners), "at": self.at}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "WorkspaceState":
+    def from_dict(cls, data: dict[str, Any]) -> WorkspaceState:
         return cls(winners=tuple(data.get("winners", ())), at=data.get("at"))
 
 
@@ -153,7 +153,7 @@ def assemble(
     for b in bids:
         if not math.isfinite(b.salience):
             raise ValidationError(f"salience of {b.module!r} must be finite")
-    budget_chars = int(math.floor(budget_tokens * params.chars_per_token))
+    budget_chars = math.floor(budget_tokens * params.chars_per_token)
     recent = state.at is not None and 0.0 <= now - state.at <= params.hysteresis_ttl_s
     prev = set(state.winners) if recent else set()
 
@@ -180,7 +180,7 @@ def assemble(
 
     # 1. always-included modules inside the reserve
     always = sorted((b for b in bids if b.always), key=lambda b: (-eff(b), b.module))
-    reserve = int(math.floor(params.reserved_fraction * budget_chars)) if always else 0
+    reserve = math.floor(params.reserved_fraction * budget_chars) if always else 0
     for b in always:
         sec = _Section(b)
         sections.append(sec)
@@ -209,7 +209,7 @@ def assemble(
     sections.extend(won_secs)
     for sec in won_secs:
         share = free * (eff(sec.bid) / total if total > 0 else 1.0 / len(won_secs))
-        place(sec, int(math.floor(share)))
+        place(sec, math.floor(share))
     for sec in won_secs:
         place(sec, budget_chars - used_chars)
 

@@ -9,6 +9,7 @@ tests of retrieval logic without loading a neural model.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -35,7 +36,7 @@ class HashingEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             words = _TOKEN.findall(text.lower())
-            feats = list(words) + [f"{a}_{b}" for a, b in zip(words, words[1:])]
+            feats = list(words) + [f"{a}_{b}" for a, b in itertools.pairwise(words)]
             for w in words:
                 padded = f"#{w}#"
                 feats.extend(f"c:{padded[i:i + 3]}" for i in range(len(padded) - 2))

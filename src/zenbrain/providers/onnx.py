@@ -38,7 +38,14 @@ import numpy as np
 
 from ..errors import ProviderError
 from .base import normalize_rows
-from .minilm import INSTALL_HINT, MINILM_DIM, MODEL_NAME, minilm_model_path, quiet_transformers, set_offline_env
+from .minilm import (
+    INSTALL_HINT,
+    MINILM_DIM,
+    MODEL_NAME,
+    minilm_model_path,
+    quiet_transformers,
+    set_offline_env,
+)
 
 EXPORT_RECIPE = "ts-opset17-eager-int8matmul-v1"  # bump when the export or quantization changes
 OPSET = 17

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from .base import Embedder
 from .hashing import HashingEmbedder
@@ -138,7 +138,7 @@ class FakeProviderServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> FakeProviderServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -254,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -287,7 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             status, payload = route(body)
-        except Exception as exc:  # a failing reply callable becomes a 500, like a real server
+        except Exception as exc:  # noqa: BLE001 - a failing reply callable becomes a 500, like a real server
             status, payload = 500, _error(f"{type(exc).__name__}: {exc}")
         self._send(status, payload)
 

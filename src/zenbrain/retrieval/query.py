@@ -12,7 +12,7 @@ import calendar
 import functools
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 TEMPORAL = "temporal"
 PROCEDURAL = "procedural"
@@ -65,7 +65,7 @@ class QueryInfo:
 
 
 def _ts(y: int, m: int, d: int) -> float:
-    return datetime(y, m, d, tzinfo=timezone.utc).timestamp()
+    return datetime(y, m, d, tzinfo=UTC).timestamp()
 
 
 def _month_window(y: int, m: int) -> tuple[float, float]:

@@ -175,7 +175,7 @@ class _Cached:
     """One memory as the cache holds it: field values whose metadata and state are
     templates never handed out, or a state still to be decoded (``state_text``)."""
 
-    __slots__ = ("vals", "meta_plan", "state_plan", "state_text")
+    __slots__ = ("meta_plan", "state_plan", "state_text", "vals")
 
     def __init__(self, vals: list[Any]) -> None:
         self.vals = vals
@@ -210,7 +210,7 @@ def _as_real(v: Any, nullable: bool = False) -> Any:
     t = type(v)
     if t is float:
         # SQLite stores NaN as NULL, and -0.0 (an integral value) reads back as 0.0.
-        if v != v or (v == 0.0 and math.copysign(1.0, v) < 0):
+        if v != v or (v == 0.0 and math.copysign(1.0, v) < 0):  # noqa: PLR0124 - v != v: the NaN test
             raise _Unsure
         return v
     if t is int and -(2**53) <= v <= 2**53:
@@ -266,9 +266,8 @@ def _reads_back(values: list[Any], read_back: Any) -> bool:
         # A finite sum: no NaN, no infinity; no zero: no -0.0. Otherwise value by value.
         if total - total == 0.0 and 0.0 not in values:
             return True
-    elif read_back is _as_text and set(map(type, values)) <= {str}:
-        return True
-    elif read_back is _as_int and set(map(type, values)) <= {int}:
+    elif ((read_back is _as_text and set(map(type, values)) <= {str})
+          or (read_back is _as_int and set(map(type, values)) <= {int})):
         return True
     try:
         return all(read_back(v) is v for v in values)
@@ -383,7 +382,7 @@ def _updatable(columns: Mapping[str, Any]) -> list[str]:
     return list(columns)
 
 
-def _patch_columns(taken: dict[str, "_Cached | None"], names: list[str], cols: list[list[Any]],
+def _patch_columns(taken: dict[str, _Cached | None], names: list[str], cols: list[list[Any]],
                    rows: list[tuple[Any, ...]]) -> None:
     """Cached entries of rows just updated: column ``k`` of ``names`` now reads as
     ``row[k]``, in the order written (the id is ``row[-3]``). A REAL column whose every
@@ -413,7 +412,7 @@ class SQLiteTransaction:
     touches before running and puts back what it knows they now read as) or, by default,
     empties the cache."""
 
-    def __init__(self, store: "SQLiteStore") -> None:
+    def __init__(self, store: SQLiteStore) -> None:
         self._store = store
         self._db = store._db
         self.touched: set[tuple[str, str, str]] = set()
@@ -1266,7 +1265,7 @@ class SQLiteStore:
         if order_by not in {"created_at", "event_time", "last_access", "due_at", "strength", "updated_at"}:
             raise StorageError(f"cannot order by {order_by}")
         where, args = self._where(partition, flt)
-        order = f"COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
+        order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
         tail = f"FROM memories WHERE {where} ORDER BY {order} {'DESC' if descending else 'ASC'}, id"
         if limit is not None:
             tail += " LIMIT ?"

@@ -44,7 +44,7 @@ from zenbrain.registry import PAPER_FIFTEEN, PMA, Mechanisms
 from .harness import DAY, K, eval_queries, open_run, retention_of, review_due
 from .synthetic import SyntheticEmbedder, make_workload
 
-__all__ = ["CONDITIONS", "Condition", "Protocol", "PROTOCOL", "configurations", "run_one", "stability_for"]
+__all__ = ["CONDITIONS", "PROTOCOL", "Condition", "Protocol", "configurations", "run_one", "stability_for"]
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from zenbrain.bench.baselines import DenseSystem
 from zenbrain.bench.base import Doc
+from zenbrain.bench.baselines import DenseSystem
 from zenbrain.registry import ALL_MECHANISMS
 
 from .ablation import PROTOCOL, Condition, simulate

@@ -39,8 +39,8 @@ from zenbrain.storage.sqlite import SQLiteStore
 from .synthetic import SyntheticEmbedder, Workload
 
 __all__ = [
-    "K",
     "T0",
+    "K",
     "Run",
     "eval_queries",
     "limit_threads",
@@ -64,7 +64,7 @@ def limit_threads() -> None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(1)
-    except Exception:  # threadpoolctl missing or no BLAS found: the variables still apply to children
+    except Exception:  # noqa: BLE001, S110 - threadpoolctl missing or no BLAS found: the variables still apply to children
         pass
 
 

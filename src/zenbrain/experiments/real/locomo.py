@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from zenbrain.clock import DAY, SimulatedClock
+from zenbrain.clock import SimulatedClock
 from zenbrain.config import Config
 from zenbrain.coordinator import MemoryCoordinator
 from zenbrain.ids import seeded_ids

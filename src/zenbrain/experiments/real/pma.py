@@ -51,7 +51,14 @@ import numpy as np
 from scipy import stats as sst
 
 from zenbrain.mechanisms import ebbinghaus
-from zenbrain.pma import metacognition, neuromodulator, priority_map, reconsolidation, stability, triple_copy
+from zenbrain.pma import (
+    metacognition,
+    neuromodulator,
+    priority_map,
+    reconsolidation,
+    stability,
+    triple_copy,
+)
 
 __all__ = ["INTERVALS", "jobs", "run_seed", "summarize"]
 

@@ -70,7 +70,7 @@ def ablation_table(real: dict, replica: dict | None, cond: str) -> str:
             "ΔQ % pub", "rep", "real", "real p (Bonf.)", "real d_z"]
     rows = []
     for cfg, row in rr.items():
-        key = cfg[1:] if cfg.startswith("-") else cfg
+        key = cfg.removeprefix("-")
         label = ("− " + LABELS.get(key, key)) if cfg.startswith("-") else {"full": "Full system", "no_pma": "No PMA",
                                                                               "bare": "Bare (15 off)"}[cfg]
         pr = pub.get(key, {})
@@ -556,7 +556,7 @@ def fill_doc(doc: str | Path, real: dict, replica: dict | None) -> int:
         n += 1
         return f"<!-- BEGIN table:{key} -->\n{tables[key]}\n<!-- END table:{key} -->"
 
-    text = re.sub(r"<!-- BEGIN table:(\w+) -->.*?<!-- END table:\1 -->", sub, text, flags=re.S)
+    text = re.sub(r"<!-- BEGIN table:(\w+) -->.*?<!-- END table:\1 -->", sub, text, flags=re.DOTALL)
     path.write_text(text, encoding="utf-8")
     return n
 

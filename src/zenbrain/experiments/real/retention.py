@@ -61,7 +61,7 @@ def run_one(strategy: str, seed: int, n_facts: int = 1000) -> dict[str, Any]:
     emb = SyntheticEmbedder(work.table())
     rng = np.random.default_rng([int(seed), 3])
     reviews_on = strategy in ("fsrs_only", "full")
-    horizon_days = int(math.ceil(CHECKPOINT_HOURS[-1] / 24))
+    horizon_days = math.ceil(CHECKPOINT_HOURS[-1] / 24)
     # (hours, order, kind): readings come before the day's reviews and sleep
     events = [(float(h), 0, "read") for h in CHECKPOINT_HOURS]
     if reviews_on:

@@ -144,7 +144,7 @@ class SyntheticEmbedder:
         self._by_token: dict[str, np.ndarray] = {}
         for t, v in self._table.items():
             head = t.split(" ", 1)[0]
-            self._by_token.setdefault(head, self._table[t])
+            self._by_token.setdefault(head, v)
 
     def _unknown(self, text: str) -> np.ndarray:
         hits = [self._by_token[w] for w in _TOKEN.findall(text) if w in self._by_token]

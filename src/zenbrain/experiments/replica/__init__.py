@@ -22,7 +22,7 @@ from .competitive import run_competitive
 from .pma_suite import run_pma_suite
 from .simulation import PAPER_LABELS, PROTOCOL_IDS
 
-__all__ = ["LABEL", "NAMES", "SEEDS", "PROTOCOL_IDS", "PAPER_LABELS", "run_replica"]
+__all__ = ["LABEL", "NAMES", "PAPER_LABELS", "PROTOCOL_IDS", "SEEDS", "run_replica"]
 
 LABEL = "the paper's simulation protocol, not zenbrain"
 

@@ -40,7 +40,7 @@ from .simulation import (
 )
 from .stats import js_mean, js_std, js_sum, protocol_cohens_d, protocol_wilcoxon
 
-__all__ = ["SEEDS", "Condition", "CONDITIONS", "configurations", "run_config", "run_condition"]
+__all__ = ["CONDITIONS", "SEEDS", "Condition", "configurations", "run_condition", "run_config"]
 
 SEEDS: tuple[int, ...] = (42, 123, 456, 789, 1024, 2048, 3072, 4096, 5120, 6144)
 K = 5

@@ -32,15 +32,15 @@ from .simulation import CASCADE_RULES, PMA_SIX, MemoryState, age_days, enabled_s
 from .stats import js_mean, js_std, protocol_wilcoxon
 
 __all__ = [
-    "N_FACTS",
     "BASE_DECAY",
     "DAYS",
-    "RETENTION_CHECKPOINTS",
     "EMOTION_CHECKPOINTS",
-    "simulate",
-    "fiedler_value",
+    "N_FACTS",
+    "RETENTION_CHECKPOINTS",
     "fiedler_before_after",
+    "fiedler_value",
     "run_cascade",
+    "simulate",
 ]
 
 N_FACTS = 200

@@ -28,7 +28,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from .ablation import SEEDS
-from .data import COMPETITIVE_CATEGORIES, COMPETITIVE_DIFFICULTIES, CompetitiveDataset, competitive_dataset, cosine_matrix
+from .data import (
+    COMPETITIVE_CATEGORIES,
+    COMPETITIVE_DIFFICULTIES,
+    CompetitiveDataset,
+    competitive_dataset,
+    cosine_matrix,
+)
 from .prng import Stream
 from .simulation import COMPETITIVE_RULES, MemoryState, advance_day, enabled_set
 from .stats import js_mean, js_std, protocol_cohens_d, protocol_wilcoxon

@@ -27,18 +27,18 @@ import numpy as np
 from .prng import Stream
 
 __all__ = [
-    "EMB_DIM",
-    "AblationDataset",
-    "ablation_dataset",
-    "CascadeFacts",
-    "cascade_facts",
-    "cascade_queries",
     "COMPETITIVE_CATEGORIES",
     "COMPETITIVE_DIFFICULTIES",
+    "EMB_DIM",
+    "AblationDataset",
+    "CascadeFacts",
     "CompetitiveDataset",
+    "ablation_dataset",
+    "cascade_facts",
+    "cascade_queries",
     "competitive_dataset",
-    "row_norms",
     "cosine_matrix",
+    "row_norms",
 ]
 
 EMB_DIM = 32

@@ -34,21 +34,21 @@ from .prng import Mulberry32
 from .stats import js_mean, population_std
 
 __all__ = [
-    "neuromodulator_drift",
+    "amygdala_floor",
     "da_5ht_opposition",
-    "reconsolidation_accuracy",
-    "triple_copy_table",
-    "priority_map_ndcg",
-    "stability_protector_rates",
-    "metacognitive_bias_detection",
     "ewc_penalties",
+    "ib_retention_by_context",
+    "metacognitive_bias_detection",
+    "neuromodulator_drift",
+    "priority_map_ndcg",
+    "reconsolidation_accuracy",
+    "run_pma_suite",
+    "stability_protector_rates",
+    "tag_scores",
+    "triple_copy_table",
+    "urgency_scores",
     "vmpfc_interval_ratio",
     "vmpfc_prediction_error",
-    "ib_retention_by_context",
-    "tag_scores",
-    "amygdala_floor",
-    "urgency_scores",
-    "run_pma_suite",
 ]
 
 BASELINE = 0.5

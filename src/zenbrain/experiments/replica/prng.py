@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MASK32", "INCREMENT", "Mulberry32", "mulberry32_block", "Stream"]
+__all__ = ["INCREMENT", "MASK32", "Mulberry32", "Stream", "mulberry32_block"]
 
 MASK32 = 0xFFFFFFFF
 INCREMENT = 0x6D2B79F5
@@ -51,7 +51,7 @@ class Mulberry32:
     ``Mulberry32(42)()`` returns the same double as ``mulberry32(42)()`` in JavaScript.
     """
 
-    __slots__ = ("state", "calls")
+    __slots__ = ("calls", "state")
 
     def __init__(self, seed: int) -> None:
         self.state = int(seed) & MASK32
@@ -121,5 +121,5 @@ class Stream:
         self.position += int(count)
         return values
 
-    def fork_at(self, position: int) -> "Stream":
+    def fork_at(self, position: int) -> Stream:
         return Stream(self.seed, position)

@@ -19,7 +19,7 @@ from zenbrain.experiments import published as pub
 from . import LABEL
 from .simulation import PAPER_LABELS
 
-__all__ = ["printed_match", "comparison_rows", "format_report", "KNOWN_DISCREPANCIES"]
+__all__ = ["KNOWN_DISCREPANCIES", "comparison_rows", "format_report", "printed_match"]
 
 # Published figures the replica does not reproduce, and why (see docs/replica.md).
 # Each note is built from the published module and the replica's own results, so this
@@ -256,7 +256,7 @@ def format_report(results: dict) -> str:
             name = key.lstrip("-")
             p = pubt.get(name, {})
 
-            def cell(metric: str, value: float, digits: int) -> str:
+            def cell(metric: str, value: float, digits: int, p: dict = p) -> str:
                 shown = f"{value:.{digits}f}"
                 if metric in p:
                     shown += f" ({p[metric]:.{digits}f})"

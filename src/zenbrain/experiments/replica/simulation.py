@@ -29,19 +29,19 @@ from zenbrain.registry import PAPER_FIFTEEN
 from .prng import Stream
 
 __all__ = [
-    "PROTOCOL_IDS",
-    "PAPER_LABELS",
-    "FOUNDATIONAL_NINE",
-    "PMA_SIX",
-    "DecayRules",
     "ABLATION_RULES",
     "CASCADE_RULES",
     "COMPETITIVE_RULES",
+    "FOUNDATIONAL_NINE",
+    "PAPER_LABELS",
+    "PMA_SIX",
+    "PROTOCOL_IDS",
+    "DecayRules",
     "MemoryState",
+    "ablation_score_matrix",
+    "advance_day",
     "enabled_set",
     "store_ablation",
-    "advance_day",
-    "ablation_score_matrix",
     "top_k",
 ]
 
@@ -224,7 +224,7 @@ def advance_day(
         s = np.minimum(1.0, s * SPECTRAL_BOOST)
     if "dual_process_cot" in on and age > DUAL_MIN_AGE:
         s = np.where(s > DUAL_THRESHOLD, np.minimum(1.0, s * DUAL_BOOST), s)
-    if "reconsolidation" in on:
+    if "reconsolidation" in on:  # noqa: SIM102 - the inner if has an else case, spelled out below
         if rules.recon_draws_every_day:
             assert pe is not None and pe.shape[0] == n
             if stability and rules.recon_stability_gate:

@@ -25,14 +25,14 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
-    "js_sum",
+    "as_erf",
     "js_mean",
     "js_std",
+    "js_sum",
     "population_std",
-    "as_erf",
+    "protocol_cohens_d",
     "protocol_normal_cdf",
     "protocol_wilcoxon",
-    "protocol_cohens_d",
 ]
 
 # Abramowitz & Stegun 7.1.26 coefficients, as used by the protocol's erf.

@@ -3,16 +3,13 @@ reads them, and copies for the items it hands on - equal to what get returns."""
 
 from __future__ import annotations
 
-from storage_helpers import P1, P2
-from test_sqlite_item_cache import (  # noqa: F401  (fixtures)
-    cached_here,
-    decoded_here,
-    loc,
+from item_cache_helpers import (
+    open_store,
     reads,
     seed,
-    store,
     uncached_reads,
 )
+from storage_helpers import P1, P2
 
 IDS = ["m3", "m0", "nope", "m1", "m2", "m1"]
 
@@ -67,8 +64,6 @@ def test_detach_of_items_whose_cache_entry_changed(store):
 
 
 def test_detach_of_plain_items_and_without_a_cache(loc):
-    from test_sqlite_item_cache import open_store
-
     for size in (0, 2):
         s = open_store(loc, item_cache_size=size)
         try:

@@ -7,17 +7,16 @@ from collections import deque
 
 import numpy as np
 import pytest
-from storage_helpers import P1, P2, T0
-from test_sqlite_item_cache import (  # noqa: F401  (fixtures)
+from item_cache_helpers import (
     Boom,
     cached_here,
     decoded_here,
-    loc,
+    open_store,
     reads,
     seed,
-    store,
     uncached_reads,
 )
+from storage_helpers import P1, P2, T0
 
 STATES = {
     "m1": {"due_at": T0 + 99.0, "z": (1, 2), "a": {"b": [None]}},
@@ -29,8 +28,6 @@ STATES = {
 
 
 def test_update_states_reads_as_one_update_state_each(store, tmp_path):
-    from test_sqlite_item_cache import open_store
-
     seed(store)
     reads(store)  # everything cached
     with store.transaction() as tx:
@@ -61,11 +58,10 @@ def test_update_states_of_another_partition_leave_these_alone(store):
 def test_rolled_back_update_states_leave_nothing_cached(store):
     seed(store)
     before = reads(store)
-    with pytest.raises(Boom):
-        with store.transaction() as tx:
-            tx.update_states(P1, STATES)
-            reads(store)
-            raise Boom()
+    with pytest.raises(Boom), store.transaction() as tx:
+        tx.update_states(P1, STATES)
+        reads(store)
+        raise Boom()
     assert reads(store) == before == uncached_reads(store)
 
 
@@ -141,8 +137,6 @@ COLUMN_SETS = {
 @pytest.mark.parametrize("name", list(COLUMN_SETS))
 @pytest.mark.parametrize("cached", [True, False])
 def test_update_states_with_columns_equals_update_columns_then_update_states(tmp_path, name, cached):
-    from test_sqlite_item_cache import open_store
-
     columns = COLUMN_SETS[name]
     got = []
     for together in (True, False):
@@ -171,10 +165,8 @@ def test_update_states_with_columns_checks_them_before_writing(store):
 
     seed(store)
     before = reads(store)
-    with pytest.raises(StorageError):
-        with store.transaction() as tx:
-            tx.update_states(P1, {"m1": {"due_at": 5.0}}, content=["x"])
-    with pytest.raises(IndexError):
-        with store.transaction() as tx:
-            tx.update_states(P1, {"m1": {"due_at": 5.0}, "m2": {}}, stability=[1.0])
+    with pytest.raises(StorageError), store.transaction() as tx:
+        tx.update_states(P1, {"m1": {"due_at": 5.0}}, content=["x"])
+    with pytest.raises(IndexError), store.transaction() as tx:
+        tx.update_states(P1, {"m1": {"due_at": 5.0}, "m2": {}}, stability=[1.0])
     assert reads(store) == before == uncached_reads(store)

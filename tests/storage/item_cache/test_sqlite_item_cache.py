@@ -12,91 +12,20 @@ import sqlite3
 
 import numpy as np
 import pytest
-from storage_helpers import DIM, MODEL, P1, P2, T0, make_item, put
+from item_cache_helpers import (
+    EVERYTHING,
+    Boom,
+    cached_here,
+    decoded_here,
+    open_store,
+    reads,
+    seed,
+    uncached_reads,
+)
+from storage_helpers import P1, P2, T0, make_item, put
 
 from zenbrain.model import HistoryEvent, Kind, Layer
-from zenbrain.storage.base import Filter
-from zenbrain.storage.sqlite import _SELECT, SQLiteStore, _item_from_row
-
-EVERYTHING = Filter(include_archived=True, all_sessions=True)
-
-
-class Boom(Exception):
-    pass
-
-
-def open_store(loc, **kw) -> SQLiteStore:
-    return SQLiteStore(loc, embedder_name=MODEL, dim=DIM, **kw)
-
-
-@pytest.fixture
-def loc(tmp_path):
-    return str(tmp_path / "cache.db")
-
-
-@pytest.fixture(params=["file", "memory"])
-def store(request, loc):
-    s = open_store(loc if request.param == "file" else ":memory:")
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def file_store(loc):
-    s = open_store(loc)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def oracle(file_store, loc):
-    """Another connection to ``file_store``'s file that decodes every row it reads (no cache)."""
-    s = open_store(loc, item_cache_size=0)
-    yield s
-    s.close()
-
-
-def reads(store, part=P1, now=T0 + 10**7) -> list[str]:
-    # Every id of the file and some that never existed, so deleted and foreign rows are asked for too.
-    ids = sorted({i for p in store.partitions() for i in store.all_ids(p)} | {f"m{i}" for i in range(10)})
-    return [
-        repr(store.get(part, ids)),
-        repr(store.query(part, EVERYTHING)),
-        repr(store.query(part, Filter(), order_by="strength", descending=True, limit=5)),
-        repr(store.due(part, now, 1000, EVERYTHING)),
-    ]
-
-
-def uncached_reads(store, part=P1) -> list[str]:
-    """``reads`` with the cache switched off: every row decoded on the store's own connection."""
-    size, store._item_cache_size = store._item_cache_size, 0
-    try:
-        return reads(store, part)
-    finally:
-        store._item_cache_size = size
-
-
-def decoded_here(store, part=P1) -> str:
-    """The partition's rows decoded on the store's own connection (sees its open transaction)."""
-    cur = store.raw_connection().cursor()
-    cur.row_factory = None
-    rows = cur.execute(f"SELECT {_SELECT} FROM memories WHERE user_id=? AND agent_id=? ORDER BY id", part)
-    return repr([_item_from_row(r) for r in rows])
-
-
-def cached_here(store, part=P1) -> str:
-    return repr(sorted(store.get(part, store.all_ids(part)), key=lambda i: i.id))
-
-
-def seed(store, n=4):
-    items = [
-        make_item(P1, f"memory {i}", id=f"m{i}", metadata={"tags": ["a", "b"], "n": {"k": [1, 2]}} if i % 2 else {},
-                  state={"due_at": T0 + i, "fsrs": {"reps": i}, "hist": [[1.0, 2.0]]})
-        for i in range(n)
-    ]
-    put(store, items)
-    return items
-
+from zenbrain.storage.sqlite import SQLiteStore
 
 # --------------------------------------------------------------------------- every kind of write
 WRITES = {
@@ -148,12 +77,11 @@ def test_a_read_after_each_kind_of_write_returns_the_new_values(store, name):
 def test_a_rolled_back_write_leaves_no_cached_value_behind(store, name):
     seed(store)
     before = reads(store)
-    with pytest.raises(Boom):
-        with store.transaction() as tx:
-            WRITES[name](tx)
-            assert cached_here(store) == decoded_here(store)  # the uncommitted values are cached now
-            reads(store)
-            raise Boom()
+    with pytest.raises(Boom), store.transaction() as tx:
+        WRITES[name](tx)
+        assert cached_here(store) == decoded_here(store)  # the uncommitted values are cached now
+        reads(store)
+        raise Boom()
     assert reads(store) == before == uncached_reads(store)
 
 
@@ -400,11 +328,10 @@ def test_random_writes_from_everywhere_never_show_a_stale_item(loc, size, where)
                         if rng.random() < 0.3:
                             assert cached_here(store) == decoded_here(store), step
             elif kind < 0.6:
-                with pytest.raises(Boom):
-                    with store.transaction() as tx:
-                        _random_write(rng, tx, ids)
-                        reads(store)
-                        raise Boom()
+                with pytest.raises(Boom), store.transaction() as tx:
+                    _random_write(rng, tx, ids)
+                    reads(store)
+                    raise Boom()
             elif kind < 0.75:
                 with other.transaction() as tx:
                     _random_write(rng, tx, ids)
@@ -472,9 +399,9 @@ def test_put_memories_failing_half_way_leaves_what_put_memory_one_by_one_leaves(
                                (many, lambda tx, items: tx.put_memories(items))):
             seed(store)
             with store.transaction() as outer:
-                with pytest.raises((sqlite3.IntegrityError, TypeError)):
-                    with store.transaction() as tx:  # joins the outer one, which commits what was written
-                        put_all(tx, batch(2))
+                with (pytest.raises((sqlite3.IntegrityError, TypeError)),
+                      store.transaction() as tx):  # joins the outer one, which commits what was written
+                    put_all(tx, batch(2))
                 assert outer.inserted == 2
         assert reads(one) == reads(many) == uncached_reads(many)
         assert fts(one) == fts(many)

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from storage_helpers import P1, P2, T0
-from test_sqlite_item_cache import (  # noqa: F401  (fixtures)
+from item_cache_helpers import (
     Boom,
     cached_here,
     decoded_here,
-    loc,
+    open_store,
     reads,
     seed,
-    store,
     uncached_reads,
 )
+from storage_helpers import P1, P2, T0
 
 CASES = {
     "plain": (["m1", "m2"], T0 + 500.0, [3.0, 4.5], [{"due_at": T0 + 9.0, "fsrs": {"reps": 2}}, {"x": [1, {"y": 2}]}]),
@@ -38,8 +37,6 @@ def _sequential(tx, part, ids, now, stab, states):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_touch_recalled_reads_as_the_three_writes(store, tmp_path, name):
-    from test_sqlite_item_cache import open_store
-
     ids, now, stab, states = CASES[name]
     seed(store)
     reads(store)  # everything cached
@@ -62,12 +59,11 @@ def test_touch_recalled_reads_as_the_three_writes(store, tmp_path, name):
 def test_touch_recalled_rolls_back_and_leaves_other_partitions_alone(store):
     seed(store)
     before = reads(store)
-    with pytest.raises(Boom):
-        with store.transaction() as tx:
-            tx.touch_recalled(P1, ["m1"], T0 + 9.0, [7.0], [{"z": 1}])
-            assert cached_here(store) == decoded_here(store)
-            reads(store)
-            raise Boom()
+    with pytest.raises(Boom), store.transaction() as tx:
+        tx.touch_recalled(P1, ["m1"], T0 + 9.0, [7.0], [{"z": 1}])
+        assert cached_here(store) == decoded_here(store)
+        reads(store)
+        raise Boom()
     assert reads(store) == before == uncached_reads(store)
     with store.transaction() as tx:
         tx.touch_recalled(P2, ["m1"], T0 + 9.0, [7.0], [{"z": 1}])
@@ -76,9 +72,8 @@ def test_touch_recalled_rolls_back_and_leaves_other_partitions_alone(store):
 
 def test_touch_recalled_needs_a_state_per_id(store):
     seed(store)
-    with pytest.raises(IndexError):
-        with store.transaction() as tx:
-            tx.touch_recalled(P1, ["m1", "m2"], T0, [1.0, 2.0], [{}])
+    with pytest.raises(IndexError), store.transaction() as tx:
+        tx.touch_recalled(P1, ["m1", "m2"], T0, [1.0, 2.0], [{}])
 
 
 @pytest.mark.parametrize("now, stab", [(float("nan"), 1.0), (T0, float("nan"))])
@@ -87,8 +82,7 @@ def test_touch_recalled_fails_where_the_three_writes_fail(store, now, stab):
     before = reads(store)
     for write in (lambda tx: tx.touch_recalled(P1, ["m1"], now, [stab], [{}]),
                   lambda tx: _sequential(tx, P1, ["m1"], now, [stab], [{}])):
-        with pytest.raises(Exception) as err:
-            with store.transaction() as tx:
-                write(tx)
+        with pytest.raises(Exception) as err, store.transaction() as tx:
+            write(tx)
         assert "NOT NULL" in str(err.value)
         assert reads(store) == before == uncached_reads(store)

@@ -8,8 +8,8 @@ import sqlite3
 
 import numpy as np
 import pytest
+from item_cache_helpers import Boom, open_store
 from storage_helpers import P1, P2
-from test_sqlite_item_cache import Boom, loc, open_store, store  # noqa: F401  (fixtures)
 
 from zenbrain.storage.sqlite import SQLiteStore
 
@@ -64,11 +64,10 @@ def test_a_rolled_back_put_is_not_seen(store):
     with store.transaction() as tx:
         tx.kv_put_many(P1, VALUES)
     check(store)
-    with pytest.raises(Boom):
-        with store.transaction() as tx:
-            tx.kv_put(P1, "text", "rolled back")
-            tx.kv_clear(P1)
-            raise Boom
+    with pytest.raises(Boom), store.transaction() as tx:
+        tx.kv_put(P1, "text", "rolled back")
+        tx.kv_clear(P1)
+        raise Boom
     check(store)
     assert store.kv_get(P1, "text") == "abc"
 
