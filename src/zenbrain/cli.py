@@ -150,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--relation", metavar="NAME", help="only this relation")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = _command(subs, "evidence", cmd_evidence, "record evidence for or against a memory being true")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("direction", choices=("for", "against"), help="whether the evidence supports the memory")
+    p.add_argument("--strength", type=float, default=1.0, metavar="S", help="worth in observations (default 1)")
+
     p = _command(subs, "stats", cmd_stats, "counts by layer and context, file size, embedder")
     p.add_argument("--json", action="store_true", help="print JSON")
     for name, func, text in (
@@ -530,6 +535,13 @@ def cmd_relations(args: argparse.Namespace) -> int:
     for e in edges:
         arrow = f"-{e.relation}-> {e.dst}" if e.src == args.id else f"<-{e.relation}- {e.src}"
         print(f"{e.weight:7.3f}  {arrow}")
+    return EXIT_OK
+
+
+def cmd_evidence(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        item = mem.record_evidence(args.id, make_scope(args), supports=args.direction == "for", strength=args.strength)
+    print(f"{item.id} confidence={item.confidence:.3f} (alpha={item.conf_alpha:g}, beta={item.conf_beta:g})")
     return EXIT_OK
 
 

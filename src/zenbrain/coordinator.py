@@ -2,7 +2,7 @@
 
 Public operations: store, store_many, recall, get, update, forget, history, episodes,
 relate, unrelate, relations, end_session, consolidate, decay, review, review_queue,
-record_outcome, sleep, stats.
+record_outcome, record_evidence, sleep, stats.
 Every call names a Scope; nothing it reads or writes leaves that scope's partition
 (user, agent), its session (for working and short-term memory) or its context
 (unless the configuration links contexts).
@@ -23,6 +23,7 @@ from .config import Config
 from .errors import NotFoundError, ValidationError
 from .ids import new_id
 from .layers.routing import classify_kind, reroute, route, session_end_target
+from .mechanisms import bayesian
 from .model import (
     Edge,
     HistoryEvent,
@@ -697,6 +698,28 @@ class MemoryCoordinator:
             raise ValidationError("success must be True or False")
         item = self._get_own(scope, memory_id)
         return reinforcement.record_outcome(self, self._part(scope), item, success, self.clock.now())
+
+    def record_evidence(self, memory_id: str, scope: Scope, *, supports: bool, strength: float = 1.0) -> MemoryItem:
+        """Evidence for (``supports=True``) or against a memory being true, worth ``strength``
+        pseudo-observations (e.g. a source's reliability): a conjugate update of its Beta
+        confidence (``conf_alpha``, ``conf_beta``). It is recorded whether or not
+        ``bayesian_confidence`` is on (it is the memory's evidence); that mechanism decides
+        what the library infers by itself and whether sleep propagates it over relations."""
+        if not isinstance(supports, bool):
+            raise ValidationError("supports must be True or False")
+        strength = check_number("strength", strength, 0.0, 1e6)
+        item = self._get_own(scope, memory_id)
+        part = self._part(scope)
+        now = self.clock.now()
+        before = (item.conf_alpha, item.conf_beta)
+        item.conf_alpha, item.conf_beta = bayesian.observe(item.conf_alpha, item.conf_beta, supports=supports,
+                                                           strength=strength)
+        with self._db.transaction() as tx:
+            tx.update_columns(part, [item.id], conf_alpha=[item.conf_alpha], conf_beta=[item.conf_beta])
+            tx.log(part, HistoryEvent(item.id, now, "evidence", {"supports": supports, "strength": strength,
+                                                                  "before": list(before),
+                                                                  "after": [item.conf_alpha, item.conf_beta]}))
+        return item
 
     def sleep(self, scope: Scope, *, detail: bool = False) -> Report:
         """Offline consolidation: runs every enabled sleep-time mechanism and reports what

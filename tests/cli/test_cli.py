@@ -141,6 +141,13 @@ def test_relate_relations_and_remove(capsys, db):
     assert_one_line_error(code, err, "evidence_of")
     code, _, err = run(capsys, "--path", db, "relate", a, "supports", b, "--user", "bob")
     assert_one_line_error(code, err, "no memory")
+    code, out, err = run(capsys, "--path", db, "evidence", a, "for", "--strength", "3")
+    assert code == 0, err
+    assert out.strip() == f"{a} confidence=0.800 (alpha=4, beta=1)"
+    code, out, _ = run(capsys, "--path", db, "evidence", a, "against")
+    assert "alpha=4, beta=2" in out
+    code, _, err = run(capsys, "--path", db, "evidence", a, "for", "--strength", "-1")
+    assert_one_line_error(code, err, "strength")
 
 
 def test_scope_options_isolate_users(capsys, db):

@@ -118,8 +118,7 @@ def _contradiction_world(tmp_path, bayesian: bool):
     m = open_mem(str(tmp_path / f"b{bayesian}.db"), config=cfg)
     me = Scope("u")
     strong, weak = _facts(m, me, "The museum closes at 6 pm", "The museum stays open until 9 pm")
-    for _ in range(6):  # the first fact is confirmed by outcomes, the second is not
-        m.record_outcome(strong.id, me, success=True)
+    m.record_evidence(strong.id, me, supports=True, strength=6.0)  # well attested; the other fact is not
     m.relate(strong.id, weak.id, "contradicts", me)
     before = m.get(weak.id, me).confidence
     m.sleep(me)
@@ -130,6 +129,35 @@ def _contradiction_world(tmp_path, bayesian: bool):
 
 def test_a_declared_contradiction_moves_confidence_at_sleep(tmp_path):
     before, after = _contradiction_world(tmp_path, bayesian=True)
-    assert after < before - 1e-3
+    assert after < before - 0.05  # a well-attested contradicting fact pulls it down
     before_off, after_off = _contradiction_world(tmp_path, bayesian=False)
     assert after_off == pytest.approx(before_off)
+
+
+def test_record_evidence_updates_the_beta_confidence_and_history(mem):
+    me = Scope("u")
+    (a,) = _facts(mem, me, "The bakery opens at 7 am")
+    alpha, beta = a.conf_alpha, a.conf_beta
+    got = mem.record_evidence(a.id, me, supports=True, strength=2.5)
+    assert (got.conf_alpha, got.conf_beta) == (alpha + 2.5, beta)
+    got = mem.record_evidence(a.id, me, supports=False)
+    assert (got.conf_alpha, got.conf_beta) == (alpha + 2.5, beta + 1.0)
+    stored = mem.get(a.id, me)
+    assert (stored.conf_alpha, stored.conf_beta) == (alpha + 2.5, beta + 1.0)
+    assert [e.action for e in mem.history(a.id, me)][-2:] == ["evidence", "evidence"]
+
+
+@pytest.mark.parametrize("kw", [{"supports": 1}, {"supports": True, "strength": -1.0},
+                                {"supports": True, "strength": float("inf")}, {"supports": True, "strength": "2"}])
+def test_bad_evidence_is_refused_and_changes_nothing(mem, kw):
+    me = Scope("u")
+    (a,) = _facts(mem, me, "The bakery opens at 7 am")
+    with pytest.raises(ValidationError):
+        mem.record_evidence(a.id, me, **kw)
+    assert mem.get(a.id, me).confidence == a.confidence
+
+
+def test_evidence_is_confined_to_its_user(mem):
+    (a,) = _facts(mem, Scope("alice"), "Alice's passport expires in May")
+    with pytest.raises(NotFoundError):
+        mem.record_evidence(a.id, Scope("bob"), supports=False)

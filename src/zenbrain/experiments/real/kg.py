@@ -23,9 +23,8 @@ before/after). 30 semantic facts, half of them true (labels drawn first). Each f
 local evidence is three noisy observations, each pointing to the truth with probability
 0.6 (Beta(1 + agreeing, 1 + disagreeing)). 40 relations between random pairs: two true
 facts or two false facts ``supports``, a true and a false one ``contradicts``; 10 % of
-relation types are flipped (noise). The relations are declared with ``coord.relate``; the
-local evidence (each fact's Beta prior) is written through the store's transaction API
-(``coord.storage.transaction()``), as no public operation sets a prior; the propagation
+relation types are flipped (noise). The observations are recorded with
+``coord.record_evidence`` and the relations declared with ``coord.relate``; the propagation
 itself is the real ``sleep()`` (its ``bayesian_confidence`` stage). AUC (probability that
 a random true fact has a higher confidence than a random false one; Mann-Whitney U /
 (n1 n2), computed with scipy) before (local evidence) and after; the mean confidence
@@ -149,8 +148,6 @@ def bayes_run(seed: int, bayesian: bool = True, n_facts: int = 30, n_relations: 
     truth[rng.choice(n_facts, size=n_facts // 2, replace=False)] = True
     agree = rng.random((n_facts, 3)) < 0.6
     says_true = np.where(truth[:, None], agree, ~agree).sum(axis=1)
-    alpha0 = 1.0 + says_true
-    beta0 = 1.0 + (3 - says_true)
     pairs: list[tuple[int, int]] = []
     seen = set()
     while len(pairs) < n_relations:
@@ -175,9 +172,12 @@ def bayes_run(seed: int, bayesian: bool = True, n_facts: int = 30, n_relations: 
         try:
             run.store_facts(texts, layer=Layer.SEMANTIC, kind=Kind.FACT)
             ids = run.fact_ids
-            # The sources' votes as each fact's Beta prior (no public operation sets a prior).
-            with run.coord.storage.transaction() as tx:
-                tx.update_columns(run.part, ids, conf_alpha=[float(a) for a in alpha0], conf_beta=[float(b) for b in beta0])
+            # Each fact's three noisy observations as evidence for and against it (Beta(1, 1) + votes).
+            for mid, votes_for in zip(ids, says_true.tolist()):
+                if votes_for > 0:
+                    run.coord.record_evidence(mid, run.scope, supports=True, strength=float(votes_for))
+                if votes_for < 3:
+                    run.coord.record_evidence(mid, run.scope, supports=False, strength=float(3 - votes_for))
             for a, b, rel in rels:
                 run.coord.relate(ids[a], ids[b], rel, run.scope)
             before = np.array([i.confidence for i in run.coord.storage.get(run.part, ids)])
