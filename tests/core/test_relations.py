@@ -161,3 +161,12 @@ def test_evidence_is_confined_to_its_user(mem):
     (a,) = _facts(mem, Scope("alice"), "Alice's passport expires in May")
     with pytest.raises(NotFoundError):
         mem.record_evidence(a.id, Scope("bob"), supports=False)
+
+
+def test_forgetting_a_memory_erases_its_relations(mem):
+    me = Scope("u")
+    a, b = _facts(mem, me, "The pool opens in June", "The pool closes in September")
+    mem.relate(a.id, b.id, "part_of", me)
+    mem.forget(b.id, me)
+    assert all(b.id not in (e.src, e.dst) for e in mem.relations(a.id, me))
+    assert all(b.id not in (e.src, e.dst) for e in mem.storage.edges(("u", "default")))
