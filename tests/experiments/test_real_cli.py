@@ -88,3 +88,26 @@ def test_no_published_figure_is_typed_into_the_real_experiments():
     for path in files:
         numbers = set(re.findall(r"(?<![\w.-])-?\d+\.\d+(?:e-?\d+)?", path.read_text(encoding="utf-8")))
         assert not numbers & literals, (path.name, sorted(numbers & literals))
+
+
+def test_only_some_ablation_rows_read_as_in_the_whole_ablation(tmp_path, tiny):
+    whole = tmp_path / "whole"
+    assert main(["experiments", "moderate", "--seeds", "42", "123", "--out", str(whole), "--no-progress", "--workers",
+                 "1", "--quick", "--no-replica", "--no-plots"]) == 0
+    part = tmp_path / "part"
+    assert main(["experiments", "moderate", "--seeds", "42", "123", "--out", str(part), "--no-progress", "--workers",
+                 "2", "--quick", "--no-replica", "--only", "triple_copy", "bare"]) == 0
+    rows_whole = json.loads((whole / "results.json").read_text())["real"]["ablation"]["moderate"]["rows"]
+    data = json.loads((part / "results.json").read_text())["real"]
+    assert set(data["ablation"]["moderate"]["rows"]) == {"full", "-triple_copy", "bare"}
+    assert data["runs"] == 6
+    for cfg, row in data["ablation"]["moderate"]["rows"].items():
+        assert row == rows_whole[cfg], cfg  # every statistic, bootstrap intervals included
+    assert (part / "criticality.png").stat().st_size > 1000  # rows not run are left out of the plot
+
+
+def test_only_rejects_unknown_rows_and_non_ablation_runs(tmp_path, capsys):
+    assert main(["experiments", "moderate", "--only", "no_such_mechanism", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "unknown ablation row" in capsys.readouterr().err
+    assert main(["experiments", "pma", "--only", "triple_copy", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "runs no ablation" in capsys.readouterr().err

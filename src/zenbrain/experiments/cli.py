@@ -6,6 +6,7 @@
     zenbrain experiments synthetic             # everything except the LoCoMo rows
     zenbrain experiments stress --seeds 42 123 --out /tmp/stress
     zenbrain experiments pma --quick           # small workloads, for a first look
+    zenbrain experiments ablation --only triple_copy   # full against full without TripleCopy
 
 Writes ``raw.pkl`` (every run's raw result, as soon as the runs are done), ``results.json``
 (real and replica results), ``report.md`` (published, replica and
@@ -46,6 +47,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    help="seeds (default: 42 123 456 789 1024 2048 3072 4096 5120 6144)")
     p.add_argument("--quick", action="store_true", help="small workloads (a first look; not the paper's sizes)")
     p.add_argument("--workers", metavar="N", type=int, default=None, help="worker processes (default: one per CPU)")
+    p.add_argument("--only", metavar="ROW", nargs="+", default=None,
+                   help="ablation: run only these rows besides full (mechanism names such as triple_copy, "
+                        "no_pma, bare); e.g. --only triple_copy for full against full without TripleCopy")
     p.add_argument("--no-replica", action="store_true", help="skip the replica column")
     p.add_argument("--no-plots", action="store_true", help="JSON and markdown only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -73,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         with open(args.from_raw, "rb") as fh:
             raw = pickle.load(fh)
     real = run_real(args.name, seeds, quick=args.quick, workers=args.workers, progress=not args.no_progress,
-                    raw_path=None if raw is not None else os.path.join(args.out, "raw.pkl"), raw=raw)
+                    raw_path=None if raw is not None else os.path.join(args.out, "raw.pkl"), raw=raw,
+                    only=args.only)
     replica = None
     part = _REPLICA_PART.get(args.name)
     if part and not args.no_replica:

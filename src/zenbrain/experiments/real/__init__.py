@@ -55,16 +55,24 @@ def run_real(
     progress: bool = True,
     raw_path: str | None = None,
     raw: dict | None = None,
+    only: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run (part of) the experiments and return plain, JSON-able results.
 
     ``name``: one of :data:`NAMES`. ``seeds``: the protocol's ten by default. ``quick``:
     smaller workloads (for a first look and for tests). ``workers``: processes (default:
     one per CPU). ``raw_path``: also pickle every run's raw result there before summarising;
-    ``raw``: such a pickle's content, summarised instead of running. The result carries ``label``, ``seeds``, ``quick``, ``seconds`` (wall time
+    ``raw``: such a pickle's content, summarised instead of running. ``only``: the ablation
+    rows to run besides ``full`` (mechanism names, ``no_pma``, ``bare``; default all). The result carries ``label``, ``seeds``, ``quick``, ``seconds`` (wall time
     of the runs) and one entry per experiment.
     """
     parts, conditions = _parts(name)
+    if only is not None:
+        if "ablation" not in parts:
+            from zenbrain.errors import ConfigError
+
+            raise ConfigError(f"--only selects ablation rows, and {name!r} runs no ablation")
+        ablation.configurations(only)  # unknown names fail here, before anything runs
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("at least one seed is needed")
@@ -72,7 +80,7 @@ def run_real(
     jobs = []
     for p in parts:
         if p == "ablation":
-            jobs += ablation.jobs(seeds, quick, conditions)
+            jobs += ablation.jobs(seeds, quick, conditions, only)
         else:
             jobs += _MODULES[p].jobs(seeds, quick)
     start = time.perf_counter()
@@ -95,7 +103,7 @@ def run_real(
                            "workers": workers or default_workers()}
     for p in parts:
         if p == "ablation":
-            out["ablation"] = ablation.summarize(results, seeds, quick, conditions)
+            out["ablation"] = ablation.summarize(results, seeds, quick, conditions, only)
         else:
             out[p] = _MODULES[p].summarize(results, seeds, quick)
     cpu: dict[str, float] = {}

@@ -78,12 +78,30 @@ def stability_for(base_decay: float) -> float:
     return 1.0 / float(base_decay)
 
 
-def configurations() -> list[tuple[str, tuple[str, ...]]]:
+def configurations(only: Sequence[str] | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """The ablation's rows: full, each of the fifteen off alone, no-PMA, bare.
+
+    ``only``: run just these rows besides ``full`` (mechanism names, ``no_pma``, ``bare``),
+    e.g. ``["triple_copy"]`` for full against full without TripleCopy. Every row is the
+    same with or without the others: each run depends only on its configuration and seed.
+    """
     rows: list[tuple[str, tuple[str, ...]]] = [("full", ())]
     rows += [(f"-{name}", (name,)) for name in PAPER_FIFTEEN]
     rows.append(("no_pma", tuple(PMA)))
     rows.append(("bare", tuple(PAPER_FIFTEEN)))
-    return rows
+    if only is None:
+        return rows
+    names = {"full", "no_pma", "bare", *(f"-{m}" for m in PAPER_FIFTEEN)}
+    wanted = {"full"}
+    for name in only:
+        key = name if name in ("full", "no_pma", "bare") else f"-{name.removeprefix('-')}"
+        if key not in names:
+            from zenbrain.errors import ConfigError
+
+            raise ConfigError(f"unknown ablation row {name!r}; rows are the fifteen mechanisms "
+                              f"({', '.join(PAPER_FIFTEEN)}), no_pma and bare")
+        wanted.add(key)
+    return [r for r in rows if r[0] in wanted]
 
 
 def make_config(disabled: Sequence[str], base_decay: float, seed: int, **params: Any) -> Config:
@@ -271,13 +289,14 @@ def condition_for(name: str, quick: bool = False) -> Condition:
     return Condition(c.name, max(20, c.n_facts // QUICK_SCALE), max(8, c.n_queries // QUICK_SCALE), c.aging_days, c.base_decay)
 
 
-def jobs(seeds: Sequence[int], quick: bool = False, conditions: Sequence[str] = tuple(CONDITIONS)) -> list:
+def jobs(seeds: Sequence[int], quick: bool = False, conditions: Sequence[str] = tuple(CONDITIONS),
+         only: Sequence[str] | None = None) -> list:
     from .pool import Job
 
     out = []
     for cname in conditions:
         cond = condition_for(cname, quick)
-        for cfg, disabled in configurations():
+        for cfg, disabled in configurations(only):
             for seed in seeds:
                 out.append(Job(("ablation", cname, cfg, int(seed)), f"{__name__}:run_one",
                                dict(cond=cond, disabled=disabled, seed=int(seed)), cost=cond.n_facts * cond.aging_days))
@@ -288,17 +307,21 @@ METRICS = ("retention", "mean_retrievability", "recall5", "precision5", "ndcg5",
 
 
 def summarize(results: dict, seeds: Sequence[int], quick: bool = False,
-              conditions: Sequence[str] = tuple(CONDITIONS)) -> dict[str, Any]:
+              conditions: Sequence[str] = tuple(CONDITIONS), only: Sequence[str] | None = None) -> dict[str, Any]:
     from ..stats import compare_paired, describe
 
     out: dict[str, Any] = {}
     m = len(PAPER_FIFTEEN)
     for cname in conditions:
         cond = condition_for(cname, quick)
-        per = {cfg: [results[("ablation", cname, cfg, int(s))] for s in seeds] for cfg, _ in configurations()}
+        chosen = configurations(only)
+        per = {cfg: [results[("ablation", cname, cfg, int(s))] for s in seeds] for cfg, _ in chosen}
+        # A row's bootstrap seed is its place among all rows, so a row reads the same in any selection.
+        place = {cfg: i for i, (cfg, _) in enumerate(configurations())}
         full_q = [r["quality"] for r in per["full"]]
         rows: dict[str, Any] = {}
-        for idx, (cfg, disabled) in enumerate(configurations()):
+        for cfg, disabled in chosen:
+            idx = place[cfg]
             runs = per[cfg]
             row: dict[str, Any] = {"disabled": list(disabled)}
             for key in METRICS:

@@ -437,7 +437,11 @@ def write_plots(real: dict, replica: dict | None, out: Path) -> list[Path]:
         if replica and "ablation" in replica:
             panels.append(("replica", lambda m, c: 100 * (replica["ablation"].get(c, {}).get("rows", {})
                                                         .get(f"-{m}", {}).get("delta", {}).get("quality_rel", float("nan")))))
-        panels.append(("real zenbrain", lambda m, c: 100 * (real["ablation"][c]["rows"][f"-{m}"]["vs_full"]["delta_q_rel"] or 0.0)))
+        def real_dq(m: str, c: str) -> float:
+            row = real["ablation"][c]["rows"].get(f"-{m}")  # absent when only some rows were run
+            return float("nan") if row is None else 100 * (row["vs_full"]["delta_q_rel"] or 0.0)
+
+        panels.append(("real zenbrain", real_dq))
         fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 5.5), sharey=True)
         axes = np.atleast_1d(axes)
         y = np.arange(len(PAPER_FIFTEEN))
