@@ -1,0 +1,6 @@
+"""Servers over the library: a REST API (``rest``) and an MCP server (``mcp_server``).
+
+Both are thin adapters: every operation is a ``MemoryCoordinator`` call, validated and
+scoped by the library itself; they add transport, authentication and error mapping only.
+Install with ``pip install "zenbrain[server]"``.
+"""
