@@ -170,6 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(subs, "mechanisms", cmd_mechanisms, "every mechanism by name, on or off", scope=False)
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = _command(subs, "serve", cmd_serve, "serve the memory store over HTTP: a REST API, OpenAPI docs at /docs",
+                 scope=False)
+    p.add_argument("--host", default="127.0.0.1", metavar="H", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, metavar="N", help="port (default 8765)")
+    p.add_argument("--api-keys", metavar="FILE",
+                   help=f'JSON object of API key -> user id, e.g. {{"k1": "alice"}} (default: ${API_KEYS_ENV} '
+                        "as key1:alice,key2:bob; none: the API is open)")
+    p.add_argument("--insecure", action="store_true", help="allow a non-loopback host without API keys")
+
     bench = subs.add_parser("bench", help="retrieval benchmarks", description="Retrieval benchmarks.")
     bench_subs = bench.add_subparsers(dest="benchmark", metavar="BENCHMARK")
     bench.set_defaults(func=lambda args: _missing_subcommand(bench))
@@ -636,6 +645,71 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
         print(f"{name:<{w}}  {group[name]:<12}  {'on' if state else 'off'}")
     n_off = sum(1 for v in on.values() if not v)
     print(f"\n{len(on) - n_off} on, {n_off} off")
+    return EXIT_OK
+
+
+API_KEYS_ENV = "ZENBRAIN_API_KEYS"
+
+
+def load_api_keys(file: str | None) -> dict[str, str] | None:
+    """API key -> user id from a JSON file, else from ``$ZENBRAIN_API_KEYS`` (``key1:alice,key2:bob``),
+    else None (no authentication)."""
+    from .model import Scope
+
+    if file is not None:
+        try:
+            with open(os.path.expanduser(file), encoding="utf-8") as fh:
+                keys = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--api-keys {file} is not valid JSON: {exc.msg} at position {exc.pos}") from None
+        if not isinstance(keys, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items()):
+            raise ConfigError(f"--api-keys {file} must be a JSON object of API key -> user id (strings)")
+    else:
+        env = os.environ.get(API_KEYS_ENV, "").strip()
+        if not env:
+            return None
+        keys = {}
+        for pair in _split(env):
+            key, sep, user = pair.partition(":")
+            if not sep or not key.strip() or not user.strip():
+                raise ConfigError(f"${API_KEYS_ENV} must be key:user pairs separated by commas, got {pair!r}")
+            keys[key.strip()] = user.strip()
+    if not keys:
+        raise ConfigError("the API key list is empty")
+    for user in keys.values():
+        Scope(user)
+    return keys
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    keys = load_api_keys(args.api_keys)
+    if keys is None and not _is_loopback(args.host) and not args.insecure:
+        raise ConfigError(f"refusing to serve on {args.host} without API keys: give --api-keys FILE "
+                          f"(or ${API_KEYS_ENV}), bind 127.0.0.1, or pass --insecure")
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port must be in [0, 65535], got {args.port}")
+    try:
+        import uvicorn
+
+        from .server.rest import create_app
+    except ImportError as exc:
+        raise ConfigError(f'the REST server needs FastAPI and uvicorn ({exc}): pip install "zenbrain[server]"') from None
+    with open_store(args, create=True) as mem:
+        app = create_app(mem, api_keys=keys)
+        auth = f"API keys for {len(set(keys.values()))} user(s)" if keys else "no API keys: open to anyone who can reach it"
+        _status(f"zenbrain REST API on http://{args.host}:{args.port} (docs at /docs); store {store_path(args)}; {auth}")
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return EXIT_OK
 
 
