@@ -253,7 +253,7 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
     def health() -> dict[str, Any]:
         """Liveness: the store answers. The memory count is shown only on an open server."""
         out: dict[str, Any] = {"status": "ok", "version": __version__}
-        s = call(memory.stats)
+        s = memory.stats()  # the store's own lock suffices: no read-modify-write here
         if keys is None:
             out["memories"] = s["memories"]
         return out

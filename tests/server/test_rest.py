@@ -1,0 +1,361 @@
+"""The REST API over a real HTTP server: uvicorn in a background thread on a free
+loopback port, httpx as the client, a store in a temporary folder (hashing embedder)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("fastapi")
+
+from zenbrain import open_memory
+from zenbrain.cli import load_api_keys, main
+from zenbrain.errors import ScopeError
+from zenbrain.server.rest import create_app
+
+EMB = "hashing:64"
+KEYS = {"key-alice": "alice", "key-bob": "bob"}
+
+
+class LiveServer:
+    """uvicorn serving an app on 127.0.0.1 (a port the OS chose) in a daemon thread."""
+
+    def __init__(self, app: Any):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    mem = open_memory(tmp_path_factory.mktemp("rest") / "open.db", embedder=EMB)
+    server = LiveServer(create_app(mem))
+    yield server
+    server.stop()
+    mem.close()
+
+
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    mem = open_memory(tmp_path_factory.mktemp("rest") / "keyed.db", embedder=EMB)
+    server = LiveServer(create_app(mem, api_keys=KEYS))
+    yield server
+    server.stop()
+    mem.close()
+
+
+@pytest.fixture
+def client(open_server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=open_server.url, timeout=30) as c:
+        yield c
+
+
+def as_user(user: str, **extra: Any) -> dict[str, Any]:
+    return {"user_id": user, **extra}
+
+
+def store(client: httpx.Client, user: str, content: str, **fields: Any) -> dict[str, Any]:
+    r = client.post("/v1/memories", params=as_user(user), json={"content": content, **fields})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def assert_error(r: httpx.Response, status: int, name: str) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert body["error"] == name
+    assert body["message"] and "Traceback" not in body["message"]
+    return body
+
+
+# --------------------------------------------------------------------------- health and schema
+
+
+def test_health_and_openapi_schema(client):
+    r = client.get("/health")
+    assert r.status_code == 200
+    assert r.json()["status"] == "ok" and isinstance(r.json()["memories"], int)
+    paths = client.get("/openapi.json").json()["paths"]
+    for path, method in [
+        ("/v1/memories", "post"), ("/v1/memories", "get"), ("/v1/memories/batch", "post"),
+        ("/v1/memories/{memory_id}", "get"), ("/v1/memories/{memory_id}", "patch"),
+        ("/v1/memories/{memory_id}", "delete"), ("/v1/memories/{memory_id}/history", "get"),
+        ("/v1/recall", "post"), ("/v1/relations", "post"), ("/v1/relations", "delete"),
+        ("/v1/memories/{memory_id}/relations", "get"), ("/v1/memories/{memory_id}/evidence", "post"),
+        ("/v1/memories/{memory_id}/outcome", "post"), ("/v1/reviews", "post"), ("/v1/review-queue", "get"),
+        ("/v1/sleep", "post"), ("/v1/decay", "post"), ("/v1/consolidate", "post"), ("/v1/sessions/end", "post"),
+        ("/v1/context", "post"), ("/v1/stats", "get"), ("/health", "get"),
+    ]:
+        assert method in paths.get(path, {}), (path, method)
+    params = {p["name"] for p in paths["/v1/recall"]["post"]["parameters"]}
+    assert params == {"user_id", "agent_id", "session_id", "context"}
+    assert client.get("/docs").status_code == 200
+
+
+# --------------------------------------------------------------------------- memories and recall
+
+
+def test_store_then_recall_finds_it_with_a_why_breakdown(client):
+    m = store(client, "u-recall", "Caroline went to the support group on 7 May 2023",
+              kind="episode", metadata={"source": "chat"}, event_time=1683450000.0, importance=0.8)
+    assert m["user_id"] == "u-recall" and m["kind"] == "episode" and m["importance"] == 0.8
+    store(client, "u-recall", "Melanie painted a lake at sunrise")
+    store(client, "u-other", "Caroline went to the support group")  # another user: never recalled
+    r = client.post("/v1/recall", params=as_user("u-recall"),
+                    json={"query": "when did Caroline go to the support group?", "k": 5})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["query_type"] and isinstance(body["core"], list)
+    top = body["hits"][0]
+    assert top["id"] == m["id"] and top["rank"] == 1
+    assert top["content"].startswith("Caroline") and top["metadata"]["source"] == "chat"
+    assert top["event_time"] == 1683450000.0 and top["layer"] == "episodic" and top["kind"] == "episode"
+    assert {"dense", "lexical", "layer_weight", "final"} <= set(top["why"])
+    assert top["why"]["final"] == pytest.approx(top["score"])
+    assert len({h["id"] for h in body["hits"]}) == len(body["hits"]) == 2
+
+
+def test_get_list_update_history_forget(client):
+    u = as_user("u-crud")
+    m = store(client, "u-crud", "The office moved to Berlin")
+    assert client.get(f"/v1/memories/{m['id']}", params=u).json()["content"] == "The office moved to Berlin"
+    listed = client.get("/v1/memories", params=u).json()["memories"]
+    assert [x["id"] for x in listed] == [m["id"]]
+    assert client.get("/v1/memories", params={**u, "layer": "core"}).json()["memories"] == []
+
+    r = client.patch(f"/v1/memories/{m['id']}", params=u, json={"content": "The office moved to Munich", "importance": 0.9})
+    assert r.status_code == 200, r.text
+    assert r.json()["content"] == "The office moved to Munich" and r.json()["version"] == 2
+    events = client.get(f"/v1/memories/{m['id']}/history", params=u).json()["history"]
+    assert [e["action"] for e in events][:2] == ["created", "updated"]
+    assert events[1]["detail"]["before"]["content"] == "The office moved to Berlin"
+
+    r = client.delete(f"/v1/memories/{m['id']}", params=u)
+    assert r.status_code == 204 and r.content == b""
+    body = assert_error(client.get(f"/v1/memories/{m['id']}", params=u), 404, "NotFoundError")
+    assert m["id"] in body["message"]
+    assert_error(client.delete(f"/v1/memories/{m['id']}", params=u), 404, "NotFoundError")
+    assert client.get("/v1/memories", params=u).json()["memories"] == []
+
+
+def test_batch_store_writes_all_or_nothing(client):
+    u = as_user("u-batch")
+    r = client.post("/v1/memories/batch", params=u, json={"memories": [
+        {"content": "Alice likes green tea", "kind": "preference"},
+        {"content": "Alice runs on Sundays", "metadata": {"n": 2}},
+    ]})
+    assert r.status_code == 201, r.text
+    assert [m["content"] for m in r.json()["memories"]] == ["Alice likes green tea", "Alice runs on Sundays"]
+    r = client.post("/v1/memories/batch", params=u, json={"memories": [{"content": "fine"}, {"content": ""}]})
+    assert_error(r, 400, "ValidationError")
+    assert len(client.get("/v1/memories", params=u).json()["memories"]) == 2
+
+
+def test_relations_evidence_and_outcome(client):
+    u = as_user("u-rel")
+    a = store(client, "u-rel", "The server runs on port 8765")
+    b = store(client, "u-rel", "The health check answers on /health")
+    r = client.post("/v1/relations", params=u, json={"src": a["id"], "dst": b["id"], "relation": "supports", "weight": 0.7})
+    assert r.status_code == 201, r.text
+    assert r.json()["relation"] == "supports" and r.json()["weight"] == pytest.approx(0.7)
+    edges = client.get(f"/v1/memories/{a['id']}/relations", params=u).json()["relations"]
+    assert any(e["src"] == a["id"] and e["dst"] == b["id"] and e["relation"] == "supports" for e in edges)
+    only = client.get(f"/v1/memories/{a['id']}/relations", params={**u, "relation": "causes"}).json()["relations"]
+    assert only == []
+    gone = {**u, "src": a["id"], "dst": b["id"], "relation": "supports"}
+    assert client.delete("/v1/relations", params=gone).json() == {"removed": True}
+    assert client.delete("/v1/relations", params=gone).json() == {"removed": False}
+    assert_error(client.post("/v1/relations", params=u, json={"src": a["id"], "dst": "nope", "relation": "supports"}),
+                 404, "NotFoundError")
+
+    r = client.post(f"/v1/memories/{a['id']}/evidence", params=u, json={"supports": True, "strength": 3})
+    assert r.status_code == 200, r.text
+    assert r.json()["confidence"] > 0.5
+    r = client.post(f"/v1/memories/{a['id']}/evidence", params=u, json={"supports": False, "strength": -1})
+    assert_error(r, 400, "ValidationError")
+    r = client.post(f"/v1/memories/{b['id']}/outcome", params=u, json={"success": True})
+    assert r.status_code == 200 and r.json()["id"] == b["id"]
+
+
+def test_review_queue_and_reviews(client):
+    u = as_user("u-review")
+    a = store(client, "u-review", "Paris is the capital of France")
+    b = store(client, "u-review", "Rome is the capital of Italy")
+    r = client.get("/v1/review-queue", params={**u, "limit": 5})
+    assert r.status_code == 200 and isinstance(r.json()["memories"], list)
+    assert_error(client.get("/v1/review-queue", params={**u, "limit": 0}), 400, "ValidationError")
+    r = client.post("/v1/reviews", params=u, json={"reviews": [{"id": a["id"], "grade": "good"}, {"id": b["id"], "grade": 1}]})
+    assert r.status_code == 200, r.text
+    assert [m["id"] for m in r.json()["memories"]] == [a["id"], b["id"]]
+    r = client.post("/v1/reviews", params=u, json={"reviews": [{"id": a["id"], "grade": "superb"}]})
+    assert_error(r, 400, "ValidationError")
+
+
+def test_lifecycle_reports_context_and_stats(client):
+    u = as_user("u-life")
+    store(client, "u-life", "Bob prefers window seats")
+    store(client, "u-life", "Bob flew to Lisbon in March", kind="episode")
+    for path in ("/v1/sleep", "/v1/decay", "/v1/consolidate"):
+        r = client.post(path, params=u)
+        assert r.status_code == 200, r.text
+        assert r.json()["operation"] == path.rsplit("/", 1)[1] and isinstance(r.json()["stages"], dict)
+    assert client.post("/v1/sleep", params={**u, "detail": "true"}).status_code == 200
+    assert_error(client.post("/v1/sessions/end", params=u), 400, "ValidationError")  # no session_id
+    store_s = client.post("/v1/memories", params={**u, "session_id": "s1"}, json={"content": "we talk about trains", "layer": "working"})
+    assert store_s.status_code == 201 and store_s.json()["layer"] == "working"
+    r = client.post("/v1/sessions/end", params={**u, "session_id": "s1"})
+    assert r.status_code == 200 and r.json()["operation"] == "end_session"
+    r = client.post("/v1/context", params=u, json={"query": "where does Bob like to sit?", "budget_tokens": 200})
+    assert r.status_code == 200 and "window seats" in r.json()["text"]
+    s = client.get("/v1/stats", params=u).json()
+    assert s["memories"] == 3 and s["embedder"] == EMB and "by_layer" in s
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_validation_errors_are_json_with_the_exception_class(client):
+    u = as_user("u-errors")
+    assert_error(client.post("/v1/memories", params=u, json={"content": "   "}), 400, "ValidationError")
+    assert_error(client.post("/v1/memories", params=u, json={"content": "x", "layer": "attic"}), 400, "UnknownLayerError")
+    assert_error(client.post("/v1/memories", params=u, json={"content": "x", "importance": 2}), 400, "ValidationError")
+    assert_error(client.post("/v1/recall", params=u, json={"query": "x", "k": 0}), 400, "ValidationError")
+    assert client.post("/v1/recall", params=u, json={"query": "x", "time_range": [5, None, 1]}).status_code == 422
+    nan = b'{"query": "x", "time_range": [NaN, null]}'
+    assert_error(client.post("/v1/recall", params=u, content=nan, headers={"content-type": "application/json"}),
+                 400, "ValidationError")
+    r = client.post("/v1/recall", params=u, json={"query": "x", "k": "many"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "k"]
+    r = client.post("/v1/memories", params=u, json={"content": "x", "colour": "red"})
+    assert r.status_code == 422  # unknown fields are refused
+    assert client.post("/v1/memories", params=u, content=b"{not json", headers={"content-type": "application/json"}
+                       ).status_code == 422
+    assert_error(client.get("/v1/memories", params={"user_id": "has space"}), 400, "ScopeError")
+    assert_error(client.get("/v1/memories", params={**u, "limit": 0}), 400, "ValidationError")
+    assert_error(client.patch("/v1/memories/missing", params=u, json={"content": "y"}), 404, "NotFoundError")
+
+
+# --------------------------------------------------------------------------- authentication
+
+
+def test_auth_keys_decide_the_user(keyed_server):
+    alice = {"Authorization": "Bearer key-alice"}
+    bob = {"Authorization": "Bearer key-bob"}
+    with httpx.Client(base_url=keyed_server.url, timeout=30) as c:
+        h = c.get("/health")
+        assert h.status_code == 200 and "memories" not in h.json()  # no counts for anonymous callers
+        r = c.get("/v1/memories")
+        assert_error(r, 401, "Unauthorized")
+        assert r.headers["www-authenticate"] == "Bearer"
+        assert_error(c.get("/v1/memories", headers={"Authorization": "Bearer nope"}), 401, "Unauthorized")
+        assert_error(c.get("/v1/memories", headers={"Authorization": "Basic a2V5LWFsaWNl"}), 401, "Unauthorized")
+        assert_error(c.post("/v1/memories", json={"content": "x"}), 401, "Unauthorized")
+
+        r = c.post("/v1/memories", headers=alice, json={"content": "Alice's locker code is 4711"})
+        assert r.status_code == 201 and r.json()["user_id"] == "alice"  # the key's user by default
+        mine = r.json()["id"]
+        r = c.post("/v1/memories", headers=bob, params={"user_id": "bob"}, json={"content": "Bob's locker code is 1234"})
+        assert r.status_code == 201 and r.json()["user_id"] == "bob"
+        theirs = r.json()["id"]
+
+        assert_error(c.get("/v1/memories", headers=alice, params={"user_id": "bob"}), 403, "Forbidden")
+        assert_error(c.post("/v1/recall", headers=alice, params={"user_id": "bob"}, json={"query": "locker"}),
+                     403, "Forbidden")
+        assert_error(c.get(f"/v1/memories/{theirs}", headers=alice), 404, "NotFoundError")
+        assert_error(c.delete(f"/v1/memories/{theirs}", headers=alice), 404, "NotFoundError")
+        assert c.get(f"/v1/memories/{mine}", headers=alice, params={"user_id": "alice"}).status_code == 200
+        hits = c.post("/v1/recall", headers=alice, json={"query": "locker code"}).json()["hits"]
+        assert [h["id"] for h in hits] == [mine]
+        assert c.get("/v1/stats", headers=bob).json()["memories"] == 1
+
+
+def test_create_app_refuses_malformed_keys(tmp_path):
+    with open_memory(tmp_path / "m.db", embedder=EMB) as mem, pytest.raises(ScopeError):
+        create_app(mem, api_keys={"k": "not a user"})
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def test_concurrent_writes_from_several_threads_all_land(open_server):
+    user, threads, per_thread = "u-concurrent", 4, 8
+    errors: list[str] = []
+
+    def work(t: int) -> None:
+        with httpx.Client(base_url=open_server.url, timeout=60) as c:
+            for i in range(per_thread):
+                r = c.post("/v1/memories", params=as_user(user), json={"content": f"thread {t} wrote note number {i}"})
+                if r.status_code != 201:
+                    errors.append(r.text)
+                r = c.post("/v1/recall", params=as_user(user), json={"query": f"note {i}", "k": 3})
+                if r.status_code != 200:
+                    errors.append(r.text)
+
+    pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join(120)
+    assert errors == []
+    with httpx.Client(base_url=open_server.url, timeout=30) as c:
+        items = c.get("/v1/memories", params=as_user(user)).json()["memories"]
+    assert len(items) == len({m["id"] for m in items}) == threads * per_thread
+    assert {m["content"] for m in items} == {f"thread {t} wrote note number {i}" for t in range(threads) for i in range(per_thread)}
+
+
+# --------------------------------------------------------------------------- the serve command
+
+
+def test_serve_refuses_a_public_host_without_keys(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("ZENBRAIN_API_KEYS", raising=False)
+    code = main(["serve", "--host", "0.0.0.0", "--path", str(tmp_path / "m.db"), "--embedder", EMB])
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: refusing to serve on 0.0.0.0 without API keys")
+    assert "--insecure" in lines[0]
+    assert not (tmp_path / "m.db").exists()  # refused before the store is opened
+
+
+def test_api_keys_from_a_file_or_the_environment(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("ZENBRAIN_API_KEYS", raising=False)
+    assert load_api_keys(None) is None
+    monkeypatch.setenv("ZENBRAIN_API_KEYS", "k1:alice, k2:bob")
+    assert load_api_keys(None) == {"k1": "alice", "k2": "bob"}
+    f = tmp_path / "keys.json"
+    f.write_text(json.dumps({"k3": "carol"}))
+    assert load_api_keys(str(f)) == {"k3": "carol"}  # the file wins over the environment
+    monkeypatch.setenv("ZENBRAIN_API_KEYS", "k1")
+    code = main(["serve", "--path", str(tmp_path / "m.db"), "--embedder", EMB])
+    assert code == 2 and "key:user pairs" in capsys.readouterr().err
+    f.write_text("[1, 2]")
+    code = main(["serve", "--api-keys", str(f), "--path", str(tmp_path / "m.db"), "--embedder", EMB])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "JSON object" in err
+    assert not Path(tmp_path / "m.db").exists()
