@@ -179,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "as key1:alice,key2:bob; none: the API is open)")
     p.add_argument("--insecure", action="store_true", help="allow a non-loopback host without API keys")
 
+    _command(subs, "mcp", cmd_mcp,
+             "serve this scope's memory to MCP clients over stdio (needs: pip install \"zenbrain[server]\")")
+
     bench = subs.add_parser("bench", help="retrieval benchmarks", description="Retrieval benchmarks.")
     bench_subs = bench.add_subparsers(dest="benchmark", metavar="BENCHMARK")
     bench.set_defaults(func=lambda args: _missing_subcommand(bench))
@@ -552,6 +555,45 @@ def cmd_evidence(args: argparse.Namespace) -> int:
         item = mem.record_evidence(args.id, make_scope(args), supports=args.direction == "for", strength=args.strength)
     print(f"{item.id} confidence={item.confidence:.3f} (alpha={item.conf_alpha:g}, beta={item.conf_beta:g})")
     return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve one scope over MCP on stdin/stdout; stdout carries protocol messages only."""
+    scope = make_scope(args)
+    with _StdoutToStderr():
+        try:
+            from .server.mcp_server import create_server
+        except ImportError as exc:
+            if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types", "pydantic"):
+                raise
+            raise ConfigError('the MCP server needs the MCP SDK: pip install "zenbrain[server]"') from None
+        mem = open_store(args, create=True)
+    with mem:
+        with _StdoutToStderr():
+            server = create_server(mem, scope)
+        server.run("stdio")  # the SDK keeps stray output off the wire while it serves
+    return EXIT_OK
+
+
+class _StdoutToStderr:
+    """Send what is written to stdout, by Python or by native code, to stderr instead."""
+
+    def __enter__(self) -> None:
+        sys.stdout.flush()
+        self._stdout = sys.stdout
+        try:
+            self._fd: int | None = os.dup(1)
+            os.dup2(2, 1)
+        except (OSError, ValueError):
+            self._fd = None
+        sys.stdout = sys.stderr
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout.flush()
+        sys.stdout = self._stdout
+        if self._fd is not None:
+            os.dup2(self._fd, 1)
+            os.close(self._fd)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

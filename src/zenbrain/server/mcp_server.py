@@ -1,0 +1,264 @@
+"""The MCP server: zenbrain's memory as Model Context Protocol tools (official ``mcp`` SDK).
+
+One server serves one scope, fixed when it is created: every tool call reads and writes
+that scope's memories only, so a client cannot reach another user's (or agent's, or
+context's) memories. Each tool is one ``MemoryCoordinator`` call; the library validates
+the input. A ``ZenBrainError`` becomes a tool error carrying its message; any other
+failure reaches the client as a generic tool error (the traceback stays in the server's
+log on stderr).
+
+Run it over stdio with ``zenbrain mcp --path memory.db --user alice``, or in Python::
+
+    from zenbrain import Scope, open_memory
+    from zenbrain.server.mcp_server import create_server
+
+    create_server(open_memory("memory.db"), Scope("alice")).run("stdio")
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ..coordinator import MemoryCoordinator
+from ..errors import ValidationError, ZenBrainError
+from ..model import Edge, MemoryItem, Scope
+
+SERVER_NAME = "zenbrain"
+
+_T = TypeVar("_T")
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+_DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                               open_world_hint=False)
+
+# Parameter types with the descriptions an agent reads in the tool schema.
+MemoryId = Annotated[str, Field(description="A memory id, as returned by remember or recall.")]
+Content = Annotated[str, Field(description="The memory's text: one self-contained fact, event, preference or note.")]
+Metadata = Annotated[dict[str, Any] | None, Field(description="Optional JSON object stored with the memory, "
+                                                              'e.g. {"source": "chat"}.')]
+Importance = Annotated[float | None, Field(description="Importance in [0, 1] (default 0.5).")]
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON types (numpy scalars become numbers, anything else text)."""
+
+    def default(obj: Any) -> Any:
+        item = getattr(obj, "item", None)
+        return item() if callable(item) else str(obj)
+
+    return json.loads(json.dumps(value, default=default))
+
+
+def _item(item: MemoryItem) -> dict[str, Any]:
+    from ..cli import _item_dict
+
+    return _plain(_item_dict(item))
+
+
+def _edge(e: Edge) -> dict[str, Any]:
+    return _plain({"src": e.src, "dst": e.dst, "relation": e.relation, "weight": e.weight, "variance": e.variance,
+                   "activations": e.activations, "updated_at": e.updated_at})
+
+
+def _event_time(value: float | str | None) -> float | None:
+    """Seconds since the epoch, or ISO 8601 text (a time without zone is UTC)."""
+    if value is None or isinstance(value, (int, float)):
+        return value
+    from ..cli import parse_time
+
+    try:
+        return parse_time(value)
+    except ValidationError:
+        raise ValidationError(
+            f"event_time must be ISO 8601 (e.g. 2023-05-08T13:56:00Z) or seconds since the epoch, got {value!r}"
+        ) from None
+
+
+def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER_NAME) -> MCPServer:
+    """An MCP server whose tools act on ``memory`` within ``scope`` only."""
+    if not isinstance(scope, Scope):
+        raise ValidationError(f"scope must be a zenbrain.Scope, got {type(scope).__name__}")
+    lock = threading.Lock()  # tools run on worker threads; the coordinator sees one call at a time
+    where = f"user {scope.user_id!r}, agent {scope.agent_id!r}, context {scope.context!r}"
+    if scope.session_id is not None:
+        where += f", session {scope.session_id!r}"
+    from .. import __version__
+
+    server = MCPServer(
+        name,
+        version=__version__,
+        instructions=(
+            f"Long-term memory ({where}). Call recall before answering questions that may depend on "
+            "what you were told earlier; call remember for facts, events and preferences worth keeping "
+            "(one self-contained statement per memory). assemble_context gives a token-budgeted context "
+            "for a prompt."
+        ),
+    )
+
+    def call(fn: Callable[..., _T], *args: Any, **kw: Any) -> _T:
+        with lock:
+            try:
+                return fn(*args, **kw)
+            except ZenBrainError as exc:
+                raise ToolError(str(exc)) from None
+
+    @server.tool(annotations=_WRITE)
+    def remember(
+        content: Content,
+        kind: Annotated[str | None, Field(description="fact, episode, skill, identity, preference, note or schema "
+                                                      "(default: classified from the text).")] = None,
+        layer: Annotated[str | None, Field(description="Force a layer: episodic, semantic, procedural, core or "
+                                                       "cross_context (default: routed by kind).")] = None,
+        metadata: Metadata = None,
+        importance: Importance = None,
+        event_time: Annotated[float | str | None, Field(description="When it happened: ISO 8601 "
+                                                                    "(2023-05-08T13:56:00Z) or seconds since "
+                                                                    "the epoch.")] = None,
+    ) -> dict[str, Any]:
+        """Store one memory. Returns its id, the layer it was stored in and its kind."""
+        item = call(lambda: memory.store(content, scope, kind=kind, layer=layer, metadata=metadata,
+                                         event_time=_event_time(event_time), importance=importance))
+        return {"id": item.id, "layer": item.layer.value, "kind": item.kind.value}
+
+    @server.tool(annotations=_WRITE)
+    def recall(
+        query: Annotated[str, Field(description="What to look for, in natural language.")],
+        k: Annotated[int, Field(description="Number of hits (1-1000).")] = 5,
+        layers: Annotated[list[str] | None, Field(description="Only these layers, e.g. [\"semantic\", \"core\"] "
+                                                              "(default: all).")] = None,
+        touch: Annotated[bool, Field(description="Count this recall as a use of the hits (reinforces them); "
+                                                 "false makes it read-only.")] = True,
+    ) -> dict[str, Any]:
+        """The memories that best answer a query, best first: id, score, layer, kind, content,
+        metadata and event_time (seconds since the epoch, or null)."""
+        hits = call(memory.recall, query, scope, k, layers=layers, touch=touch)
+        return _plain({
+            "query_type": hits.query_type,
+            "hits": [{"id": h.item.id, "score": float(h.score), "layer": h.item.layer.value, "kind": h.item.kind.value,
+                      "content": h.item.content, "metadata": h.item.metadata, "event_time": h.item.event_time}
+                     for h in hits],
+        })
+
+    @server.tool(annotations=_READ_ONLY)
+    def get_memory(id: MemoryId) -> dict[str, Any]:
+        """One memory with all its fields (layer, kind, content, times, strength, confidence, ...)."""
+        return _item(call(memory.get, id, scope))
+
+    @server.tool(annotations=_WRITE)
+    def update_memory(
+        id: MemoryId,
+        content: Annotated[str | None, Field(description="New text (default: unchanged).")] = None,
+        metadata: Annotated[dict[str, Any] | None, Field(description="New metadata, replacing the old "
+                                                                     "(default: unchanged).")] = None,
+        importance: Importance = None,
+    ) -> dict[str, Any]:
+        """Edit a memory directly. The previous version is kept in its history. Returns the memory."""
+        return _item(call(memory.update, id, scope, content=content, metadata=metadata, importance=importance))
+
+    @server.tool(annotations=_DESTRUCTIVE)
+    def forget(id: MemoryId) -> dict[str, Any]:
+        """Erase a memory for good: its text, vector, relations and history, and memories derived from it."""
+        call(memory.forget, id, scope)
+        return {"forgotten": id}
+
+    @server.tool(annotations=_READ_ONLY)
+    def history(id: MemoryId) -> dict[str, Any]:
+        """The change history of a memory, oldest first: when (seconds since the epoch), what, details."""
+        events = call(memory.history, id, scope)
+        return _plain({"id": id, "events": [{"at": e.at, "action": e.action, "detail": e.detail} for e in events]})
+
+    @server.tool(annotations=_WRITE)
+    def relate(
+        src_id: Annotated[str, Field(description="Id of the source memory.")],
+        relation: Annotated[str, Field(description="supports, contradicts, causes, requires, part_of, similar_to "
+                                                   "or a name of your own.")],
+        dst_id: Annotated[str, Field(description="Id of the target memory.")],
+        weight: Annotated[float, Field(description="Edge weight.")] = 1.0,
+    ) -> dict[str, Any]:
+        """Declare a typed relation src -> dst between two memories. supports, contradicts, causes,
+        requires, part_of and similar_to couple the memories' confidences at the next sleep."""
+        return _edge(call(memory.relate, src_id, dst_id, relation, scope, weight=weight))
+
+    @server.tool(annotations=_READ_ONLY)
+    def relations(
+        id: MemoryId,
+        relation: Annotated[str | None, Field(description="Only this relation (default: all).")] = None,
+    ) -> dict[str, Any]:
+        """The relations from and to a memory, strongest first."""
+        edges = call(memory.relations, id, scope, relation=relation)
+        return {"id": id, "relations": [_edge(e) for e in edges]}
+
+    @server.tool(annotations=_WRITE)
+    def record_evidence(
+        id: MemoryId,
+        supports: Annotated[bool, Field(description="True if the evidence supports the memory being true, "
+                                                    "false if it speaks against it.")],
+        strength: Annotated[float, Field(description="What the evidence is worth, in observations.")] = 1.0,
+    ) -> dict[str, Any]:
+        """Record evidence for or against a memory being true; returns its updated confidence in [0, 1]."""
+        item = call(memory.record_evidence, id, scope, supports=supports, strength=strength)
+        return _plain({"id": item.id, "confidence": item.confidence, "conf_alpha": item.conf_alpha,
+                       "conf_beta": item.conf_beta})
+
+    @server.tool(annotations=_READ_ONLY)
+    def review_queue(
+        limit: Annotated[int, Field(description="At most this many memories.")] = 20,
+    ) -> dict[str, Any]:
+        """Memories due for review (spaced repetition), most overdue first, then uncertain ones."""
+        items = call(memory.review_queue, scope, limit=limit)
+        return {"memories": [_item(i) for i in items]}
+
+    @server.tool(annotations=_WRITE)
+    def review(
+        id: MemoryId,
+        grade: Annotated[int | str, Field(description="How well it was remembered: 1-4 or again, hard, good, "
+                                                      "easy.")],
+    ) -> dict[str, Any]:
+        """Record a review of a memory (spaced repetition); returns the memory as updated."""
+        return _item(call(memory.review, id, scope, grade))
+
+    @server.tool(annotations=_WRITE)
+    def sleep() -> dict[str, Any]:
+        """Offline consolidation: run every enabled sleep-time mechanism; returns what changed per stage."""
+        return _plain(call(memory.sleep, scope).as_dict())
+
+    @server.tool(annotations=_READ_ONLY)
+    def stats() -> dict[str, Any]:
+        """Counts of this scope's memories by layer and context, relations, and the store's embedder."""
+        return _scoped_stats()
+
+    @server.tool(annotations=_WRITE)
+    def assemble_context(
+        query: Annotated[str, Field(description="The question or task the context is for.")],
+        budget_tokens: Annotated[int, Field(description="Token budget of the context.")] = 1200,
+    ) -> dict[str, Any]:
+        """A token-budgeted context for a prompt, assembled from the memories relevant to a query:
+        text (ready to paste into a prompt), tokens and the modules it drew on."""
+        return _plain(call(memory.assemble_context, query, scope, budget_tokens=budget_tokens))
+
+    def _scoped_stats() -> dict[str, Any]:
+        s = call(memory.stats, scope)
+        return _plain({"scope": {"user_id": scope.user_id, "agent_id": scope.agent_id,
+                                 "session_id": scope.session_id, "context": scope.context}, **s})
+
+    @server.resource("zenbrain://stats", name="stats", mime_type="application/json",
+                     description="Counts of this scope's memories by layer and context.")
+    def stats_resource() -> str:
+        try:
+            return json.dumps(_scoped_stats())
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from None
+
+    return server
+
+
+__all__ = ["SERVER_NAME", "create_server"]
