@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import ConfigError, StorageError, ValidationError, ZenBrainError
+from .serialize import edge_dict, item_dict, parse_time
 
 DEFAULT_EMBEDDER_SPEC = "minilm-onnx"  # chosen by measurement: see the README
 EMBEDDER_ENV = "ZENBRAIN_EMBEDDER"
@@ -351,24 +352,6 @@ def cache_dir() -> Path:
     return Path(base) / "zenbrain"
 
 
-def parse_time(text: str) -> float:
-    """ISO 8601 (a time without zone is UTC) or seconds since the epoch."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    s = text.strip()
-    try:
-        dt = datetime.fromisoformat(s)
-    except ValueError:
-        raise ValidationError(
-            f"--event-time must be ISO 8601 (e.g. 2023-05-08T13:56:00Z) or seconds since the epoch, got {text!r}"
-        ) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
-
-
 def parse_meta(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
@@ -398,31 +381,6 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
-def _item_dict(item: Any) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "layer": item.layer.value,
-        "kind": item.kind.value,
-        "content": item.content,
-        "user_id": item.user_id,
-        "agent_id": item.agent_id,
-        "session_id": item.session_id,
-        "context": item.context,
-        "created_at": item.created_at,
-        "updated_at": item.updated_at,
-        "event_time": item.event_time,
-        "last_access": item.last_access,
-        "access_count": item.access_count,
-        "importance": item.importance,
-        "strength": item.strength,
-        "stability": item.stability,
-        "confidence": item.confidence,
-        "archived": item.archived,
-        "version": item.version,
-        "metadata": item.metadata,
-    }
-
-
 # --------------------------------------------------------------------------- memory commands
 
 
@@ -439,7 +397,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_add(args: argparse.Namespace) -> int:
     meta = parse_meta(args.meta)
-    event_time = parse_time(args.event_time) if args.event_time is not None else None
+    event_time = parse_time(args.event_time, what="--event-time") if args.event_time is not None else None
     scope = make_scope(args)
     with open_store(args, create=True) as mem:
         item = mem.store(
@@ -447,7 +405,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             event_time=event_time, importance=args.importance,
         )
     if args.json:
-        _print_json(_item_dict(item))
+        _print_json(item_dict(item))
     else:
         print(f"stored {item.id} layer={item.layer.value} kind={item.kind.value}")
     return EXIT_OK
@@ -490,7 +448,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 def cmd_get(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
         item = mem.get(args.id, make_scope(args))
-    d = _item_dict(item)
+    d = item_dict(item)
     if args.json:
         _print_json(d)
         return EXIT_OK
@@ -539,8 +497,7 @@ def cmd_relations(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
         edges = mem.relations(args.id, make_scope(args), relation=args.relation)
     if args.json:
-        _print_json([{"src": e.src, "dst": e.dst, "relation": e.relation, "weight": e.weight, "variance": e.variance,
-                      "activations": e.activations, "updated_at": e.updated_at} for e in edges])
+        _print_json([edge_dict(e) for e in edges])
         return EXIT_OK
     if not edges:
         print("no relations")
@@ -663,7 +620,7 @@ def cmd_review_queue(args: argparse.Namespace) -> int:
     with open_store(args) as mem:
         items = mem.review_queue(make_scope(args), limit=args.limit)
     if args.json:
-        _print_json([_item_dict(i) for i in items])
+        _print_json([item_dict(i) for i in items])
         return EXIT_OK
     if not items:
         print("nothing is due for review")

@@ -29,7 +29,8 @@ from pydantic import Field
 
 from ..coordinator import MemoryCoordinator
 from ..errors import ValidationError, ZenBrainError
-from ..model import Edge, MemoryItem, Scope
+from ..model import Scope
+from ..serialize import edge_dict, item_dict, json_safe, parse_time
 
 SERVER_NAME = "zenbrain"
 
@@ -48,39 +49,11 @@ Metadata = Annotated[dict[str, Any] | None, Field(description="Optional JSON obj
 Importance = Annotated[float | None, Field(description="Importance in [0, 1] (default 0.5).")]
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as plain JSON types (numpy scalars become numbers, anything else text)."""
-
-    def default(obj: Any) -> Any:
-        item = getattr(obj, "item", None)
-        return item() if callable(item) else str(obj)
-
-    return json.loads(json.dumps(value, default=default))
-
-
-def _item(item: MemoryItem) -> dict[str, Any]:
-    from ..cli import _item_dict
-
-    return _plain(_item_dict(item))
-
-
-def _edge(e: Edge) -> dict[str, Any]:
-    return _plain({"src": e.src, "dst": e.dst, "relation": e.relation, "weight": e.weight, "variance": e.variance,
-                   "activations": e.activations, "updated_at": e.updated_at})
-
-
 def _event_time(value: float | str | None) -> float | None:
     """Seconds since the epoch, or ISO 8601 text (a time without zone is UTC)."""
     if value is None or isinstance(value, (int, float)):
         return value
-    from ..cli import parse_time
-
-    try:
-        return parse_time(value)
-    except ValidationError:
-        raise ValidationError(
-            f"event_time must be ISO 8601 (e.g. 2023-05-08T13:56:00Z) or seconds since the epoch, got {value!r}"
-        ) from None
+    return parse_time(value, what="event_time")
 
 
 def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER_NAME) -> MCPServer:
@@ -141,7 +114,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         """The memories that best answer a query, best first: id, score, layer, kind, content,
         metadata and event_time (seconds since the epoch, or null)."""
         hits = call(memory.recall, query, scope, k, layers=layers, touch=touch)
-        return _plain({
+        return json_safe({
             "query_type": hits.query_type,
             "hits": [{"id": h.item.id, "score": float(h.score), "layer": h.item.layer.value, "kind": h.item.kind.value,
                       "content": h.item.content, "metadata": h.item.metadata, "event_time": h.item.event_time}
@@ -151,7 +124,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     @server.tool(annotations=_READ_ONLY)
     def get_memory(id: MemoryId) -> dict[str, Any]:
         """One memory with all its fields (layer, kind, content, times, strength, confidence, ...)."""
-        return _item(call(memory.get, id, scope))
+        return item_dict(call(memory.get, id, scope))
 
     @server.tool(annotations=_WRITE)
     def update_memory(
@@ -162,7 +135,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         importance: Importance = None,
     ) -> dict[str, Any]:
         """Edit a memory directly. The previous version is kept in its history. Returns the memory."""
-        return _item(call(memory.update, id, scope, content=content, metadata=metadata, importance=importance))
+        return item_dict(call(memory.update, id, scope, content=content, metadata=metadata, importance=importance))
 
     @server.tool(annotations=_DESTRUCTIVE)
     def forget(id: MemoryId) -> dict[str, Any]:
@@ -174,7 +147,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     def history(id: MemoryId) -> dict[str, Any]:
         """The change history of a memory, oldest first: when (seconds since the epoch), what, details."""
         events = call(memory.history, id, scope)
-        return _plain({"id": id, "events": [{"at": e.at, "action": e.action, "detail": e.detail} for e in events]})
+        return json_safe({"id": id, "events": [{"at": e.at, "action": e.action, "detail": e.detail} for e in events]})
 
     @server.tool(annotations=_WRITE)
     def relate(
@@ -186,7 +159,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     ) -> dict[str, Any]:
         """Declare a typed relation src -> dst between two memories. supports, contradicts, causes,
         requires, part_of and similar_to couple the memories' confidences at the next sleep."""
-        return _edge(call(memory.relate, src_id, dst_id, relation, scope, weight=weight))
+        return edge_dict(call(memory.relate, src_id, dst_id, relation, scope, weight=weight))
 
     @server.tool(annotations=_READ_ONLY)
     def relations(
@@ -195,7 +168,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     ) -> dict[str, Any]:
         """The relations from and to a memory, strongest first."""
         edges = call(memory.relations, id, scope, relation=relation)
-        return {"id": id, "relations": [_edge(e) for e in edges]}
+        return {"id": id, "relations": [edge_dict(e) for e in edges]}
 
     @server.tool(annotations=_WRITE)
     def record_evidence(
@@ -206,7 +179,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     ) -> dict[str, Any]:
         """Record evidence for or against a memory being true; returns its updated confidence in [0, 1]."""
         item = call(memory.record_evidence, id, scope, supports=supports, strength=strength)
-        return _plain({"id": item.id, "confidence": item.confidence, "conf_alpha": item.conf_alpha,
+        return json_safe({"id": item.id, "confidence": item.confidence, "conf_alpha": item.conf_alpha,
                        "conf_beta": item.conf_beta})
 
     @server.tool(annotations=_READ_ONLY)
@@ -215,7 +188,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     ) -> dict[str, Any]:
         """Memories due for review (spaced repetition), most overdue first, then uncertain ones."""
         items = call(memory.review_queue, scope, limit=limit)
-        return {"memories": [_item(i) for i in items]}
+        return {"memories": [item_dict(i) for i in items]}
 
     @server.tool(annotations=_WRITE)
     def review(
@@ -224,12 +197,12 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
                                                       "easy.")],
     ) -> dict[str, Any]:
         """Record a review of a memory (spaced repetition); returns the memory as updated."""
-        return _item(call(memory.review, id, scope, grade))
+        return item_dict(call(memory.review, id, scope, grade))
 
     @server.tool(annotations=_WRITE)
     def sleep() -> dict[str, Any]:
         """Offline consolidation: run every enabled sleep-time mechanism; returns what changed per stage."""
-        return _plain(call(memory.sleep, scope).as_dict())
+        return json_safe(call(memory.sleep, scope).as_dict())
 
     @server.tool(annotations=_READ_ONLY)
     def stats() -> dict[str, Any]:
@@ -243,11 +216,11 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     ) -> dict[str, Any]:
         """A token-budgeted context for a prompt, assembled from the memories relevant to a query:
         text (ready to paste into a prompt), tokens and the modules it drew on."""
-        return _plain(call(memory.assemble_context, query, scope, budget_tokens=budget_tokens))
+        return json_safe(call(memory.assemble_context, query, scope, budget_tokens=budget_tokens))
 
     def _scoped_stats() -> dict[str, Any]:
         s = call(memory.stats, scope)
-        return _plain({"scope": {"user_id": scope.user_id, "agent_id": scope.agent_id,
+        return json_safe({"scope": {"user_id": scope.user_id, "agent_id": scope.agent_id,
                                  "session_id": scope.session_id, "context": scope.context}, **s})
 
     @server.resource("zenbrain://stats", name="stats", mime_type="application/json",

@@ -27,7 +27,6 @@ coordinator call at a time. SQLite has a single writer anyway.
 # No "from __future__ import annotations": FastAPI reads the routes' annotations, which
 # name the local dependency S.
 import hmac
-import math
 import threading
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, TypeVar
@@ -38,7 +37,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import __version__
-from ..cli import _item_dict
 from ..coordinator import MemoryCoordinator
 from ..errors import (
     ConfigError,
@@ -48,7 +46,8 @@ from ..errors import (
     ValidationError,
     ZenBrainError,
 )
-from ..model import Edge, HistoryEvent, MemoryItem, Scope
+from ..model import Scope
+from ..serialize import edge_dict, event_dict, item_dict, json_safe
 
 T = TypeVar("T")
 
@@ -144,37 +143,6 @@ class ContextRequest(_Body):
 # --------------------------------------------------------------------------- JSON out
 
 
-def _json_safe(value: Any) -> Any:
-    """Plain JSON values: numpy scalars as numbers, tuples and sets as lists, non-finite floats as null."""
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, (str, bool, int)) or value is None:
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    item = getattr(value, "item", None)  # numpy scalar
-    if callable(item):
-        return _json_safe(item())
-    if hasattr(value, "value") and isinstance(value.value, str):  # an enum such as Layer
-        return value.value
-    return str(value)
-
-
-def _item(item: MemoryItem) -> dict[str, Any]:
-    return _json_safe(_item_dict(item))
-
-
-def _edge(e: Edge) -> dict[str, Any]:
-    return {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": e.weight, "variance": e.variance,
-            "activations": e.activations, "updated_at": e.updated_at}
-
-
-def _event(e: HistoryEvent) -> dict[str, Any]:
-    return {"memory_id": e.memory_id, "at": e.at, "action": e.action, "detail": _json_safe(e.detail)}
-
-
 # --------------------------------------------------------------------------- the app
 
 
@@ -261,14 +229,14 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
     @app.post("/v1/memories", status_code=201, tags=["memories"])
     def store(body: MemoryRecord, sc: S) -> dict[str, Any]:
         """Store one memory; returns it as stored (id, layer, kind, ...)."""
-        return _item(call(memory.store, body.content, sc, kind=body.kind, layer=body.layer, metadata=body.metadata,
+        return item_dict(call(memory.store, body.content, sc, kind=body.kind, layer=body.layer, metadata=body.metadata,
                           event_time=body.event_time, importance=body.importance))
 
     @app.post("/v1/memories/batch", status_code=201, tags=["memories"])
     def store_many(body: BatchRequest, sc: S) -> dict[str, Any]:
         """Store many memories in one transaction with one embedding batch."""
         items = call(memory.store_many, [r.model_dump() for r in body.memories], sc)
-        return {"memories": [_item(i) for i in items]}
+        return {"memories": [item_dict(i) for i in items]}
 
     @app.get("/v1/memories", tags=["memories"])
     def list_memories(
@@ -279,17 +247,17 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
     ) -> dict[str, Any]:
         """The scope's memories."""
         items = call(memory.list, sc, layer=layer, include_archived=include_archived, limit=limit)
-        return {"memories": [_item(i) for i in items]}
+        return {"memories": [item_dict(i) for i in items]}
 
     @app.get("/v1/memories/{memory_id}", tags=["memories"])
     def get(memory_id: str, sc: S) -> dict[str, Any]:
         """One memory."""
-        return _item(call(memory.get, memory_id, sc))
+        return item_dict(call(memory.get, memory_id, sc))
 
     @app.patch("/v1/memories/{memory_id}", tags=["memories"])
     def update(memory_id: str, body: UpdateRequest, sc: S) -> dict[str, Any]:
         """Edit a memory; the previous version is kept in its history."""
-        return _item(call(memory.update, memory_id, sc, content=body.content, metadata=body.metadata,
+        return item_dict(call(memory.update, memory_id, sc, content=body.content, metadata=body.metadata,
                           importance=body.importance, layer=body.layer))
 
     @app.delete("/v1/memories/{memory_id}", status_code=204, tags=["memories"])
@@ -301,7 +269,7 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
     @app.get("/v1/memories/{memory_id}/history", tags=["memories"])
     def history(memory_id: str, sc: S) -> dict[str, Any]:
         """The change history of a memory, oldest first."""
-        return {"history": [_event(e) for e in call(memory.history, memory_id, sc)]}
+        return {"history": [event_dict(e) for e in call(memory.history, memory_id, sc)]}
 
     @app.post("/v1/recall", tags=["recall"])
     def recall(body: RecallRequest, sc: S) -> dict[str, Any]:
@@ -309,7 +277,7 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
         type recall understood, and the scope's core memories."""
         hits = call(memory.recall, body.query, sc, body.k, layers=body.layers, time_range=body.time_range,
                     include_archived=body.include_archived, touch=body.touch)
-        return _json_safe({
+        return json_safe({
             "query": body.query,
             "query_type": hits.query_type,
             "hits": [
@@ -318,18 +286,18 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
                  "why": h.why.as_dict()}
                 for r, h in enumerate(hits, start=1)
             ],
-            "core": [_item_dict(i) for i in hits.core],
+            "core": [item_dict(i) for i in hits.core],
         })
 
     @app.post("/v1/context", tags=["recall"])
     def context(body: ContextRequest, sc: S) -> dict[str, Any]:
         """A token-budgeted context for an LLM prompt."""
-        return _json_safe(call(memory.assemble_context, body.query, sc, budget_tokens=body.budget_tokens, k=body.k))
+        return json_safe(call(memory.assemble_context, body.query, sc, budget_tokens=body.budget_tokens, k=body.k))
 
     @app.post("/v1/relations", status_code=201, tags=["relations"])
     def relate(body: RelationRequest, sc: S) -> dict[str, Any]:
         """Declare a typed relation src -> dst between two memories of the scope's context."""
-        return _edge(call(memory.relate, body.src, body.dst, body.relation, sc, weight=body.weight))
+        return edge_dict(call(memory.relate, body.src, body.dst, body.relation, sc, weight=body.weight))
 
     @app.delete("/v1/relations", tags=["relations"])
     def unrelate(
@@ -346,57 +314,57 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
         memory_id: str, sc: S, relation: Annotated[str | None, Query(description="Only this relation.")] = None,
     ) -> dict[str, Any]:
         """The edges from and to a memory, strongest first."""
-        return {"relations": [_edge(e) for e in call(memory.relations, memory_id, sc, relation=relation)]}
+        return {"relations": [edge_dict(e) for e in call(memory.relations, memory_id, sc, relation=relation)]}
 
     @app.post("/v1/memories/{memory_id}/evidence", tags=["feedback"])
     def evidence(memory_id: str, body: EvidenceRequest, sc: S) -> dict[str, Any]:
         """Evidence for or against a memory being true (updates its confidence)."""
-        return _item(call(memory.record_evidence, memory_id, sc, supports=body.supports, strength=body.strength))
+        return item_dict(call(memory.record_evidence, memory_id, sc, supports=body.supports, strength=body.strength))
 
     @app.post("/v1/memories/{memory_id}/outcome", tags=["feedback"])
     def outcome(memory_id: str, body: OutcomeRequest, sc: S) -> dict[str, Any]:
         """Report that a memory (a procedure, say) was used, successfully or not."""
-        return _item(call(memory.record_outcome, memory_id, sc, body.success))
+        return item_dict(call(memory.record_outcome, memory_id, sc, body.success))
 
     @app.post("/v1/reviews", tags=["feedback"])
     def reviews(body: ReviewsRequest, sc: S) -> dict[str, Any]:
         """Spaced-repetition reviews of many memories at once."""
         items = call(memory.review_many, [(r.id, r.grade) for r in body.reviews], sc)
-        return {"memories": [_item(i) for i in items]}
+        return {"memories": [item_dict(i) for i in items]}
 
     @app.get("/v1/review-queue", tags=["feedback"])
     def review_queue(
         sc: S, limit: Annotated[int, Query(description="At most this many (a positive integer).")] = 20,
     ) -> dict[str, Any]:
         """Memories due for review, most overdue first, then knowledge gaps."""
-        return {"memories": [_item(i) for i in call(memory.review_queue, sc, limit=limit)]}
+        return {"memories": [item_dict(i) for i in call(memory.review_queue, sc, limit=limit)]}
 
     @app.post("/v1/sleep", tags=["lifecycle"])
     def sleep(
         sc: S, detail: Annotated[bool, Query(description="List every changed memory and edge, not only counts.")] = False,
     ) -> dict[str, Any]:
         """Offline consolidation: every enabled sleep-time mechanism; returns its report."""
-        return _json_safe(call(memory.sleep, sc, detail=detail).as_dict())
+        return json_safe(call(memory.sleep, sc, detail=detail).as_dict())
 
     @app.post("/v1/decay", tags=["lifecycle"])
     def decay(sc: S) -> dict[str, Any]:
         """Apply forgetting: archive memories whose retrievability fell below threshold."""
-        return _json_safe(call(memory.decay, sc).as_dict())
+        return json_safe(call(memory.decay, sc).as_dict())
 
     @app.post("/v1/consolidate", tags=["lifecycle"])
     def consolidate(sc: S) -> dict[str, Any]:
         """Migrate and abstract memories across layers (episodic -> semantic)."""
-        return _json_safe(call(memory.consolidate, sc).as_dict())
+        return json_safe(call(memory.consolidate, sc).as_dict())
 
     @app.post("/v1/sessions/end", tags=["lifecycle"])
     def end_session(sc: S) -> dict[str, Any]:
         """Consolidate the session's (query parameter session_id) working and short-term memory."""
-        return _json_safe(call(memory.end_session, sc).as_dict())
+        return json_safe(call(memory.end_session, sc).as_dict())
 
     @app.get("/v1/stats", tags=["server"])
     def stats(sc: S) -> dict[str, Any]:
         """Counts by layer and context for the scope, store size, embedder, mechanisms off."""
-        return _json_safe(call(memory.stats, sc))
+        return json_safe(call(memory.stats, sc))
 
     return app
 
