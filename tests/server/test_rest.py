@@ -111,6 +111,9 @@ def test_health_and_openapi_schema(client):
         ("/v1/memories/{memory_id}/outcome", "post"), ("/v1/reviews", "post"), ("/v1/review-queue", "get"),
         ("/v1/sleep", "post"), ("/v1/decay", "post"), ("/v1/consolidate", "post"), ("/v1/sessions/end", "post"),
         ("/v1/context", "post"), ("/v1/stats", "get"), ("/health", "get"),
+        ("/v1/memories/{memory_id}/revise", "post"), ("/v1/memories/{memory_id}/rollback", "post"),
+        ("/v1/memories/{memory_id}/restore", "post"), ("/v1/episodes", "get"), ("/v1/recall/batch", "post"),
+        ("/v1/intentions", "post"), ("/v1/intentions/due", "get"), ("/v1/goal", "put"), ("/v1/scope", "delete"),
     ]:
         assert method in paths.get(path, {}), (path, method)
     params = {p["name"] for p in paths["/v1/recall"]["post"]["parameters"]}
@@ -237,6 +240,77 @@ def test_lifecycle_reports_context_and_stats(client):
     assert s["memories"] == 3 and s["embedder"] == EMB and "by_layer" in s
 
 
+def test_revise_rollback_and_restore(client):
+    u = as_user("u-revise")
+    m = store(client, "u-revise", "The team meeting is on Tuesday at ten in room four")
+    r = client.post(f"/v1/memories/{m['id']}/revise", params=u,
+                    json={"content": "The team meeting is on Wednesday at ten in room four", "correction": True})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["mode"] in {"confirmed", "selective_edit", "integration", "new_episode", "blocked", "protected"}
+    assert out["memory"]["id"] == m["id"] and isinstance(out["plan"], dict)
+    assert out["new_memory"] is None or out["new_memory"]["metadata"]["revises"] == m["id"]
+    events = client.get(f"/v1/memories/{m['id']}/history", params=u).json()["history"]
+    assert events[-1]["action"] == "reconsolidated" and events[-1]["detail"]["mode"] == out["mode"]
+
+    client.patch(f"/v1/memories/{m['id']}", params=u, json={"content": "The team meeting is cancelled"})
+    r = client.post(f"/v1/memories/{m['id']}/rollback", params=u)
+    assert r.status_code == 200, r.text
+    assert r.json()["content"] == out["memory"]["content"]
+    r = client.post(f"/v1/memories/{m['id']}/restore", params=u)
+    assert r.status_code == 200 and r.json()["archived"] is False
+    assert client.get(f"/v1/memories/{m['id']}/history", params=u).json()["history"][-1]["action"] == "restored"
+
+    fresh = store(client, "u-revise", "Lunch is at noon")
+    assert_error(client.post(f"/v1/memories/{fresh['id']}/rollback", params=u), 404, "NotFoundError")
+    for path in ("revise", "rollback", "restore"):
+        r = client.post(f"/v1/memories/missing/{path}", params=u, json={"content": "x"} if path == "revise" else None)
+        assert_error(r, 404, "NotFoundError")
+    assert_error(client.post(f"/v1/memories/{m['id']}/revise", params=u, json={"content": " "}), 400, "ValidationError")
+
+
+def test_episodes_in_a_time_range_and_batch_recall(client):
+    u = as_user("u-episodes")
+    for text, t in [("Anna moved to Oslo", 1683450000.0), ("Anna started a new job", 1690000000.0),
+                    ("Anna adopted a cat", 1700000000.0)]:
+        store(client, "u-episodes", text, kind="episode", event_time=t)
+    r = client.get("/v1/episodes", params={**u, "start": "2023-06-01T00:00:00Z", "end": "1695000000"})
+    assert r.status_code == 200, r.text
+    assert [m["content"] for m in r.json()["memories"]] == ["Anna started a new job"]
+    everything = client.get("/v1/episodes", params={**u, "limit": 2}).json()["memories"]
+    assert [m["event_time"] for m in everything] == [1683450000.0, 1690000000.0]  # oldest first
+    assert_error(client.get("/v1/episodes", params={**u, "start": "last spring"}), 400, "ValidationError")
+
+    r = client.post("/v1/recall/batch", params=u, json={"queries": ["where did Anna move?", "what pet?"], "k": 1})
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert [x["query"] for x in results] == ["where did Anna move?", "what pet?"]
+    assert results[0]["hits"][0]["content"] == "Anna moved to Oslo"
+    assert_error(client.post("/v1/recall/batch", params=u, json={"queries": ["x"], "k": 0}), 400, "ValidationError")
+
+
+def test_intentions_fire_by_cue_and_by_time_and_goal(client):
+    u = as_user("u-intend")
+    store(client, "u-intend", "My passport expires in June next year")
+    r = client.post("/v1/intentions", params=u, json={"action": "Remind the user to renew the passport", "cue": "passport"})
+    assert r.status_code == 201, r.text
+    cued = r.json()
+    assert cued["action"].startswith("Remind") and "cue_embedding" not in cued
+    fired = client.post("/v1/recall", params=u, json={"query": "when does my passport expire?"}).json()["intentions"]
+    assert [(f["intention_id"], f["trigger"]) for f in fired] == [(cued["id"], "keyword")]
+
+    timed = client.post("/v1/intentions", params=u, json={"action": "Water the plants", "due_at": "2020-01-01T08:00:00Z"})
+    assert timed.status_code == 201 and timed.json()["due_at"] == 1577865600.0
+    due = client.get("/v1/intentions/due", params=u).json()["intentions"]
+    assert [(f["intention_id"], f["trigger"]) for f in due] == [(timed.json()["id"], "time")]
+    assert client.get("/v1/intentions/due", params=u).json()["intentions"] == []  # fires once
+    assert_error(client.post("/v1/intentions", params=u, json={"action": "do something"}), 400, "ValidationError")
+
+    r = client.put("/v1/goal", params=u, json={"goal": "plan the trip to Norway"})
+    assert r.status_code == 200 and r.json() == {"goal": "plan the trip to Norway"}
+    assert_error(client.put("/v1/goal", params=u, json={"goal": ""}), 400, "ValidationError")
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -293,6 +367,22 @@ def test_auth_keys_decide_the_user(keyed_server):
         hits = c.post("/v1/recall", headers=alice, json={"query": "locker code"}).json()["hits"]
         assert [h["id"] for h in hits] == [mine]
         assert c.get("/v1/stats", headers=bob).json()["memories"] == 1
+
+
+def test_forget_scope_erases_only_the_keys_user(keyed_server):
+    alice = {"Authorization": "Bearer key-alice"}
+    bob = {"Authorization": "Bearer key-bob"}
+    wipe = {"agent_id": "wipe"}
+    with httpx.Client(base_url=keyed_server.url, timeout=30) as c:
+        for headers, text in [(alice, "Alice parks on level 2"), (alice, "Alice badge 77"), (bob, "Bob parks on level 3")]:
+            assert c.post("/v1/memories", headers=headers, params=wipe, json={"content": text}).status_code == 201
+        assert_error(c.delete("/v1/scope", headers=alice, params={**wipe, "user_id": "bob"}), 403, "Forbidden")
+        assert_error(c.delete("/v1/scope", params=wipe), 401, "Unauthorized")
+        r = c.delete("/v1/scope", headers=alice, params=wipe)
+        assert r.status_code == 200 and r.json() == {"forgotten": 2}
+        assert c.get("/v1/memories", headers=alice, params=wipe).json()["memories"] == []
+        assert [m["content"] for m in c.get("/v1/memories", headers=bob, params=wipe).json()["memories"]] == [
+            "Bob parks on level 3"]
 
 
 def test_create_app_refuses_malformed_keys(tmp_path):

@@ -47,7 +47,7 @@ from ..errors import (
     ZenBrainError,
 )
 from ..model import Scope
-from ..serialize import edge_dict, event_dict, item_dict, json_safe
+from ..serialize import edge_dict, event_dict, item_dict, json_safe, parse_time
 
 T = TypeVar("T")
 
@@ -108,6 +108,33 @@ class RecallRequest(_Body):
     touch: bool = Field(True, description="false makes recall read-only: no access counts, no learning.")
 
 
+class RecallBatchRequest(_Body):
+    queries: list[str] = Field(description="The queries, answered in order with their side effects in one transaction.")
+    k: int = Field(10, description="Number of hits per query (a positive integer).")
+    layers: list[str] | None = Field(None, description="Only these layers (default: all).")
+    time_range: tuple[float | None, float | None] | None = Field(
+        None, description="[start, end] in seconds since the epoch on the event time; either may be null.")
+    include_archived: bool = Field(False, description="Also search memories archived by decay.")
+    touch: bool = Field(True, description="false makes recall read-only: no access counts, no learning.")
+
+
+class ReviseRequest(_Body):
+    content: str = Field(description="The new information about the memory.")
+    correction: bool = Field(False, description="true: an explicit correction of the memory, not just new detail.")
+
+
+class IntentionRequest(_Body):
+    action: str = Field(description="What to do (or remind of) when the intention fires.")
+    cue: str | None = Field(None, description="Fire when a recall's query brings this up.")
+    due_at: float | str | None = Field(None, description="Fire at this time: seconds since the epoch or ISO 8601 "
+                                                         "(a time without zone is UTC). A cue or a due time is needed.")
+    repeat_every_s: float | None = Field(None, description="Fire again every this many seconds after the due time.")
+
+
+class GoalRequest(_Body):
+    goal: str = Field(description="The current goal; memories aligned with it get priority.")
+
+
 class RelationRequest(_Body):
     src: str = Field(description="Id of the source memory.")
     dst: str = Field(description="Id of the target memory.")
@@ -141,6 +168,28 @@ class ContextRequest(_Body):
 
 
 # --------------------------------------------------------------------------- JSON out
+
+
+def _recall_dict(query: str, hits: Any) -> dict[str, Any]:
+    """A recall result: hits with their score breakdown, the core memories, and the cue
+    intentions this recall fired."""
+    return json_safe({
+        "query": query,
+        "query_type": hits.query_type,
+        "hits": [
+            {"rank": r, "id": h.item.id, "score": h.score, "layer": h.item.layer.value, "kind": h.item.kind.value,
+             "content": h.item.content, "metadata": h.item.metadata, "event_time": h.item.event_time,
+             "why": h.why.as_dict()}
+            for r, h in enumerate(hits, start=1)
+        ],
+        "core": [item_dict(i) for i in hits.core],
+        "intentions": hits.info.get("intentions") or [],
+    })
+
+
+def _time(value: float | str | None, what: str) -> float | None:
+    """Seconds since the epoch, or ISO 8601 text (a time without zone is UTC)."""
+    return parse_time(value, what=what) if isinstance(value, str) else value
 
 
 # --------------------------------------------------------------------------- the app
@@ -266,6 +315,26 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
         call(memory.forget, memory_id, sc)
         return Response(status_code=204)
 
+    @app.post("/v1/memories/{memory_id}/revise", tags=["memories"])
+    def revise(memory_id: str, body: ReviseRequest, sc: S) -> dict[str, Any]:
+        """New information about a memory, gated by reconsolidation. Returns the mode (confirmed,
+        selective_edit, integration, new_episode, blocked, protected, or overwrite with
+        reconsolidation off), the memory, the new memory if one was created, and the plan."""
+        out = call(memory.revise, memory_id, sc, body.content, correction=body.correction)
+        new = out.get("new_memory")
+        return json_safe({"mode": out["mode"], "memory": item_dict(out["memory"]),
+                          "new_memory": item_dict(new) if new is not None else None, "plan": out.get("plan")})
+
+    @app.post("/v1/memories/{memory_id}/rollback", tags=["memories"])
+    def rollback(memory_id: str, sc: S) -> dict[str, Any]:
+        """Restore the content the memory had before its last update or revision (404 when none)."""
+        return item_dict(call(memory.rollback, memory_id, sc))
+
+    @app.post("/v1/memories/{memory_id}/restore", tags=["memories"])
+    def restore(memory_id: str, sc: S) -> dict[str, Any]:
+        """Bring a memory archived by decay back into recall."""
+        return item_dict(call(memory.restore, memory_id, sc))
+
     @app.get("/v1/memories/{memory_id}/history", tags=["memories"])
     def history(memory_id: str, sc: S) -> dict[str, Any]:
         """The change history of a memory, oldest first."""
@@ -277,17 +346,25 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
         type recall understood, and the scope's core memories."""
         hits = call(memory.recall, body.query, sc, body.k, layers=body.layers, time_range=body.time_range,
                     include_archived=body.include_archived, touch=body.touch)
-        return json_safe({
-            "query": body.query,
-            "query_type": hits.query_type,
-            "hits": [
-                {"rank": r, "id": h.item.id, "score": h.score, "layer": h.item.layer.value, "kind": h.item.kind.value,
-                 "content": h.item.content, "metadata": h.item.metadata, "event_time": h.item.event_time,
-                 "why": h.why.as_dict()}
-                for r, h in enumerate(hits, start=1)
-            ],
-            "core": [item_dict(i) for i in hits.core],
-        })
+        return _recall_dict(body.query, hits)
+
+    @app.post("/v1/recall/batch", tags=["recall"])
+    def recall_batch(body: RecallBatchRequest, sc: S) -> dict[str, Any]:
+        """Recall for many queries, in order; one result per query, as from /v1/recall."""
+        results = call(memory.recall_many, body.queries, sc, body.k, layers=body.layers, time_range=body.time_range,
+                       include_archived=body.include_archived, touch=body.touch)
+        return {"results": [_recall_dict(q, r) for q, r in zip(body.queries, results)]}
+
+    @app.get("/v1/episodes", tags=["recall"])
+    def episodes(
+        sc: S,
+        start: Annotated[str | None, Query(description="From this event time: seconds since the epoch or ISO 8601.")] = None,
+        end: Annotated[str | None, Query(description="Up to this event time: seconds since the epoch or ISO 8601.")] = None,
+        limit: Annotated[int | None, Query(description="At most this many (a positive integer).")] = None,
+    ) -> dict[str, Any]:
+        """Episodic memories whose event time lies in [start, end], oldest first."""
+        items = call(memory.episodes, sc, _time(start, "start"), _time(end, "end"), limit=limit)
+        return {"memories": [item_dict(i) for i in items]}
 
     @app.post("/v1/context", tags=["recall"])
     def context(body: ContextRequest, sc: S) -> dict[str, Any]:
@@ -360,6 +437,32 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
     def end_session(sc: S) -> dict[str, Any]:
         """Consolidate the session's (query parameter session_id) working and short-term memory."""
         return json_safe(call(memory.end_session, sc).as_dict())
+
+    @app.post("/v1/intentions", status_code=201, tags=["intentions"])
+    def intend(body: IntentionRequest, sc: S) -> dict[str, Any]:
+        """Prospective memory: fire `action` when `cue` comes up in a recall (listed in the
+        recall's `intentions`), or at `due_at` (see /v1/intentions/due). Returns the intention."""
+        out = call(memory.intend, body.action, sc, cue=body.cue, due_at=_time(body.due_at, "due_at"),
+                   repeat_every_s=body.repeat_every_s)
+        return json_safe({k: v for k, v in out.items() if k != "cue_embedding"})
+
+    @app.get("/v1/intentions/due", tags=["intentions"])
+    def due_intentions(sc: S) -> dict[str, Any]:
+        """Time-triggered intentions that fire now. Each fires once (a recurring one again at
+        its next time), so asking again right away returns none."""
+        return {"intentions": json_safe(call(memory.due_intentions, sc))}
+
+    @app.put("/v1/goal", tags=["intentions"])
+    def set_goal(body: GoalRequest, sc: S) -> dict[str, Any]:
+        """Set the current goal: memories aligned with it get priority."""
+        call(memory.set_goal, body.goal, sc)
+        return {"goal": body.goal}
+
+    @app.delete("/v1/scope", tags=["lifecycle"])
+    def forget_scope(sc: S) -> dict[str, Any]:
+        """Erase every memory of the user and agent (all sessions and contexts), with their
+        goals and intentions. Returns how many memories were erased."""
+        return {"forgotten": call(memory.forget_scope, sc)}
 
     @app.get("/v1/stats", tags=["server"])
     def stats(sc: S) -> dict[str, Any]:
