@@ -28,6 +28,8 @@ EMB = ["--embedder", "hashing:64"]
 TOOLS = {
     "remember", "recall", "get_memory", "update_memory", "forget", "history", "relate", "relations",
     "record_evidence", "review_queue", "review", "sleep", "stats", "assemble_context",
+    "revise", "rollback", "restore", "episodes", "intend", "due_intentions", "set_goal", "end_session", "decay",
+    "unrelate", "remember_many",
 }
 
 
@@ -84,6 +86,19 @@ def test_stdio_tools_store_recall_relate_and_report_errors(tmp_path: Path):
             assert TOOLS <= set(listed)
             assert all(listed[name].description for name in TOOLS)
             assert "content" in listed["remember"].input_schema["properties"]
+            assert "forget_scope" not in listed  # too destructive for an agent's tool
+            assert listed["episodes"].annotations.read_only_hint
+            assert listed["unrelate"].annotations.destructive_hint and not listed["revise"].annotations.destructive_hint
+
+            many = (await call(s, "remember_many", memories=[
+                {"content": "Alice likes green tea", "kind": "preference"},
+                {"content": "Alice ran a marathon", "metadata": {"n": 1}, "event_time": "2023-04-01T09:00:00Z"},
+            ]))["memories"]
+            assert len(many) == 2 and many[0]["kind"] == "preference"
+            ran = await call(s, "get_memory", id=many[1]["id"])
+            assert ran["metadata"]["n"] == 1 and ran["event_time"] == pytest.approx(1680339600.0)
+            for m in many:
+                await call(s, "forget", id=m["id"])
 
             a = await call(s, "remember", content="Caroline went to a support group on 7 May 2023",
                            event_time="2023-05-07T10:00:00Z", metadata={"source": "chat"})
@@ -188,6 +203,8 @@ def test_create_server_in_process(tmp_path: Path):
             def broken(*args: Any, **kw: Any) -> Any:
                 raise RuntimeError("secret internals")
 
+            await more_tools(c)
+
             mem.stats = broken  # a failure that is not the library's: generic message only
             text = await error(c, "stats")
             assert "secret" not in text and "stats" in text
@@ -196,3 +213,60 @@ def test_create_server_in_process(tmp_path: Path):
         anyio.run(body)
     finally:
         mem.close()
+
+
+async def more_tools(c: Any) -> None:
+    """revise, rollback, restore, episodes, intentions, goal, decay, unrelate, end_session."""
+    m = await call(c, "remember", content="The team meeting is on Tuesday at ten in room four")
+    out = await call(c, "revise", id=m["id"], content="The team meeting is on Wednesday at ten in room four",
+                     correction=True)
+    assert out["mode"] in {"confirmed", "selective_edit", "integration", "new_episode", "blocked", "protected"}
+    assert out["memory"]["id"] == m["id"]
+    events = (await call(c, "history", id=m["id"]))["events"]
+    assert events[-1]["action"] == "reconsolidated" and events[-1]["detail"]["mode"] == out["mode"]
+    before = out["memory"]["content"]
+    await call(c, "update_memory", id=m["id"], content="The team meeting is cancelled")
+    assert (await call(c, "rollback", id=m["id"]))["content"] == before
+    assert (await call(c, "restore", id=m["id"]))["archived"] is False
+    for tool in ("revise", "rollback", "restore"):
+        args = {"content": "x"} if tool == "revise" else {}
+        assert "no memory 'nope' in this scope" in await error(c, tool, id="nope", **args)
+
+    for text, t in [("Dana moved to Oslo", 1683450000), ("Dana started a new job", 1690000000),
+                    ("Dana adopted a cat", 1700000000)]:
+        await call(c, "remember", content=text, kind="episode", event_time=t)
+    got = (await call(c, "episodes", start="2023-06-01T00:00:00Z", end=1695000000))["memories"]
+    assert [e["content"] for e in got] == ["Dana started a new job"]
+    assert "start must be ISO 8601" in await error(c, "episodes", start="last spring")
+
+    cued = await call(c, "intend", action="Ask whether Dana's cat has a name", cue="cat")
+    assert "cue_embedding" not in cued
+    fired = (await call(c, "recall", query="tell me about the cat", k=1))["intentions"]
+    assert [(f["intention_id"], f["trigger"]) for f in fired] == [(cued["id"], "keyword")]
+    timed = await call(c, "intend", action="Water the plants", due_at="2020-01-01T08:00:00Z")
+    assert [f["intention_id"] for f in (await call(c, "due_intentions"))["intentions"]] == [timed["id"]]
+    assert (await call(c, "due_intentions"))["intentions"] == []
+    assert "needs a cue or a due time" in await error(c, "intend", action="something")
+
+    assert await call(c, "set_goal", goal="prepare the team meeting") == {"goal": "prepare the team meeting"}
+    assert (await call(c, "decay"))["operation"] == "decay"
+    a, b = got[0]["id"], m["id"]
+    await call(c, "relate", src_id=a, relation="causes", dst_id=b)
+    assert await call(c, "unrelate", src_id=a, relation="causes", dst_id=b) == {"removed": True}
+    assert await call(c, "unrelate", src_id=a, relation="causes", dst_id=b) == {"removed": False}
+    assert "session_id" in await error(c, "end_session")  # this server's scope has no session
+    before = (await call(c, "stats"))["memories"]
+    assert "content is empty" in await error(c, "remember_many", memories=[{"content": "fine"}, {"content": ""}])
+    assert (await call(c, "stats"))["memories"] == before  # all or nothing
+
+
+def test_end_session_with_a_session_scope(tmp_path: Path):
+    with open_memory(str(tmp_path / "memory.db"), embedder="hashing:64") as mem:
+        server = create_server(mem, Scope("erin", session_id="s1"))
+
+        async def body() -> None:
+            async with Client(server) as c:
+                await call(c, "remember", content="We are talking about trains", layer="working")
+                assert (await call(c, "end_session"))["operation"] == "end_session"
+
+        anyio.run(body)

@@ -7,6 +7,11 @@ the input. A ``ZenBrainError`` becomes a tool error carrying its message; any ot
 failure reaches the client as a generic tool error (the traceback stays in the server's
 log on stderr).
 
+``forget_scope`` (erase every memory of the user and agent) is deliberately not a tool:
+one mistaken call of an agent would wipe its whole memory. Use the REST API
+(``DELETE /v1/scope``) or the library for it. ``end_session`` needs a server started with a session
+(``--session``); otherwise the library's error says so.
+
 Run it over stdio with ``zenbrain mcp --path memory.db --user alice``, or in Python::
 
     from zenbrain import Scope, open_memory
@@ -25,7 +30,7 @@ from typing import Annotated, Any, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..coordinator import MemoryCoordinator
 from ..errors import ValidationError, ZenBrainError
@@ -40,6 +45,7 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_w
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 _DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                open_world_hint=False)
+_REMOVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 # Parameter types with the descriptions an agent reads in the tool schema.
 MemoryId = Annotated[str, Field(description="A memory id, as returned by remember or recall.")]
@@ -47,13 +53,30 @@ Content = Annotated[str, Field(description="The memory's text: one self-containe
 Metadata = Annotated[dict[str, Any] | None, Field(description="Optional JSON object stored with the memory, "
                                                               'e.g. {"source": "chat"}.')]
 Importance = Annotated[float | None, Field(description="Importance in [0, 1] (default 0.5).")]
+Kind = Annotated[str | None, Field(description="fact, episode, skill, identity, preference, note or schema "
+                                               "(default: classified from the text).")]
+LayerName = Annotated[str | None, Field(description="Force a layer: episodic, semantic, procedural, core or "
+                                                    "cross_context (default: routed by kind).")]
+EventTime = Annotated[float | str | None, Field(description="When it happened: ISO 8601 (2023-05-08T13:56:00Z) or "
+                                                           "seconds since the epoch.")]
 
 
-def _event_time(value: float | str | None) -> float | None:
+class NewMemory(BaseModel):
+    """One memory of remember_many."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: Content
+    kind: Kind = None
+    layer: LayerName = None
+    metadata: Metadata = None
+    importance: Importance = None
+    event_time: EventTime = None
+
+
+def _time(value: float | str | None, what: str) -> float | None:
     """Seconds since the epoch, or ISO 8601 text (a time without zone is UTC)."""
-    if value is None or isinstance(value, (int, float)):
-        return value
-    return parse_time(value, what="event_time")
+    return parse_time(value, what=what) if isinstance(value, str) else value
 
 
 def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER_NAME) -> MCPServer:
@@ -73,7 +96,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
             f"Long-term memory ({where}). Call recall before answering questions that may depend on "
             "what you were told earlier; call remember for facts, events and preferences worth keeping "
             "(one self-contained statement per memory). assemble_context gives a token-budgeted context "
-            "for a prompt."
+            "for a prompt. intend sets a reminder; recall reports it when its cue comes up."
         ),
     )
 
@@ -87,20 +110,27 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     @server.tool(annotations=_WRITE)
     def remember(
         content: Content,
-        kind: Annotated[str | None, Field(description="fact, episode, skill, identity, preference, note or schema "
-                                                      "(default: classified from the text).")] = None,
-        layer: Annotated[str | None, Field(description="Force a layer: episodic, semantic, procedural, core or "
-                                                       "cross_context (default: routed by kind).")] = None,
+        kind: Kind = None,
+        layer: LayerName = None,
         metadata: Metadata = None,
         importance: Importance = None,
-        event_time: Annotated[float | str | None, Field(description="When it happened: ISO 8601 "
-                                                                    "(2023-05-08T13:56:00Z) or seconds since "
-                                                                    "the epoch.")] = None,
+        event_time: EventTime = None,
     ) -> dict[str, Any]:
         """Store one memory. Returns its id, the layer it was stored in and its kind."""
         item = call(lambda: memory.store(content, scope, kind=kind, layer=layer, metadata=metadata,
-                                         event_time=_event_time(event_time), importance=importance))
+                                         event_time=_time(event_time, "event_time"), importance=importance))
         return {"id": item.id, "layer": item.layer.value, "kind": item.kind.value}
+
+    @server.tool(annotations=_WRITE)
+    def remember_many(
+        memories: Annotated[list[NewMemory], Field(description="The memories to store, each with its content and "
+                                                               "optionally kind, layer, metadata, importance and "
+                                                               "event_time. All are checked before any is written.")],
+    ) -> dict[str, Any]:
+        """Store many memories at once (one transaction: all or none). Returns each one's id, layer and kind."""
+        items = call(lambda: memory.store_many(
+            [{**m.model_dump(), "event_time": _time(m.event_time, "event_time")} for m in memories], scope))
+        return {"memories": [{"id": i.id, "layer": i.layer.value, "kind": i.kind.value} for i in items]}
 
     @server.tool(annotations=_WRITE)
     def recall(
@@ -112,14 +142,28 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
                                                  "false makes it read-only.")] = True,
     ) -> dict[str, Any]:
         """The memories that best answer a query, best first: id, score, layer, kind, content,
-        metadata and event_time (seconds since the epoch, or null)."""
+        metadata and event_time (seconds since the epoch, or null); and the intentions whose cue
+        this query brought up (act on them)."""
         hits = call(memory.recall, query, scope, k, layers=layers, touch=touch)
         return json_safe({
             "query_type": hits.query_type,
             "hits": [{"id": h.item.id, "score": float(h.score), "layer": h.item.layer.value, "kind": h.item.kind.value,
                       "content": h.item.content, "metadata": h.item.metadata, "event_time": h.item.event_time}
                      for h in hits],
+            "intentions": hits.info.get("intentions") or [],
         })
+
+    @server.tool(annotations=_READ_ONLY)
+    def episodes(
+        start: Annotated[float | str | None, Field(description="From this event time: ISO 8601 or seconds since "
+                                                               "the epoch (default: no lower bound).")] = None,
+        end: Annotated[float | str | None, Field(description="Up to this event time (default: no upper "
+                                                             "bound).")] = None,
+        limit: Annotated[int | None, Field(description="At most this many memories.")] = None,
+    ) -> dict[str, Any]:
+        """Episodic memories (events) whose event time lies in [start, end], oldest first."""
+        items = call(lambda: memory.episodes(scope, _time(start, "start"), _time(end, "end"), limit=limit))
+        return {"memories": [item_dict(i) for i in items]}
 
     @server.tool(annotations=_READ_ONLY)
     def get_memory(id: MemoryId) -> dict[str, Any]:
@@ -136,6 +180,31 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     ) -> dict[str, Any]:
         """Edit a memory directly. The previous version is kept in its history. Returns the memory."""
         return item_dict(call(memory.update, id, scope, content=content, metadata=metadata, importance=importance))
+
+    @server.tool(annotations=_WRITE)
+    def revise(
+        id: MemoryId,
+        content: Annotated[str, Field(description="The new information about the memory.")],
+        correction: Annotated[bool, Field(description="True if this corrects the memory rather than adding "
+                                                      "detail.")] = False,
+    ) -> dict[str, Any]:
+        """Revise a memory with new information, gated by reconsolidation: returns the mode
+        (confirmed, selective_edit, integration, new_episode, blocked, protected; overwrite when
+        reconsolidation is off), the memory, and the new memory if one was created."""
+        out = call(memory.revise, id, scope, content, correction=correction)
+        new = out.get("new_memory")
+        return json_safe({"mode": out["mode"], "memory": item_dict(out["memory"]),
+                          "new_memory": item_dict(new) if new is not None else None, "plan": out.get("plan")})
+
+    @server.tool(annotations=_WRITE)
+    def rollback(id: MemoryId) -> dict[str, Any]:
+        """Restore the content a memory had before its last update or revision. Returns the memory."""
+        return item_dict(call(memory.rollback, id, scope))
+
+    @server.tool(annotations=_WRITE)
+    def restore(id: MemoryId) -> dict[str, Any]:
+        """Bring a memory archived by decay back into recall. Returns the memory."""
+        return item_dict(call(memory.restore, id, scope))
 
     @server.tool(annotations=_DESTRUCTIVE)
     def forget(id: MemoryId) -> dict[str, Any]:
@@ -160,6 +229,15 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         """Declare a typed relation src -> dst between two memories. supports, contradicts, causes,
         requires, part_of and similar_to couple the memories' confidences at the next sleep."""
         return edge_dict(call(memory.relate, src_id, dst_id, relation, scope, weight=weight))
+
+    @server.tool(annotations=_REMOVE)
+    def unrelate(
+        src_id: Annotated[str, Field(description="Id of the source memory.")],
+        relation: Annotated[str, Field(description="The relation's name.")],
+        dst_id: Annotated[str, Field(description="Id of the target memory.")],
+    ) -> dict[str, Any]:
+        """Remove the relation src -> dst; removed is false when there was none."""
+        return {"removed": call(memory.unrelate, src_id, dst_id, relation, scope)}
 
     @server.tool(annotations=_READ_ONLY)
     def relations(
@@ -203,6 +281,46 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     def sleep() -> dict[str, Any]:
         """Offline consolidation: run every enabled sleep-time mechanism; returns what changed per stage."""
         return json_safe(call(memory.sleep, scope).as_dict())
+
+    @server.tool(annotations=_WRITE)
+    def decay() -> dict[str, Any]:
+        """Apply forgetting: archive memories whose retrievability fell below threshold (restore
+        brings one back). Returns what changed."""
+        return json_safe(call(memory.decay, scope).as_dict())
+
+    @server.tool(annotations=_WRITE)
+    def end_session() -> dict[str, Any]:
+        """Consolidate this server's session (working and short-term memory) into long-term
+        memory. Needs a server started with a session."""
+        return json_safe(call(memory.end_session, scope).as_dict())
+
+    @server.tool(annotations=_WRITE)
+    def intend(
+        action: Annotated[str, Field(description="What to do (or remind of) when the intention fires.")],
+        cue: Annotated[str | None, Field(description="Fire when a recall's query brings this up "
+                                                     "(reported in recall's intentions).")] = None,
+        due_at: Annotated[float | str | None, Field(description="Fire at this time (see due_intentions): ISO 8601 "
+                                                                "or seconds since the epoch.")] = None,
+        repeat_every_s: Annotated[float | None, Field(description="Fire again every this many seconds.")] = None,
+    ) -> dict[str, Any]:
+        """Remember to do something later: when a cue comes up, or at a time (a cue or a due
+        time is needed). Returns the intention's id, action, cue and due time."""
+        out = call(lambda: memory.intend(action, scope, cue=cue, due_at=_time(due_at, "due_at"),
+                                         repeat_every_s=repeat_every_s))
+        return json_safe({k: v for k, v in out.items() if k != "cue_embedding"})
+
+    @server.tool(annotations=_WRITE)
+    def due_intentions() -> dict[str, Any]:
+        """Time-triggered intentions that fire now; each fires once (a recurring one again at its next time)."""
+        return {"intentions": json_safe(call(memory.due_intentions, scope))}
+
+    @server.tool(annotations=_WRITE)
+    def set_goal(
+        goal: Annotated[str, Field(description="The current goal or task.")],
+    ) -> dict[str, Any]:
+        """Set the current goal: memories aligned with it get priority."""
+        call(memory.set_goal, goal, scope)
+        return {"goal": goal}
 
     @server.tool(annotations=_READ_ONLY)
     def stats() -> dict[str, Any]:
