@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import ConfigError, StorageError, ValidationError, ZenBrainError
-from .serialize import edge_dict, item_dict, parse_time
+from .serialize import edge_dict, hit_dict, item_dict, parse_time
 
 DEFAULT_EMBEDDER_SPEC = "minilm-onnx"  # chosen by measurement: see the README
 EMBEDDER_ENV = "ZENBRAIN_EMBEDDER"
@@ -420,12 +420,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         _print_json({
             "query": args.query,
             "query_type": hits.query_type,
-            "hits": [
-                {"rank": r, "id": h.item.id, "score": h.score, "layer": h.item.layer.value, "kind": h.item.kind.value,
-                 "content": h.item.content, "event_time": h.item.event_time, "metadata": h.item.metadata,
-                 "why": h.why.as_dict()}
-                for r, h in enumerate(hits, start=1)
-            ],
+            "hits": [hit_dict(r, h) for r, h in enumerate(hits, start=1)],
         })
         return EXIT_OK
     if not hits:

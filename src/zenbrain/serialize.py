@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import ValidationError
-from .model import Edge, HistoryEvent, MemoryItem
+from .model import Edge, HistoryEvent, MemoryItem, RecallHit
 
-__all__ = ["edge_dict", "event_dict", "item_dict", "json_safe", "parse_time"]
+__all__ = ["edge_dict", "event_dict", "hit_dict", "item_dict", "json_safe", "optional_time", "parse_time"]
 
 
 def json_safe(value: Any) -> Any:
@@ -57,6 +57,14 @@ def item_dict(item: MemoryItem) -> dict[str, Any]:
     })
 
 
+def hit_dict(rank: int, hit: RecallHit) -> dict[str, Any]:
+    """One recall hit with its rank and score breakdown."""
+    it = hit.item
+    return json_safe({"rank": rank, "id": it.id, "score": hit.score, "layer": it.layer.value, "kind": it.kind.value,
+                      "content": it.content, "metadata": it.metadata, "event_time": it.event_time,
+                      "why": hit.why.as_dict()})
+
+
 def edge_dict(edge: Edge) -> dict[str, Any]:
     return json_safe({"src": edge.src, "dst": edge.dst, "relation": edge.relation, "weight": edge.weight,
                       "variance": edge.variance, "activations": edge.activations, "updated_at": edge.updated_at})
@@ -81,3 +89,8 @@ def parse_time(text: str, *, what: str = "time") -> float:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
+
+
+def optional_time(value: float | str | None, what: str = "time") -> float | None:
+    """``parse_time`` of text; a number or None passes through."""
+    return parse_time(value, what=what) if isinstance(value, str) else value

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..coordinator import MemoryCoordinator
 from ..errors import ValidationError, ZenBrainError
 from ..model import Scope
-from ..serialize import edge_dict, item_dict, json_safe, parse_time
+from ..serialize import edge_dict, item_dict, json_safe, optional_time
 
 SERVER_NAME = "zenbrain"
 
@@ -72,11 +72,6 @@ class NewMemory(BaseModel):
     metadata: Metadata = None
     importance: Importance = None
     event_time: EventTime = None
-
-
-def _time(value: float | str | None, what: str) -> float | None:
-    """Seconds since the epoch, or ISO 8601 text (a time without zone is UTC)."""
-    return parse_time(value, what=what) if isinstance(value, str) else value
 
 
 def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER_NAME) -> MCPServer:
@@ -118,7 +113,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     ) -> dict[str, Any]:
         """Store one memory. Returns its id, the layer it was stored in and its kind."""
         item = call(lambda: memory.store(content, scope, kind=kind, layer=layer, metadata=metadata,
-                                         event_time=_time(event_time, "event_time"), importance=importance))
+                                         event_time=optional_time(event_time, "event_time"), importance=importance))
         return {"id": item.id, "layer": item.layer.value, "kind": item.kind.value}
 
     @server.tool(annotations=_WRITE)
@@ -129,7 +124,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     ) -> dict[str, Any]:
         """Store many memories at once (one transaction: all or none). Returns each one's id, layer and kind."""
         items = call(lambda: memory.store_many(
-            [{**m.model_dump(), "event_time": _time(m.event_time, "event_time")} for m in memories], scope))
+            [{**m.model_dump(), "event_time": optional_time(m.event_time, "event_time")} for m in memories], scope))
         return {"memories": [{"id": i.id, "layer": i.layer.value, "kind": i.kind.value} for i in items]}
 
     @server.tool(annotations=_WRITE)
@@ -162,7 +157,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         limit: Annotated[int | None, Field(description="At most this many memories.")] = None,
     ) -> dict[str, Any]:
         """Episodic memories (events) whose event time lies in [start, end], oldest first."""
-        items = call(lambda: memory.episodes(scope, _time(start, "start"), _time(end, "end"), limit=limit))
+        items = call(lambda: memory.episodes(scope, optional_time(start, "start"), optional_time(end, "end"), limit=limit))
         return {"memories": [item_dict(i) for i in items]}
 
     @server.tool(annotations=_READ_ONLY)
@@ -305,7 +300,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     ) -> dict[str, Any]:
         """Remember to do something later: when a cue comes up, or at a time (a cue or a due
         time is needed). Returns the intention's id, action, cue and due time."""
-        out = call(lambda: memory.intend(action, scope, cue=cue, due_at=_time(due_at, "due_at"),
+        out = call(lambda: memory.intend(action, scope, cue=cue, due_at=optional_time(due_at, "due_at"),
                                          repeat_every_s=repeat_every_s))
         return json_safe({k: v for k, v in out.items() if k != "cue_embedding"})
 

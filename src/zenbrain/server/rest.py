@@ -47,7 +47,14 @@ from ..errors import (
     ZenBrainError,
 )
 from ..model import Scope
-from ..serialize import edge_dict, event_dict, item_dict, json_safe, parse_time
+from ..serialize import (
+    edge_dict,
+    event_dict,
+    hit_dict,
+    item_dict,
+    json_safe,
+    optional_time,
+)
 
 T = TypeVar("T")
 
@@ -98,24 +105,21 @@ class UpdateRequest(_Body):
     layer: str | None = Field(None, description="Move the memory to this layer.")
 
 
-class RecallRequest(_Body):
-    query: str = Field(description="What to recall: a question or a cue.")
-    k: int = Field(10, description="Number of hits (a positive integer).")
-    layers: list[str] | None = Field(None, description="Only these layers (default: all).")
-    time_range: tuple[float | None, float | None] | None = Field(
-        None, description="[start, end] in seconds since the epoch on the event time; either may be null.")
-    include_archived: bool = Field(False, description="Also search memories archived by decay.")
-    touch: bool = Field(True, description="false makes recall read-only: no access counts, no learning.")
-
-
-class RecallBatchRequest(_Body):
-    queries: list[str] = Field(description="The queries, answered in order with their side effects in one transaction.")
+class _RecallOptions(_Body):
     k: int = Field(10, description="Number of hits per query (a positive integer).")
     layers: list[str] | None = Field(None, description="Only these layers (default: all).")
     time_range: tuple[float | None, float | None] | None = Field(
         None, description="[start, end] in seconds since the epoch on the event time; either may be null.")
     include_archived: bool = Field(False, description="Also search memories archived by decay.")
     touch: bool = Field(True, description="false makes recall read-only: no access counts, no learning.")
+
+
+class RecallRequest(_RecallOptions):
+    query: str = Field(description="What to recall: a question or a cue.")
+
+
+class RecallBatchRequest(_RecallOptions):
+    queries: list[str] = Field(description="The queries, answered in order with their side effects in one transaction.")
 
 
 class ReviseRequest(_Body):
@@ -176,20 +180,10 @@ def _recall_dict(query: str, hits: Any) -> dict[str, Any]:
     return json_safe({
         "query": query,
         "query_type": hits.query_type,
-        "hits": [
-            {"rank": r, "id": h.item.id, "score": h.score, "layer": h.item.layer.value, "kind": h.item.kind.value,
-             "content": h.item.content, "metadata": h.item.metadata, "event_time": h.item.event_time,
-             "why": h.why.as_dict()}
-            for r, h in enumerate(hits, start=1)
-        ],
+        "hits": [hit_dict(r, h) for r, h in enumerate(hits, start=1)],
         "core": [item_dict(i) for i in hits.core],
         "intentions": hits.info.get("intentions") or [],
     })
-
-
-def _time(value: float | str | None, what: str) -> float | None:
-    """Seconds since the epoch, or ISO 8601 text (a time without zone is UTC)."""
-    return parse_time(value, what=what) if isinstance(value, str) else value
 
 
 # --------------------------------------------------------------------------- the app
@@ -363,7 +357,7 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
         limit: Annotated[int | None, Query(description="At most this many (a positive integer).")] = None,
     ) -> dict[str, Any]:
         """Episodic memories whose event time lies in [start, end], oldest first."""
-        items = call(memory.episodes, sc, _time(start, "start"), _time(end, "end"), limit=limit)
+        items = call(memory.episodes, sc, optional_time(start, "start"), optional_time(end, "end"), limit=limit)
         return {"memories": [item_dict(i) for i in items]}
 
     @app.post("/v1/context", tags=["recall"])
@@ -442,7 +436,7 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
     def intend(body: IntentionRequest, sc: S) -> dict[str, Any]:
         """Prospective memory: fire `action` when `cue` comes up in a recall (listed in the
         recall's `intentions`), or at `due_at` (see /v1/intentions/due). Returns the intention."""
-        out = call(memory.intend, body.action, sc, cue=body.cue, due_at=_time(body.due_at, "due_at"),
+        out = call(memory.intend, body.action, sc, cue=body.cue, due_at=optional_time(body.due_at, "due_at"),
                    repeat_every_s=body.repeat_every_s)
         return json_safe({k: v for k, v in out.items() if k != "cue_embedding"})
 
