@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from .errors import ConfigError
-from .model import Layer
+from .model import Layer, QueryType
 from .params import Params, bounded
 from .registry import Mechanisms
-from .retrieval.query import FACTUAL, GENERAL, IDENTITY, PROCEDURAL, TEMPORAL
 
 MAX_CONTENT_CHARS = 32_000  # documented limit: longer content is refused, not truncated
 MAX_METADATA_BYTES = 64_000
@@ -29,11 +28,11 @@ def _weights(**over: float) -> dict[Layer, float]:
 # Query-type layer weights (paper appendix "Query-Aware Cross-Layer Retrieval": temporal
 # queries amplify episodic 2.0, factual amplify semantic 1.8; the rest are our choices).
 DEFAULT_LAYER_WEIGHTS: dict[str, dict[Layer, float]] = {
-    TEMPORAL: _weights(episodic=2.0, short_term=1.3, working=1.2),
-    PROCEDURAL: _weights(procedural=2.0, semantic=1.2),
-    FACTUAL: _weights(semantic=1.8, core=1.3),
-    IDENTITY: _weights(core=2.0, semantic=1.3),
-    GENERAL: _weights(working=1.2, short_term=1.1),
+    QueryType.TEMPORAL: _weights(episodic=2.0, short_term=1.3, working=1.2),
+    QueryType.PROCEDURAL: _weights(procedural=2.0, semantic=1.2),
+    QueryType.FACTUAL: _weights(semantic=1.8, core=1.3),
+    QueryType.IDENTITY: _weights(core=2.0, semantic=1.3),
+    QueryType.GENERAL: _weights(working=1.2, short_term=1.1),
 }
 
 
@@ -58,10 +57,33 @@ class LayerParams(Params):
 
 
 @dataclass(frozen=True)
+class LifecycleLimits(Params):
+    """Caps and couplings of the offline passes (not mechanism parameters of the paper)."""
+
+    sleep_max_episodes: int = bounded(5000, 1, 10_000_000, "most recent active episodes in the replay pool")
+    reward_saturation: float = bounded(5.0, 1.0, 1e6, "recalls at which an episode's usage reward reaches 1")
+    patience_gain: float = bounded(0.4, 0.0, 1.0, "theta_v = theta_0 + gain * (5HT patience - 0.5)")
+    consolidate_max_episodes: int = bounded(
+        2000, 2, 100_000, "most recent unconsolidated episodes clustered per context and run"
+    )
+    schema_attach_similarity: float = bounded(
+        0.8, -1.0, 1.0, "a new cluster this similar to an existing schema joins it instead of making another"
+    )
+    stc_max_pairs: int = bounded(2_000_000, 1_000, 1_000_000_000, "tagged x donor pairs examined per block")
+    compositional_max_per_context: int = bounded(
+        2000, 3, 10_000_000, "most recent vectors per context used to fit the shared basis"
+    )
+    curiosity_queue_size: int = bounded(50, 1, 1_000_000, "gaps kept in the curiosity queue")
+    curiosity_history: int = bounded(8, 2, 1000, "confidence points kept per fact for learning progress")
+    curiosity_min_interval_s: float = bounded(3600.0, 0.0, 1e9, "least time between two confidence points")
+
+
+@dataclass(frozen=True)
 class Config:
     mechanisms: Mechanisms = field(default_factory=Mechanisms)
     recall: RecallParams = field(default_factory=RecallParams)
     layers: LayerParams = field(default_factory=LayerParams)
+    lifecycle: LifecycleLimits = field(default_factory=LifecycleLimits)
     layer_weights: dict[str, dict[Layer, float]] = field(default_factory=lambda: DEFAULT_LAYER_WEIGHTS)
     # Which contexts may see which: pairs (reader_context, source_context); "*" matches any.
     context_links: frozenset[tuple[str, str]] = frozenset()

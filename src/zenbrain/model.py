@@ -45,6 +45,16 @@ class Kind(str, enum.Enum):
     SCHEMA = "schema"
 
 
+class QueryType(str, enum.Enum):
+    """What a recall query asks for; selects the layer weights of fusion."""
+
+    TEMPORAL = "temporal"
+    PROCEDURAL = "procedural"
+    FACTUAL = "factual"
+    IDENTITY = "identity"
+    GENERAL = "general"
+
+
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:@+\-]{1,128}$")
 
 

@@ -9,6 +9,7 @@ from core_helpers import files_containing, tables_containing
 from zenbrain import Layer, NotFoundError, Scope
 from zenbrain.config import Config
 from zenbrain.model import Edge
+from zenbrain.storage.base import Filter
 from zenbrain.text import content_hash
 
 # Lower-case and ending in digits: the FTS tokenizer and stemmer keep it verbatim, so a
@@ -35,9 +36,9 @@ def _assert_unreadable(mem, scope, item, db_path):
     qv = mem.embedder.embed([SECRET])[0]
     assert item.id not in [i for i, _ in mem.storage.vector_search(part, qv, 1000, per_layer=True)]
     assert mem.storage.lexical_search(part, MARKER, 100) == []
-    assert item.id not in [i.id for i in mem.list(scope, include_archived=True)]
+    assert item.id not in [i.id for i in mem.list_memories(scope, include_archived=True)]
     assert item.id not in [i.id for i in mem.episodes(scope)]
-    assert item.id not in mem.storage.all_ids(part)
+    assert item.id not in [i.id for i in mem.storage.query(part, Filter(include_archived=True, all_sessions=True))]
     assert mem.storage.edges(part, [item.id]) == []
     assert mem.storage.history(part, item.id) == []
     con = mem.storage.raw_connection()
@@ -70,7 +71,7 @@ def test_forget_leaves_nothing_readable(mem, make_mem, scope, db_path, clock):
     _assert_unreadable(mem, scope, secret, db_path)
     assert secret.id not in [h.id for h in dense_only.recall(SECRET, scope, k=50, touch=False)]
     # The other memories and the edges between them are untouched.
-    assert len(mem.list(scope)) == len(others)
+    assert len(mem.list_memories(scope)) == len(others)
     edges_after = {(e.src, e.dst, e.relation) for e in mem.storage.edges(part)}
     assert edges_after == {e for e in edges_before if secret.id not in e[:2]}
     assert (others[0].id, others[1].id, "related") in edges_after
@@ -152,7 +153,7 @@ def test_forget_scope_erases_every_memory_of_the_partition(mem, db_path):
     for item in mine:
         with pytest.raises(NotFoundError):
             mem.get(item.id, item.scope)
-    assert mem.storage.all_ids(("alice", "assistant")) == []
+    assert mem.storage.query(("alice", "assistant"), Filter(include_archived=True, all_sessions=True)) == []
     assert mem.recall(MARKER, alice, touch=False) == []
     assert mem.recall(MARKER, alice, touch=False).core == []
     assert mem.stats(alice)["memories"] == 0
@@ -192,7 +193,7 @@ def test_forget_erases_a_schema_consolidated_from_the_memory(mem, scope, clock, 
     mem.forget(tags[tag].id, scope)
     with pytest.raises(NotFoundError):
         mem.get(schema.id, scope)
-    assert {i.id for i in mem.list(scope, include_archived=True)} == {e.id for t, e in tags.items() if t != tag}
+    assert {i.id for i in mem.list_memories(scope, include_archived=True)} == {e.id for t, e in tags.items() if t != tag}
     assert tables_containing(mem.storage.raw_connection(), tag) == {}
     assert files_containing(db_path, tag) == {}
 

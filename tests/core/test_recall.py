@@ -146,7 +146,7 @@ def test_near_identical_memories_are_returned_once(mem):
     ids = [h.id for h in hits]
     assert len({a.id, b.id, c.id} & set(ids)) == 1
     assert d.id in ids
-    assert len(mem.list(S)) == 4  # de-duplication is a recall policy, nothing is deleted
+    assert len(mem.list_memories(S)) == 4  # de-duplication is a recall policy, nothing is deleted
 
 
 @pytest.fixture
@@ -221,7 +221,7 @@ def test_touch_false_is_read_only_and_default_recall_counts_access(mem, clock):
     clock.advance(days=2)
     hits = mem.recall("Paris", S, k=3)
     returned = {h.id for h in hits}
-    for item in mem.list(S):
+    for item in mem.list_memories(S):
         if item.id in returned:
             assert (item.access_count, item.last_access) == (1, clock.now())
         else:

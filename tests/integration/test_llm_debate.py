@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from zenbrain import dynamics as dyn
+from zenbrain import state as keys
 from zenbrain.config import Config
 from zenbrain.model import Scope
 from zenbrain.providers.openai_compat import OpenAICompatChat
@@ -95,7 +95,7 @@ def test_llm_judge_accepts_the_new_fact_over_http(open_coord, server, chat):
     assert debate["method"] == "llm" and debate["verdict"] == "accept_new"
     assert debate["rationale"] == "the move to Paris is the latest news"
     assert debate["winners"] == [new.id] and set(debate["losers"]) == {o.id for o in old}
-    assert coord.storage.kv_get(PART, dyn.KV_DEBATES) == [debate]
+    assert coord.storage.kv_get(PART, keys.KV_DEBATES) == [debate]
     for o in old:
         item = coord.get(o.id, SCOPE)
         assert (item.conf_alpha, item.conf_beta) == (1.0, 2.0)

@@ -27,7 +27,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 EMB = ["--embedder", "hashing:64"]
 TOOLS = {
     "remember", "recall", "get_memory", "update_memory", "forget", "history", "relate", "relations",
-    "record_evidence", "review_queue", "review", "sleep", "stats", "assemble_context",
+    "record_evidence", "review_queue", "review", "sleep", "stats", "assemble_prompt",
     "revise", "rollback", "restore", "episodes", "intend", "due_intentions", "set_goal", "end_session", "decay",
     "unrelate", "remember_many",
 }
@@ -195,7 +195,7 @@ def test_create_server_in_process(tmp_path: Path):
             assert "unknown feedback" in await error(c, "review", id=m["id"], grade="splendid")
             assert "event_time must be ISO 8601" in await error(c, "remember", content="x", event_time="someday")
             assert (await call(c, "sleep"))["operation"] == "sleep"
-            ctx = await call(c, "assemble_context", query="when is the quarterly report due?", budget_tokens=200)
+            ctx = await call(c, "assemble_prompt", query="when is the quarterly report due?", budget_tokens=200)
             assert "Monday" in ctx["text"] and ctx["tokens"] <= 200
             res = await c.read_resource("zenbrain://stats")
             assert json.loads(res.contents[0].text)["scope"]["context"] == "work"

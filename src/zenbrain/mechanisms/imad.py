@@ -36,7 +36,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +45,6 @@ from scipy.special import expit, logsumexp
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
-from ..providers.base import ChatModel
 from . import bayesian
 
 VERDICTS = ("accept_new", "keep_old", "merge")
@@ -391,25 +390,29 @@ def parse_verdict(reply: str) -> str | None:
     return {"acceptnew": "accept_new", "keepold": "keep_old", "merge": "merge", "undecided": "undecided"}[v]
 
 
+Dialogue = Generator[list[dict[str, str]], "str | BaseException", DebateDecision]
+
+
 def debate(
     *,
     new: Fact,
     stored: Sequence[Fact],
     now: float,
-    chat: ChatModel | None = None,
     params: IMADParams = IMADParams(),
-) -> DebateDecision:
-    """Decide between a new fact and the stored facts it contradicts, before it is committed.
-
-    With ``chat``: proponent, opponent and judge turns, up to ``max_rounds`` rounds, until the
-    judge names a verdict. Without it, or if the model errs, never decides, or answers in a
-    form that cannot be parsed: evidence-weighted arbitration (``method`` says which).
-    """
+) -> Dialogue:
+    """A debate between a new fact and the stored facts it contradicts, as a dialogue with a
+    chat model: each step yields the messages of one turn (proponent, opponent, judge, up to
+    ``max_rounds`` rounds) and takes the model's reply, or the exception the model raised.
+    It returns the decision once the judge names a verdict; if the model errs, never
+    decides, or answers in a form that cannot be parsed, it returns evidence-weighted
+    arbitration (``method`` says which). The caller runs the model; without one, use
+    ``arbitrate``."""
     if not stored:
         raise ValidationError("debate needs at least one stored fact")
-    if chat is None:
-        return arbitrate(new=new, stored=stored, now=now, params=params)
+    return _debate(new, list(stored), now, params)
 
+
+def _debate(new: Fact, stored: list[Fact], now: float, params: IMADParams) -> Dialogue:
     case = "NEW statement: " + _describe(new, now) + "\nSTORED statements it contradicts:\n" + "\n".join(
         f"- [{f.id}] " + _describe(f, now) for f in stored
     )
@@ -425,28 +428,30 @@ def debate(
         "'REASON: <one sentence>'.",
     }
     transcript: list[dict[str, str]] = []
-    kw = dict(max_tokens=int(params.llm_max_tokens), temperature=float(params.llm_temperature))
-    failure = ""
-    try:
-        for rnd in range(1, int(params.max_rounds) + 1):
-            for role in ("proponent", "opponent", "judge"):
-                history = "\n\n".join(f"{t['speaker']}: {t['content']}" for t in transcript)
-                user = f"{case}\n\nDebate so far (round {rnd} of {int(params.max_rounds)}):\n{history or '(none)'}\n\nYour turn as {role}."
-                reply = chat.complete([{"role": "system", "content": roles[role]}, {"role": "user", "content": user}], **kw)
-                transcript.append({"speaker": role, "round": str(rnd), "content": str(reply)})
-            verdict = parse_verdict(transcript[-1]["content"])
-            if verdict is None:
-                failure = "judge reply has no parsable verdict"
-                break
-            if verdict != "undecided":
-                winners, losers = _decision(verdict, new, stored)
-                m = re.search(r"reason\s*[:=]\s*(.+)", transcript[-1]["content"], re.IGNORECASE)
-                rationale = m.group(1).strip() if m else transcript[-1]["content"].strip()[:500]
-                return DebateDecision(verdict, winners, losers, rationale, transcript, "llm")
-        else:
-            failure = f"no verdict after {int(params.max_rounds)} rounds"
-    except Exception as exc:  # noqa: BLE001 - any provider failure falls back to arbitration
-        failure = f"{type(exc).__name__}: {exc}"
+    failure = f"no verdict after {int(params.max_rounds)} rounds"
+    for rnd in range(1, int(params.max_rounds) + 1):
+        for role in ("proponent", "opponent", "judge"):
+            history = "\n\n".join(f"{t['speaker']}: {t['content']}" for t in transcript)
+            user = (f"{case}\n\nDebate so far (round {rnd} of {int(params.max_rounds)}):\n{history or '(none)'}"
+                    f"\n\nYour turn as {role}.")
+            reply = yield [{"role": "system", "content": roles[role]}, {"role": "user", "content": user}]
+            if isinstance(reply, BaseException):
+                return _fallback(new, stored, now, params, transcript, f"{type(reply).__name__}: {reply}")
+            transcript.append({"speaker": role, "round": str(rnd), "content": str(reply)})
+        verdict = parse_verdict(transcript[-1]["content"])
+        if verdict is None:
+            failure = "judge reply has no parsable verdict"
+            break
+        if verdict != "undecided":
+            winners, losers = _decision(verdict, new, stored)
+            m = re.search(r"reason\s*[:=]\s*(.+)", transcript[-1]["content"], re.IGNORECASE)
+            rationale = m.group(1).strip() if m else transcript[-1]["content"].strip()[:500]
+            return DebateDecision(verdict, winners, losers, rationale, transcript, "llm")
+    return _fallback(new, stored, now, params, transcript, failure)
+
+
+def _fallback(new: Fact, stored: Sequence[Fact], now: float, params: IMADParams, transcript: list[dict[str, str]],
+              failure: str) -> DebateDecision:
     decision = arbitrate(new=new, stored=stored, now=now, params=params)
     decision.method = "arbitration_fallback"
     decision.transcript = transcript

@@ -14,12 +14,14 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-TEMPORAL = "temporal"
-PROCEDURAL = "procedural"
-FACTUAL = "factual"
-IDENTITY = "identity"
-GENERAL = "general"
-QUERY_TYPES = (TEMPORAL, PROCEDURAL, FACTUAL, IDENTITY, GENERAL)
+from ..model import QueryType
+
+TEMPORAL = QueryType.TEMPORAL
+PROCEDURAL = QueryType.PROCEDURAL
+FACTUAL = QueryType.FACTUAL
+IDENTITY = QueryType.IDENTITY
+GENERAL = QueryType.GENERAL
+QUERY_TYPES = tuple(QueryType)
 
 _TEMPORAL = re.compile(
     r"\b(when|what (?:date|day|month|year|time)|which (?:date|day|month|year)|how long|how many "

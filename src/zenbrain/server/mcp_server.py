@@ -90,7 +90,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         instructions=(
             f"Long-term memory ({where}). Call recall before answering questions that may depend on "
             "what you were told earlier; call remember for facts, events and preferences worth keeping "
-            "(one self-contained statement per memory). assemble_context gives a token-budgeted context "
+            "(one self-contained statement per memory). assemble_prompt gives a token-budgeted context "
             "for a prompt. intend sets a reminder; recall reports it when its cue comes up."
         ),
     )
@@ -323,13 +323,13 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         return _scoped_stats()
 
     @server.tool(annotations=_WRITE)
-    def assemble_context(
+    def assemble_prompt(
         query: Annotated[str, Field(description="The question or task the context is for.")],
         budget_tokens: Annotated[int, Field(description="Token budget of the context.")] = 1200,
     ) -> dict[str, Any]:
         """A token-budgeted context for a prompt, assembled from the memories relevant to a query:
         text (ready to paste into a prompt), tokens and the modules it drew on."""
-        return json_safe(call(memory.assemble_context, query, scope, budget_tokens=budget_tokens))
+        return json_safe(call(memory.assemble_prompt, query, scope, budget_tokens=budget_tokens))
 
     def _scoped_stats() -> dict[str, Any]:
         s = call(memory.stats, scope)

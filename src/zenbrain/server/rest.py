@@ -289,7 +289,7 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
         limit: Annotated[int | None, Query(description="At most this many (a positive integer).")] = None,
     ) -> dict[str, Any]:
         """The scope's memories."""
-        items = call(memory.list, sc, layer=layer, include_archived=include_archived, limit=limit)
+        items = call(memory.list_memories, sc, layer=layer, include_archived=include_archived, limit=limit)
         return {"memories": [item_dict(i) for i in items]}
 
     @app.get("/v1/memories/{memory_id}", tags=["memories"])
@@ -363,7 +363,7 @@ def create_app(memory: MemoryCoordinator, *, api_keys: Mapping[str, str] | None 
     @app.post("/v1/context", tags=["recall"])
     def context(body: ContextRequest, sc: S) -> dict[str, Any]:
         """A token-budgeted context for an LLM prompt."""
-        return json_safe(call(memory.assemble_context, body.query, sc, budget_tokens=body.budget_tokens, k=body.k))
+        return json_safe(call(memory.assemble_prompt, body.query, sc, budget_tokens=body.budget_tokens, k=body.k))
 
     @app.post("/v1/relations", status_code=201, tags=["relations"])
     def relate(body: RelationRequest, sc: S) -> dict[str, Any]:

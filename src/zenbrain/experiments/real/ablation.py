@@ -139,12 +139,11 @@ def usage_plan(seed: int, n_queries: int, n_sessions: int, times: float = 1.0) -
 def _graph_fiedler(run: Any) -> dict[str, float]:
     """lambda_2 of the memory graph (every association edge among active memories; provenance
     edges excluded), through the library's own spectral health routine."""
-    from zenbrain.lifecycle_common import PROVENANCE
-    from zenbrain.lifecycle_sleep import graph_health
-    from zenbrain.mechanisms.spectral import SpectralParams
+    from zenbrain.mechanisms.spectral import SpectralParams, health
+    from zenbrain.state import PROVENANCE
+    from zenbrain.storage.base import Filter
 
-    active = {i.id for i in run.coord.storage.query(run.part, __import__("zenbrain.storage.base", fromlist=["Filter"]).Filter(
-        contexts=None, session_id=None))}
+    active = {i.id for i in run.coord.storage.query(run.part, Filter(contexts=None, session_id=None))}
     edges = [e for e in run.coord.storage.edges(run.part) if e.relation not in PROVENANCE
              and e.src in active and e.dst in active and e.src != e.dst]
     nodes = sorted({x for e in edges for x in (e.src, e.dst)})
@@ -155,7 +154,7 @@ def _graph_fiedler(run: Any) -> dict[str, float]:
     dst = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))
     w = np.fromiter((e.weight for e in edges), float, len(edges))
     params = run.coord.config.param("spectral_kg_health", SpectralParams())
-    h = graph_health(n=len(nodes), src=src, dst=dst, weight=w, params=params)
+    h = health(n=len(nodes), src=src, dst=dst, weight=w, params=params)
     return {"fiedler": float(h.fiedler), "nodes": len(nodes), "edges": len(edges), "components": int(h.n_components)}
 
 

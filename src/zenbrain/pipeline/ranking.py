@@ -1,0 +1,97 @@
+"""How stored state shapes a ranking: the score factors recall multiplies in after fusion.
+
+Each function fills its field of every hit's ``ScoreBreakdown``; ``recall`` multiplies
+them into the final score. A mechanism that is switched off leaves its factor at 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import Engine
+from ..mechanisms import compositional, two_factor
+from ..model import RecallHit
+from ..retrieval.query import QueryInfo
+from ..state import KV_COMPOSITIONAL, PRIORITY, RELATION_CONTRADICTS
+from ..storage.base import Partition
+from .retrievability import retrievability
+
+BOOST_POOL = 3  # the Two-Factor boost looks at edges among the top (BOOST_POOL x k) candidates
+
+
+def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo) -> None:
+    """A query naming a time window favours hits inside it; "last"/"first" queries favour
+    the most recent (or earliest) hits."""
+    rp = engine.config.recall
+    if info.window is not None and rp.temporal_boost > 0:
+        w = info.window
+        for h in hits:
+            t = h.item.event_time if h.item.event_time is not None else h.item.created_at
+            if (w.start is None or t >= w.start) and (w.end is None or t <= w.end):
+                h.why.temporal *= 1.0 + rp.temporal_boost
+    if info.direction is not None and rp.recency_boost > 0 and hits:
+        times = np.array([h.item.event_time if h.item.event_time is not None else h.item.created_at for h in hits])
+        span = times.max() - times.min()
+        if span > 0:
+            rel = (times - times.min()) / span
+            if info.direction == "early":
+                rel = 1.0 - rel
+            for h, r in zip(hits, rel):
+                h.why.temporal *= 1.0 + rp.recency_boost * float(r)
+
+
+def cross_context_similarity(engine: Engine, part: Partition, qvec: np.ndarray, hits: list[RecallHit], reader: str,
+                             lexical_share: float) -> None:
+    """Compositional context: a memory from another (allowed) context is compared through
+    the shared component only, so context-specific detail does not cross the boundary."""
+    foreign = [h for h in hits if h.item.context != reader]
+    if not foreign or not engine.on("compositional_context"):
+        return
+    raw = engine.store.kv_get(part, KV_COMPOSITIONAL)
+    if not raw:
+        return
+    state = compositional.CompositionalState.from_json(raw)
+    vecs = engine.store.vectors(part, [h.item.id for h in foreign])
+    sims = np.atleast_1d(np.asarray(compositional.cross_context_similarity(qvec, vecs, state=state), dtype=float))
+    for h, s in zip(foreign, sims):
+        h.why.other["cross_context_shared_sim"] = float(s)
+        h.why.dense = max(0.0, float(s))
+        h.why.fused = h.why.layer_weight * ((1 - lexical_share) * h.why.dense + lexical_share * h.why.lexical)
+
+
+def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int) -> None:
+    """Two-Factor boost: a candidate linked by strong, mature edges to other strong
+    candidates of this query gets score x (1 + alpha * f(w) * I^0.1)."""
+    if not engine.on("two_factor_hebbian") or len(hits) < 2:
+        return
+    tp = engine.param("two_factor_hebbian", two_factor.DEFAULTS)
+    ranked = sorted(hits, key=lambda h: -h.why.fused)[: max(BOOST_POOL * k, 10)]
+    best: dict[str, tuple[float, float]] = {}
+    for e in engine.store.edges(part, [h.item.id for h in ranked], both_ends=True):
+        if e.relation == RELATION_CONTRADICTS:
+            continue
+        for node in (e.src, e.dst):
+            if node not in best or e.weight > best[node][0]:
+                best[node] = (e.weight, e.variance)
+    for h in hits:
+        if h.item.id in best:
+            w, var = best[h.item.id]
+            h.why.hebbian_boost = float(two_factor.recall_boost(w, var, params=tp))
+
+
+def retrievability_weight(engine: Engine, hits: list[RecallHit], now: float) -> None:
+    """Faded memories rank lower: score x (floor + (1 - floor) R)."""
+    if not hits:
+        return
+    r = retrievability(engine, [h.item for h in hits], now)
+    floor = engine.config.recall.retrievability_floor
+    for h, ri in zip(hits, r.tolist()):
+        h.why.retrievability = floor + (1.0 - floor) * ri
+
+
+def priority_weight(engine: Engine, hits: list[RecallHit]) -> None:
+    """PriorityMap feeds ranking: score x (0.9 + 0.2 P), P in [0, 1]."""
+    if not engine.on("priority_map"):
+        return
+    for h in hits:
+        h.why.priority = 0.9 + 0.2 * float(h.item.state.get(PRIORITY, 0.5))

@@ -1,0 +1,480 @@
+"""The embedded default store: one SQLite file in WAL mode.
+
+* Every operation's writes run in one ``BEGIN IMMEDIATE`` transaction.
+* Lexical search is FTS5 BM25 (porter stemming); vectors live in a content-hash keyed
+  embedding table that doubles as the embedding cache, so no text is embedded twice.
+* Dense search uses an exact in-memory index per partition (``storage.vector_index``)
+  derived from committed rows and kept in step through the ``changes`` log, so several
+  processes can share one file and a crash can never leave the index disagreeing with
+  the data.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..._sqlite import enable_wal
+from ...errors import ConfigError, StorageError
+from ...model import Edge, HistoryEvent, Layer, MemoryItem
+from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
+from ..vector_index import PartitionIndex, Row
+from .codec import EDGE_COLUMNS, SELECT, decode, item_from_row
+from .filters import where
+from .lexical import fts_query, lexical_search
+from .migrations import MIGRATIONS
+from .transaction import SQLiteTransaction
+
+# Rounds of random rowids a large partition's sample may take before all its ids are read.
+SAMPLE_ROUNDS = 4
+# Planner statistics: gathered once the memories table has this many rows and again each
+# time it has grown by this factor, from this many rows per index (PRAGMA analysis_limit).
+ANALYZE_MIN_ROWS = 10_000
+ANALYZE_GROWTH = 2
+ANALYZE_LIMIT = 1000
+# A vector index row of each memory the WHERE clause that follows selects. CROSS JOIN keeps
+# memories the outer table: without planner statistics SQLite may otherwise scan the whole
+# embeddings table and look memories up by content hash, for a handful of changed ids.
+_INDEX_ROW = (
+    "m.id, m.layer, m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at) AS t, "
+    "e.vector FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.content_hash"
+)
+LEXICAL_EXTRA = "lexical_extra"  # metadata key: words indexed for lexical search beside the content
+
+
+class SQLiteStore:
+    """One SQLite file. Safe to open from several processes at once; one store object may
+    be used from several threads (its calls are serialised)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0) -> None:
+        self.path = str(path)
+        self.embedder_name = embedder_name
+        self.dim = int(dim)
+        self._lock = threading.RLock()
+        self._shared = self.path != ":memory:"  # a private in-memory database has no other connection
+        self._indexes: dict[Partition, PartitionIndex] = {}
+        self._seen_seq = 0
+        self._tx: SQLiteTransaction | None = None
+        self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
+        if self._shared:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open {self.path}: {exc}") from exc
+        try:
+            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            mode = enable_wal(self._db, timeout)
+            if self._shared and mode.lower() != "wal":
+                raise StorageError(f"{self.path}: could not enable WAL (journal_mode={mode})")
+            # FULL: a committed memory survives a power cut too, not only a process crash.
+            self._db.execute("PRAGMA synchronous=FULL")
+            # Overwrite deleted content with zeros so erasure also leaves the file.
+            self._db.execute("PRAGMA secure_delete=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise StorageError(f"{self.path} is not a usable zenbrain store: {exc}") from exc
+        self._check_meta()
+        # Indexes are built and synced through a second connection, which only ever sees
+        # committed rows, so they cannot pick up a write that is later rolled back.
+        if self._shared:
+            self._reader = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._reader.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        else:
+            self._reader = self._db
+
+    # -- opening and closing -----------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+                done = {r[0] for r in self._db.execute("SELECT name FROM schema_migrations")}
+                unknown = done - {name for name, _ in MIGRATIONS}
+                if unknown:
+                    raise StorageError(
+                        f"{self.path} was written by a newer zenbrain (migrations {sorted(unknown)}); upgrade zenbrain")
+                for version, (name, sql) in enumerate(MIGRATIONS, start=1):
+                    if name not in done:
+                        for stmt in _split_sql(sql):
+                            self._db.execute(stmt)
+                        self._db.execute("INSERT INTO schema_migrations (version, name) VALUES (?,?)", (version, name))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def _check_meta(self) -> None:
+        with self._lock:
+            rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            if not rows:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('embedder', ?), ('dim', ?)",
+                                 (self.embedder_name, str(self.dim)))
+                self._db.execute("COMMIT")
+                rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            if rows.get("embedder") != self.embedder_name or int(rows.get("dim", -1)) != self.dim:
+                raise ConfigError(
+                    f"{self.path} holds vectors of embedder {rows.get('embedder')!r} (dim {rows.get('dim')}); "
+                    f"it cannot be opened with {self.embedder_name!r} (dim {self.dim}). Open it with the same "
+                    "embedder, or create a new store.")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._shared and self._tx is None:
+                try:
+                    # Keeps the planner's statistics current (cheap when nothing changed much).
+                    self._db.execute(f"PRAGMA analysis_limit={ANALYZE_LIMIT}")
+                    self._db.execute("PRAGMA optimize")
+                except sqlite3.Error:
+                    pass
+            for conn in {id(self._db): self._db, id(self._reader): self._reader}.values():
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+
+    # -- writes ------------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self, *, durable: bool = True) -> Iterator[SQLiteTransaction]:
+        """One atomic write. A transaction opened inside another (same thread) joins it:
+        everything commits together at the outermost exit, or nothing does.
+
+        ``durable=False`` skips the fsync at commit (WAL, synchronous=NORMAL): the write is
+        still atomic and survives a process crash, but a power cut may undo it. Recall uses
+        it for access bookkeeping; memories themselves are always written durably."""
+        with self._lock:
+            if self._tx is not None:
+                yield self._tx
+                return
+            durable = durable or not self._shared  # an in-memory database is never synced
+            if not durable:
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            try:
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    raise StorageError(f"cannot start a write on {self.path}: {exc}") from exc
+                tx = self._tx = SQLiteTransaction(self._db, self.lexical_text)
+                try:
+                    yield tx
+                    if tx.touched:
+                        self._db.executemany("INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)",
+                                             sorted(tx.touched))
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+                finally:
+                    self._tx = None
+            finally:
+                if not durable:
+                    self._db.execute("PRAGMA synchronous=FULL")
+            if tx.erased:
+                self._scrub()
+            if tx.inserted:
+                self._keep_statistics()
+
+    def _scrub(self) -> None:
+        """After an erasure: rewrite the FTS index without the deleted rows and truncate the WAL."""
+        self._db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _keep_statistics(self) -> None:
+        """ANALYZE (sampled) whenever the memories table has doubled since it last ran, so the
+        planner never works from statistics of a much smaller table, or from none at all."""
+        rows = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+        if rows < ANALYZE_MIN_ROWS or rows < ANALYZE_GROWTH * self._stats_rows:
+            return
+        self._stats_rows = self._analyzed_rows()
+        if rows < ANALYZE_GROWTH * self._stats_rows:
+            return  # another connection has analyzed meanwhile
+        try:
+            self._db.execute(f"PRAGMA analysis_limit={ANALYZE_LIMIT}")
+            self._db.execute("ANALYZE")
+        except sqlite3.Error:
+            return  # statistics only guide the planner: the write itself has committed
+        self._stats_rows = rows
+
+    def _analyzed_rows(self) -> int:
+        """Memory rows when the planner's statistics were last gathered (0: never)."""
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE name='sqlite_stat1'").fetchone() is None:
+            return 0
+        row = self._db.execute("SELECT stat FROM sqlite_stat1 WHERE tbl='memories' LIMIT 1").fetchone()
+        try:
+            return int(str(row[0]).split()[0]) if row is not None else 0
+        except (ValueError, IndexError):
+            return 0
+
+    def lexical_text(self, item: MemoryItem) -> str:
+        """What lexical search indexes of a memory: its content, and the words an
+        application put in ``metadata["lexical_extra"]``."""
+        extra = item.metadata.get(LEXICAL_EXTRA)
+        return item.content if not extra else f"{item.content}\n{extra}"
+
+    # -- memories ----------------------------------------------------------------------------
+    def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        ids = list(ids)
+        found: dict[str, MemoryItem] = {}
+        with self._lock:
+            for chunk in iter_chunks(list(dict.fromkeys(ids)), 500):
+                marks = ",".join("?" * len(chunk))
+                # "+column": look rows up by the primary key, not by the partition index.
+                for row in self._db.execute(
+                        f"SELECT {SELECT} FROM memories WHERE +user_id=? AND +agent_id=? AND id IN ({marks})",
+                        (*partition, *chunk)):
+                    found[row[0]] = item_from_row(row)
+        return [found[i] for i in ids if i in found]
+
+    def query(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
+              descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
+        if order_by not in ORDERABLE:
+            raise StorageError(f"cannot order by {order_by}")
+        clause, args = where(partition, flt)
+        order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
+        # Ties: equally due memories in the order they were stored (rowid), others by id.
+        tie = "rowid" if order_by == "due_at" else "id"
+        sql = f"SELECT {SELECT} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        with self._lock:
+            return [item_from_row(r) for r in self._db.execute(sql, args)]
+
+    def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
+        q = fts_query(text)
+        if q is None or k <= 0:
+            return []
+        with self._lock:
+            return lexical_search(self._db, partition, q, int(k), flt)
+
+    # -- vectors -----------------------------------------------------------------------------
+    def _index(self, partition: Partition) -> PartitionIndex:
+        with self._lock:
+            self._sync()
+            idx = self._indexes.get(partition)
+            if idx is None:
+                idx = PartitionIndex(self.dim)
+                own_tx = not self._reader.in_transaction  # an in-memory store reads inside its own write
+                if own_tx:
+                    self._reader.execute("BEGIN")
+                try:
+                    rows = self._reader.execute(f"SELECT {_INDEX_ROW} WHERE m.user_id=? AND m.agent_id=?",
+                                                (self.embedder_name, *partition)).fetchall()
+                finally:
+                    if own_tx:
+                        self._reader.execute("COMMIT")
+                for r in rows:
+                    idx.upsert(_index_row(r))
+                # Changes committed after the sync above are already in these rows; the
+                # next sync re-applies them, which is harmless (upserts are idempotent).
+                self._indexes[partition] = idx
+            return idx
+
+    def _sync(self) -> None:
+        """Bring loaded indexes up to the database's committed state (this or any process)."""
+        latest = self._reader.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
+        if latest <= self._seen_seq:
+            return
+        changed = self._reader.execute(
+            "SELECT DISTINCT user_id, agent_id, memory_id FROM changes WHERE seq > ? AND seq <= ?",
+            (self._seen_seq, latest)).fetchall()
+        by_part: dict[Partition, list[str]] = {}
+        for user, agent, mid in changed:
+            if (user, agent) in self._indexes:
+                by_part.setdefault((user, agent), []).append(mid)
+        for part, ids in by_part.items():
+            idx = self._indexes[part]
+            found = set()
+            for chunk in iter_chunks(ids, 500):
+                marks = ",".join("?" * len(chunk))
+                for r in self._reader.execute(
+                        f"SELECT {_INDEX_ROW} WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({marks})",
+                        (self.embedder_name, *part, *chunk)):
+                    idx.upsert(_index_row(r))
+                    found.add(r[0])
+            for mid in ids:
+                if mid not in found:
+                    idx.remove(mid)
+        self._seen_seq = latest
+
+    def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *,
+                      per_layer: bool = False) -> list[tuple[str, float]]:
+        with self._lock:
+            idx = self._index(partition)
+            mask = idx.mask(layers=flt.layers, contexts=flt.contexts, session_id=flt.session_id,
+                            all_sessions=flt.all_sessions, include_archived=flt.include_archived, kinds=flt.kinds,
+                            event_after=flt.event_after, event_before=flt.event_before, ids=flt.ids)
+            return idx.search(query, k, mask, per_layer=per_layer)
+
+    def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            idx = self._index(partition)
+            out = np.zeros((len(ids), self.dim), dtype=np.float32)
+            for i, mid in enumerate(ids):
+                v = idx.vector(mid)
+                if v is not None:
+                    out[i] = v
+            return out
+
+    def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for chunk in iter_chunks(list(dict.fromkeys(hashes)), 500):
+                marks = ",".join("?" * len(chunk))
+                for h, blob in self._db.execute(
+                        f"SELECT hash, vector FROM embeddings WHERE model=? AND hash IN ({marks})", (model, *chunk)):
+                    out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    # -- graph, history, records -------------------------------------------------------------
+    def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False) -> list[Edge]:
+        with self._lock:
+            if ids is None:
+                return [Edge(*r) for r in self._db.execute(
+                    f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? ORDER BY src, dst, relation",
+                    partition)]
+            wanted = list(dict.fromkeys(ids))
+            if both_ends and len(wanted) <= 450:
+                marks = ",".join("?" * len(wanted))
+                # One primary-key range per src, its dst tested against the list.
+                rows = self._db.execute(
+                    f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({marks}) "
+                    f"AND +dst IN ({marks}) ORDER BY dst, src, relation", (*partition, *wanted, *wanted)).fetchall()
+                return [Edge(*r) for r in rows]
+            out: list[Edge] = []
+            seen: set[tuple[str, str, str]] = set()
+            for chunk in iter_chunks(wanted, 400):
+                marks = ",".join("?" * len(chunk))
+                # Two indexed lookups; an OR across both columns would scan the table.
+                for column in ("src", "dst"):
+                    for r in self._db.execute(
+                            f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND {column} IN ({marks})",
+                            (*partition, *chunk)):
+                        if (r[0], r[1], r[2]) not in seen:
+                            seen.add((r[0], r[1], r[2]))
+                            out.append(Edge(*r))
+        if both_ends:
+            keep = set(wanted)
+            out = [e for e in out if e.src in keep and e.dst in keep]
+        return out
+
+    def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT memory_id, at, action, detail FROM history WHERE user_id=? AND agent_id=? AND memory_id=? "
+                "ORDER BY seq", (*partition, memory_id)).fetchall()
+        return [HistoryEvent(mid, at, action, decode(detail)) for mid, at, action, detail in rows]
+
+    def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?",
+                                   (*partition, key)).fetchone()
+        return default if row is None else decode(row[0])
+
+    def sample_ids(self, partition: Partition, k: int, rng: np.random.Generator,
+                   exclude: AbstractSet[str] = frozenset()) -> list[str]:
+        """Up to ``k`` distinct ids of the partition outside ``exclude``, drawn uniformly with
+        ``rng``; all of them (and ``rng`` untouched) when there are no more than ``k``. A
+        large partition is sampled by random rowids: a few primary-key lookups instead of
+        reading every id."""
+        k = int(k)
+        if k <= 0:
+            return []
+        limit = k + len(exclude) + 1
+        with self._lock:
+            head = [r[0] for r in self._db.execute(
+                "SELECT id FROM memories WHERE user_id=? AND agent_id=? LIMIT ?", (*partition, limit))]
+            if len(head) == limit:
+                picked = self._sample_by_rowid(partition, k, rng, exclude)
+                if picked is not None:
+                    return picked
+                head = [r[0] for r in self._db.execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?",
+                                                       partition)]
+        ids = [i for i in head if i not in exclude]
+        if len(ids) > k:
+            pick = rng.choice(len(ids), size=k, replace=False)
+            ids = [ids[i] for i in sorted(pick)]
+        return ids
+
+    def _sample_by_rowid(self, partition: Partition, k: int, rng: np.random.Generator,
+                         exclude: AbstractSet[str]) -> list[str] | None:
+        """``k`` ids drawn by uniform random rowids (each row of the partition is equally
+        likely at every draw); None when too few draws land in the partition."""
+        top = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+        found: dict[int, str] = {}
+        for _ in range(SAMPLE_ROUNDS):
+            need = k - len(found)
+            draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
+            for chunk in iter_chunks([r for r in draws if r not in found], 500):
+                marks = ",".join("?" * len(chunk))
+                for rowid, mid in self._db.execute(
+                        f"SELECT rowid, id FROM memories WHERE rowid IN ({marks}) AND +user_id=? AND +agent_id=?",
+                        (*chunk, *partition)):
+                    if mid not in exclude:
+                        found[rowid] = mid
+            if len(found) >= k:
+                # Which rows are kept must not depend on how the draws happened to be ordered.
+                keep = sorted(found)
+                pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
+                return [found[keep[i]] for i in pick]
+        return None
+
+    def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats:
+        """Counts for the whole file, a partition, or what a filter lets a reader see."""
+        if partition is not None:
+            flt = Filter(**{**(flt or Filter(all_sessions=True, contexts=None)).__dict__, "include_archived": True})
+            clause, args = where(partition, flt)
+        else:
+            clause, args = "1=1", []
+        s = StoreStats()
+        with self._lock:
+            for layer, archived, n in self._db.execute(
+                    f"SELECT layer, archived, COUNT(*) FROM memories WHERE {clause} GROUP BY layer, archived", args):
+                s.memories += n
+                if archived:
+                    s.archived += n
+                s.by_layer[layer] = s.by_layer.get(layer, 0) + n
+            for context, n in self._db.execute(
+                    f"SELECT context, COUNT(*) FROM memories WHERE {clause} GROUP BY context", args):
+                s.by_context[context] = n
+            if partition is None:
+                s.edges = self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
+            else:
+                s.edges = self._db.execute(
+                    f"SELECT COUNT(*) FROM edges WHERE user_id=? AND agent_id=? "
+                    f"AND src IN (SELECT id FROM memories WHERE {clause})", [*partition, *args]).fetchone()[0]
+            s.cached_embeddings = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        if self._shared:
+            s.file_bytes = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+        return s
+
+    def partitions(self) -> list[Partition]:
+        """Every (user, agent) with memories, for maintenance tools."""
+        with self._lock:
+            return [(u, a) for u, a in self._db.execute(
+                "SELECT DISTINCT user_id, agent_id FROM memories ORDER BY 1, 2")]
+
+    def raw_connection(self) -> sqlite3.Connection:
+        """For tests and maintenance tools only."""
+        return self._db
+
+
+def _index_row(r: Sequence[Any]) -> Row:
+    return Row(id=r[0], layer=Layer(r[1]), context=r[2], session_id=r[3], archived=bool(r[4]), kind=r[5],
+               event_time=r[6], vector=np.frombuffer(r[7], dtype=np.float32))
+
+
+def _split_sql(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";")
+            if s.strip() and not all(line.strip().startswith("--") for line in s.strip().splitlines())]

@@ -1,0 +1,153 @@
+"""The writes of one operation on the SQLite store (see ``Transaction`` in storage.base)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import StorageError
+from ...model import Edge, HistoryEvent, MemoryItem
+from ..base import Partition
+from .codec import (
+    COLUMNS,
+    INDEXED,
+    SELECT,
+    UPDATABLE,
+    column_values,
+    edge_row,
+    encode,
+    event_row,
+    item_row,
+)
+
+_INSERT_MEMORY = f"INSERT INTO memories ({SELECT}) VALUES ({','.join('?' * len(COLUMNS))})"
+# A stored memory is updated in place (it keeps its row, and so its place in the table).
+_UPDATE_MEMORY = f"UPDATE memories SET {','.join(f'{c}=?' for c in COLUMNS[3:])} WHERE id=? AND user_id=? AND agent_id=?"
+_INSERT_FTS = "INSERT INTO memories_fts (content, memory_id, user_id, agent_id) VALUES (?,?,?,?)"
+_DELETE_FTS = "DELETE FROM memories_fts WHERE memory_id=? AND user_id=? AND agent_id=?"
+
+
+class SQLiteTransaction:
+    def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str]) -> None:
+        self._db = db
+        self._lexical_text = lexical_text
+        self.touched: set[tuple[str, str, str]] = set()  # (user, agent, memory) rows other indexes must re-read
+        self.inserted = 0  # memory rows put
+        self.erased = False  # something was erased: the file is scrubbed after commit
+
+    def _changed(self, partition: Partition, memory_ids: Sequence[str]) -> None:
+        self.touched.update((partition[0], partition[1], mid) for mid in memory_ids)
+
+    def put_memories(self, items: Sequence[MemoryItem]) -> None:
+        items = list(items)
+        if not items:
+            return
+        by_part: dict[Partition, list[str]] = {}
+        for item in items:
+            by_part.setdefault((item.user_id, item.agent_id), []).append(item.id)
+        old_hashes: dict[str, str] = {}
+        for (user, agent), ids in by_part.items():
+            for chunk in _chunks(ids):
+                marks = ",".join("?" * len(chunk))
+                old_hashes.update(self._db.execute(
+                    f"SELECT id, content_hash FROM memories WHERE user_id=? AND agent_id=? AND id IN ({marks})",
+                    (user, agent, *chunk)).fetchall())
+                self._db.executemany(_DELETE_FTS, [(mid, user, agent) for mid in chunk if mid in old_hashes])
+        rows = [item_row(i) for i in items]
+        self._db.executemany(_INSERT_MEMORY, [r for r, i in zip(rows, items) if i.id not in old_hashes])
+        self._db.executemany(_UPDATE_MEMORY, [(*r[3:], *r[:3]) for r, i in zip(rows, items) if i.id in old_hashes])
+        self._db.executemany(_INSERT_FTS, [(self._lexical_text(i), i.id, i.user_id, i.agent_id) for i in items])
+        for item in items:
+            old = old_hashes.get(item.id)
+            if old is not None and old != item.content_hash:
+                self._drop_orphan_embedding(old)
+        for part, ids in by_part.items():
+            self._changed(part, ids)
+        self.inserted += len(items) - len(old_hashes)
+
+    def update_columns(self, partition: Partition, ids: Sequence[str], **columns: Sequence[Any]) -> None:
+        if not ids:
+            return
+        bad = set(columns) - UPDATABLE
+        if bad:
+            raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
+        names = list(columns)
+        n = len(ids)
+        cols = [column_values(columns[c], n, archived=c == "archived") for c in names]
+        sets = ",".join(f"{c}=?" for c in names)
+        self._db.executemany(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?",
+                             [(*vals, mid, *partition) for *vals, mid in zip(*cols, ids)])
+        if INDEXED.intersection(names):
+            self._changed(partition, ids)
+
+    def update_states(self, partition: Partition, states: Mapping[str, Mapping[str, Any]]) -> None:
+        if states:
+            self._db.executemany(
+                "UPDATE memories SET state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?",
+                [(encode(st), st.get("due_at"), mid, *partition) for mid, st in states.items()])
+
+    def record_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
+        self._db.executemany(
+            "UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?) "
+            "WHERE id=? AND user_id=? AND agent_id=?", [(now, mid, *partition) for mid in ids])
+
+    def delete_memory(self, partition: Partition, memory_id: str) -> None:
+        user, agent = partition
+        row = self._db.execute("SELECT content_hash FROM memories WHERE id=? AND user_id=? AND agent_id=?",
+                               (memory_id, user, agent)).fetchone()
+        self._db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?", (memory_id, user, agent))
+        self._db.execute(_DELETE_FTS, (memory_id, user, agent))
+        self._db.execute("DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)",
+                         (user, agent, memory_id, memory_id))
+        self._db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?", (user, agent, memory_id))
+        # Events of other memories that name this one (a debate it took part in) may quote it.
+        self._db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND instr(detail, ?) > 0",
+                         (user, agent, memory_id))
+        if row is not None:
+            self._drop_orphan_embedding(row[0])
+        self._changed(partition, [memory_id])
+        self.erased = True
+
+    def _drop_orphan_embedding(self, content_hash: str) -> None:
+        """A vector no memory refers to any more is erased with its text's last memory."""
+        if self._db.execute("SELECT 1 FROM memories WHERE content_hash=? LIMIT 1", (content_hash,)).fetchone() is None:
+            self._db.execute("DELETE FROM embeddings WHERE hash=?", (content_hash,))
+            self.erased = True
+
+    def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        self._db.executemany("INSERT OR IGNORE INTO embeddings (model, hash, vector) VALUES (?,?,?)",
+                             [(model, h, vectors[i].tobytes()) for i, h in enumerate(hashes)])
+
+    def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
+        self._db.executemany(
+            "INSERT INTO edges (user_id, agent_id, src, dst, relation, weight, variance, activations, updated_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(user_id, agent_id, src, dst, relation) DO UPDATE SET "
+            "weight=excluded.weight, variance=excluded.variance, activations=excluded.activations, "
+            "updated_at=excluded.updated_at",
+            [edge_row(partition, e) for e in edges])
+
+    def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:
+        self._db.executemany("DELETE FROM edges WHERE user_id=? AND agent_id=? AND src=? AND dst=? AND relation=?",
+                             [(*partition, s, d, r) for s, d, r in keys])
+
+    def log(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
+        self._db.executemany("INSERT INTO history (user_id, agent_id, memory_id, at, action, detail) VALUES (?,?,?,?,?,?)",
+                             [event_row(partition, e) for e in events])
+
+    def kv_put(self, partition: Partition, values: Mapping[str, Any]) -> None:
+        self._db.executemany(
+            "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
+            "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
+            [(*partition, key, encode(value)) for key, value in values.items()])
+
+    def kv_clear(self, partition: Partition) -> None:
+        self._db.execute("DELETE FROM kv WHERE user_id=? AND agent_id=?", partition)
+        self.erased = True
+
+
+def _chunks(ids: Sequence[str], size: int = 500) -> list[Sequence[str]]:
+    return [ids[i:i + size] for i in range(0, len(ids), size)]
