@@ -105,4 +105,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX memories_recent ON memories(user_id, agent_id, last_access);
         """,
     ),
+    (
+        "0003_topic_vector",
+        """
+        -- The running average of recent queries is the recall "topic" (it was called a
+        -- context vector, a word the library keeps for a scope's context).
+        UPDATE kv SET key = 'topic_vector' WHERE key = 'context_vector';
+        UPDATE memories
+           SET state = json_set(json_remove(state, '$.review_ctx'), '$.review_topic', json_extract(state, '$.review_ctx'))
+         WHERE json_type(state, '$.review_ctx') IS NOT NULL;
+        """,
+    ),
 ]
