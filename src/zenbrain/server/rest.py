@@ -57,6 +57,7 @@ from ..errors import (
 from ..model import Scope
 from .activity import ActivityLog
 from .api_context import ApiContext, AuthError
+from .docs_pages import add_redoc
 from .limits import CONTENT_PATTERN, MAX_BODY_BYTES, RELATION_PATTERN, SCOPE_PATTERN
 from .routes import dashboard, feedback, graph, intentions, lifecycle, memories, recall
 from .schemas import HealthOut
@@ -167,6 +168,7 @@ def create_app(
     api = ApiContext(memory, keys, activity if activity is not None else ActivityLog())
 
     app = FastAPIOffline(
+        redoc_url=None,  # docs_pages.add_redoc serves it without the bundle's remote logo
         title="zenbrain",
         version=__version__,
         description="Long-term memory for LLM agents. Every /v1 route takes the scope as query parameters "
@@ -232,6 +234,7 @@ def create_app(
     for group in (memories, recall, graph, feedback, lifecycle, intentions, dashboard):
         app.include_router(group.router(api))
     dashboard.mount_static(app)
+    add_redoc(app)
     return app
 
 
