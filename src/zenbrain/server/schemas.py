@@ -85,12 +85,14 @@ def _seconds(value: Any, *, numeric_text: bool) -> float:
                 return _parse_datetime(value).timestamp()
             except OverflowError:
                 raise ValueError("date-time out of range") from None
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > 1e15:
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > MAX_ABS_SECONDS:
         raise ValueError("a time is a finite number of seconds since the epoch or a date-time")
     return float(value)
 
 
-_TIME_SCHEMA = {"anyOf": [{"type": "number"}, {"type": "string", "format": "date-time"}]}
+MAX_ABS_SECONDS = 1e15  # beyond any date-time a client can write (year 9999 is 2.5e11)
+_TIME_SCHEMA = {"anyOf": [{"type": "number", "minimum": -MAX_ABS_SECONDS, "maximum": MAX_ABS_SECONDS},
+                          {"type": "string", "format": "date-time"}]}
 # A time in a body: a JSON number of seconds since the epoch or an RFC 3339 date-time string.
 BodyTime = Annotated[float, BeforeValidator(lambda v: _seconds(v, numeric_text=False)), WithJsonSchema(_TIME_SCHEMA)]
 # A time in a query string, where a number arrives as text.
