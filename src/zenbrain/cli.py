@@ -829,14 +829,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
+        from .server.activity import ActivityLog, activity_path
         from .server.rest import create_app
     except ImportError as exc:
         raise ConfigError(f'the REST server needs FastAPI and uvicorn ({exc}): pip install "zenbrain[server]"') from None
+    activity = ActivityLog(activity_path(store_path(args)))
     with open_store(args, create=True) as mem:
-        app = create_app(mem, api_keys=keys)
+        app = create_app(mem, api_keys=keys, activity=activity)
         auth = f"API keys for {len(set(keys.values()))} user(s)" if keys else "no API keys: open to anyone who can reach it"
-        _status(f"zenbrain REST API on http://{args.host}:{args.port} (docs at /docs); store {store_path(args)}; {auth}")
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        _status(f"zenbrain REST API on http://{args.host}:{args.port} (dashboard at /ui, docs at /docs); "
+                f"store {store_path(args)}; {auth}")
+        try:
+            uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        finally:
+            activity.close()
     return EXIT_OK
 
 

@@ -43,7 +43,7 @@ def add(capsys, db: str, text: str, *extra: str) -> str:
 def test_add_dash_reads_standard_input(capsys, db, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("Lena keeps bees on the roof\n"))
     mid = add(capsys, db, "-")
-    code, out, _ = run(capsys, "--path", db, "get", mid, "--json")
+    _, out, _ = run(capsys, "--path", db, "get", mid, "--json")
     assert json.loads(out)["content"] == "Lena keeps bees on the roof"
 
 
@@ -106,7 +106,7 @@ def test_sleep_and_decay_print_what_changed_in_words(capsys, db):
     code, out, _ = run(capsys, "--path", db, "sleep")
     assert code == 0 and out.startswith("sleep at ")
     assert "=[" not in out and "={" not in out  # no list lengths in jargon
-    assert re.search(r"^  - \w", out, re.M)
+    assert re.search(r"^  - \w", out, re.MULTILINE)
     code, out, _ = run(capsys, "--path", db, "decay")
     assert code == 0 and "mean recall probability" in out
     code, out, _ = run(capsys, "--path", db, "decay", "--json")
