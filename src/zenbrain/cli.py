@@ -64,6 +64,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"error: {message} (see '{self.prog} --help')\n")
 
 
+MAX_LIST = 10_000  # the most memories one list, episodes or review-queue call prints
+
+
+def bounded_int(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: an integer in [lo, hi], else a one-line range error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{lo}, {hi}], got {text}")
+        return value
+
+    return parse
+
+
 def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     """The options every command accepts; under a command they land in ``sub_*``."""
     pre = "" if top else "sub_"
@@ -114,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     _command(subs, "init", cmd_init, "create a memory store (or show an existing one)", scope=False)
 
     p = _command(subs, "add", cmd_add, "store one memory and print its id and layer")
-    p.add_argument("text", metavar="TEXT", help="the memory's content")
+    p.add_argument("text", metavar="TEXT", help="the memory's content ('-' reads it from standard input)")
     p.add_argument("--kind", metavar="K", help="fact, episode, skill, identity, preference, note or schema (default: classified)")
     p.add_argument("--layer", metavar="L", help="force a layer: working, short_term, episodic, semantic, procedural, core, cross_context")
     p.add_argument("--meta", metavar="JSON", help='metadata as a JSON object, e.g. \'{"source": "chat"}\'')
@@ -124,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _command(subs, "recall", cmd_recall, "the memories that best answer a query")
     p.add_argument("query", metavar="QUERY")
-    p.add_argument("-k", type=int, default=5, metavar="N", help="number of hits (default 5)")
+    p.add_argument("-k", "--k", type=bounded_int(1, 1000), default=5, metavar="N", help="number of hits, 1-1000 (default 5)")
     p.add_argument("--layers", metavar="L[,L]", help="only these layers")
     p.add_argument("--why", action="store_true", help="show each hit's score breakdown")
     p.add_argument("--json", action="store_true", help="print the hits as JSON")
@@ -139,6 +157,37 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("id", metavar="ID")
         if name != "forget":
             p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = _command(subs, "list", cmd_list, "the scope's memories, oldest first, a page at a time")
+    p.add_argument("--layer", metavar="L", help="only this layer")
+    p.add_argument("--archived", action="store_true", help="also list archived memories")
+    p.add_argument("--limit", type=bounded_int(1, MAX_LIST), default=50, metavar="N", help=f"at most N (1-{MAX_LIST}; default 50)")
+    p.add_argument("--offset", type=bounded_int(0, 1_000_000), default=0, metavar="N", help="skip the first N")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = _command(subs, "episodes", cmd_episodes, "episodic memories whose event time lies in [START, END], oldest first")
+    p.add_argument("--start", metavar="TIME", help="from this time: ISO 8601 or seconds since the epoch")
+    p.add_argument("--end", metavar="TIME", help="up to this time")
+    p.add_argument("--limit", type=bounded_int(1, MAX_LIST), default=None, metavar="N", help=f"at most N (1-{MAX_LIST})")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = _command(subs, "update", cmd_update, "edit a memory directly (the old version stays in its history)")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--text", metavar="TEXT", help="new content ('-' reads it from standard input)")
+    p.add_argument("--meta", metavar="JSON", help="new metadata as a JSON object (replaces the old)")
+    p.add_argument("--importance", metavar="X", type=float, help="new importance in [0, 1]")
+    p.add_argument("--layer", metavar="L", help="move it to this layer")
+    p.add_argument("--json", action="store_true", help="print the memory as JSON")
+
+    p = _command(subs, "revise", cmd_revise, "new information about a memory, gated by reconsolidation")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("text", metavar="TEXT", help="the new information ('-' reads it from standard input)")
+    p.add_argument("--correction", action="store_true", help="this corrects the memory rather than adding detail")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+
+    p = _command(subs, "rollback", cmd_rollback, "restore the content a memory had before its last update or revision")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true", help="print the memory as JSON")
 
     p = _command(subs, "relate", cmd_relate, "declare a typed relation SRC -> DST (supports, contradicts, causes, ...)")
     p.add_argument("src", metavar="SRC", help="id of the source memory")
@@ -163,9 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("decay", cmd_decay, "apply forgetting: archive memories whose retrievability fell below threshold"),
     ):
         p = _command(subs, name, func, text)
-        p.add_argument("--json", action="store_true", help="print the report as JSON")
+        p.add_argument("--json", action="store_true", help="print the full report as JSON (every change)")
     p = _command(subs, "review-queue", cmd_review_queue, "memories due for review, most overdue first")
-    p.add_argument("--limit", type=int, default=20, metavar="N")
+    p.add_argument("--limit", type=bounded_int(1, MAX_LIST), default=20, metavar="N", help=f"at most N (1-{MAX_LIST})")
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = _command(subs, "mechanisms", cmd_mechanisms, "every mechanism by name, on or off", scope=False)
@@ -386,13 +435,39 @@ def _print_json(obj: Any) -> None:
 
 def cmd_init(args: argparse.Namespace) -> int:
     path = store_path(args)
-    existed = os.path.exists(path)
+    if os.path.exists(path):
+        return _show_existing_store(args, path)
     with open_store(args, create=True) as mem:
         s = mem.stats()
-        verb = "store exists at" if existed else "created store at"
-        print(f"{verb} {path}")
+        print(f"created store at {path}")
         print(f"embedder: {mem.embedder.name} (dim {mem.embedder.dim}); memories: {s['memories']}")
     return EXIT_OK
+
+
+def _show_existing_store(args: argparse.Namespace, path: str) -> int:
+    """``init`` on a store that exists changes nothing: it says what is there."""
+    name = _store_embedder_name(path)
+    spec = _spec_for_name(name) if name else None
+    print(f"store exists at {path}; nothing to do")
+    if name is None or spec is None:
+        print(f"embedder: {name or 'unknown'}")
+        return EXIT_OK
+    from .api import open_memory
+
+    with open_memory(path, embedder=spec, config=make_config(args)) as mem:
+        print(f"embedder: {mem.embedder.name} (dim {mem.embedder.dim}); memories: {mem.stats()['memories']}")
+    if args.embedder and _spec_for_name(args.embedder) != spec and args.embedder != spec:
+        print(f"(--embedder {args.embedder} not applied: the store keeps the embedder it was created with)")
+    return EXIT_OK
+
+
+def _text_arg(text: str, what: str) -> str:
+    """A text argument; '-' reads it from standard input."""
+    if text != "-":
+        return text
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ValidationError(f"{what} '-' reads standard input, but none is piped in")
+    return sys.stdin.read().rstrip("\n")
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -401,7 +476,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     scope = make_scope(args)
     with open_store(args, create=True) as mem:
         item = mem.store(
-            args.text, scope, kind=args.kind, layer=args.layer, metadata=meta,
+            _text_arg(args.text, "TEXT"), scope, kind=args.kind, layer=args.layer, metadata=meta,
             event_time=event_time, importance=args.importance,
         )
     if args.json:
@@ -455,6 +530,81 @@ def cmd_get(args: argparse.Namespace) -> int:
         elif isinstance(value, float):
             value = f"{value:.4g}"
         print(f"{key:>13}: {value}")
+    return EXIT_OK
+
+
+def _print_items(items: Sequence[Any], as_json: bool, empty: str) -> None:
+    if as_json:
+        _print_json([item_dict(i) for i in items])
+        return
+    if not items:
+        print(empty)
+    for i in items:
+        when = _iso(i.event_time if i.event_time is not None else i.created_at)
+        flag = " (archived)" if i.archived else ""
+        print(f"{i.id}  {i.layer.value:<13} {when}  {_one_line(i.content, 70)}{flag}")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        items = mem.list_memories(make_scope(args), layer=args.layer, include_archived=args.archived,
+                         limit=args.offset + args.limit + 1)
+    page = items[args.offset:]
+    _print_items(page[: args.limit], args.json, "no memories")
+    if len(page) > args.limit and not args.json:
+        print(f"(more: --offset {args.offset + args.limit})")
+    return EXIT_OK
+
+
+def cmd_episodes(args: argparse.Namespace) -> int:
+    start = parse_time(args.start, what="--start") if args.start is not None else None
+    end = parse_time(args.end, what="--end") if args.end is not None else None
+    with open_store(args) as mem:
+        items = mem.episodes(make_scope(args), start, end, limit=args.limit)
+    _print_items(items, args.json, "no episodes in that time range")
+    return EXIT_OK
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    if args.text is None and args.meta is None and args.importance is None and args.layer is None:
+        raise ValidationError("nothing to update: give --text, --meta, --importance or --layer")
+    text = _text_arg(args.text, "--text") if args.text is not None else None
+    meta = parse_meta(args.meta)
+    with open_store(args) as mem:
+        item = mem.update(args.id, make_scope(args), content=text, metadata=meta, importance=args.importance,
+                          layer=args.layer)
+    if args.json:
+        _print_json(item_dict(item))
+    else:
+        print(f"updated {item.id} (version {item.version}); 'zenbrain rollback {item.id}' undoes it")
+    return EXIT_OK
+
+
+def cmd_revise(args: argparse.Namespace) -> int:
+    text = _text_arg(args.text, "TEXT")
+    with open_store(args) as mem:
+        out = mem.revise(args.id, make_scope(args), text, correction=args.correction)
+    new = out.get("new_memory")
+    if args.json:
+        _print_json({"mode": out["mode"], "memory": item_dict(out["memory"]),
+                     "new_memory": item_dict(new) if new is not None else None, "plan": out.get("plan")})
+        return EXIT_OK
+    reason = (out.get("plan") or {}).get("reason")
+    print(f"{out['mode']}: {_one_line(out['memory'].content, 100)}")
+    if new is not None:
+        print(f"new memory {new.id}: {_one_line(new.content, 100)}")
+    if reason:
+        print(f"why: {reason}")
+    return EXIT_OK
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    with open_store(args) as mem:
+        item = mem.rollback(args.id, make_scope(args))
+    if args.json:
+        _print_json(item_dict(item))
+    else:
+        print(f"rolled back {item.id}: {_one_line(item.content, 100)}")
     return EXIT_OK
 
 
@@ -568,33 +718,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _print_report(report: Any, as_json: bool) -> None:
+    """A lifecycle report as short sentences (what changed and why); --json prints it whole."""
+    from .report_text import summarize
+
     d = report.as_dict()
     if as_json:
         _print_json(d)
         return
-    print(f"{d['operation']} at {_iso(d['at'])}")
-    if not d["stages"]:
-        print("  no changes")
-    for stage, detail in d["stages"].items():
-        print(f"  {stage}: {_summary(detail) if detail else 'no changes'}")
-    print("  (lists are summarised by their length; --json shows every change)")
-
-
-def _summary(detail: Any) -> str:
-    """One line per stage: scalars as they are, lists and nested records by size."""
-    if not isinstance(detail, dict):
-        return json.dumps(detail, default=str)
-    parts = []
-    for key, value in sorted(detail.items()):
-        if isinstance(value, (list, tuple)):
-            parts.append(f"{key}=[{len(value)}]")
-        elif isinstance(value, dict):
-            parts.append(f"{key}={{{len(value)}}}" if len(value) > 4 else f"{key}={json.dumps(value, default=str)}")
-        elif isinstance(value, float):
-            parts.append(f"{key}={value:.4g}")
-        else:
-            parts.append(f"{key}={value}")
-    return ", ".join(parts)
+    print(f"{d['operation']} at {_iso(d['at'])}:")
+    for line in summarize(d):
+        print(f"  - {line}")
 
 
 def cmd_sleep(args: argparse.Namespace) -> int:
@@ -696,14 +829,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
+        from .server.activity import ActivityLog, activity_path
         from .server.rest import create_app
     except ImportError as exc:
         raise ConfigError(f'the REST server needs FastAPI and uvicorn ({exc}): pip install "zenbrain[server]"') from None
+    activity = ActivityLog(activity_path(store_path(args)))
     with open_store(args, create=True) as mem:
-        app = create_app(mem, api_keys=keys)
+        app = create_app(mem, api_keys=keys, activity=activity)
         auth = f"API keys for {len(set(keys.values()))} user(s)" if keys else "no API keys: open to anyone who can reach it"
-        _status(f"zenbrain REST API on http://{args.host}:{args.port} (docs at /docs); store {store_path(args)}; {auth}")
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        _status(f"zenbrain REST API on http://{args.host}:{args.port} (dashboard at /ui, docs at /docs); "
+                f"store {store_path(args)}; {auth}")
+        try:
+            uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        finally:
+            activity.close()
     return EXIT_OK
 
 

@@ -31,6 +31,7 @@ from .pipeline import (
     workspace,
 )
 from .pipeline.access import get_visible, partition_of, read_filter
+from .pipeline.retrievability import retrievability
 from .providers.base import ChatModel, Embedder
 from .results import RecallResult, Report
 from .storage.base import Store
@@ -229,6 +230,13 @@ class MemoryCoordinator:
         changed - counts per stage, or with ``detail=True`` every changed memory and edge
         (megabytes on a large store)."""
         return lifecycle.run_sleep(self.engine, scope, detail=bool(detail))
+
+    def forgetting_curve(self, memory_id: str, scope: Scope, at: Sequence[float]) -> list[float]:
+        """A memory's retrievability at each time of ``at`` if it is not used in between:
+        the function decay archives by, evaluated without changing the memory."""
+        item = get_visible(self.engine, scope, memory_id)
+        times = [check_number("time", t) for t in at]
+        return [float(retrievability(self.engine, [item], t)[0]) for t in times]
 
     def restore(self, memory_id: str, scope: Scope) -> MemoryItem:
         """Bring an archived memory back into recall."""

@@ -51,6 +51,8 @@ def item_dict(item: MemoryItem) -> dict[str, Any]:
         "strength": item.strength,
         "stability": item.stability,
         "confidence": item.confidence,
+        "conf_alpha": item.conf_alpha,
+        "conf_beta": item.conf_beta,
         "archived": item.archived,
         "version": item.version,
         "metadata": item.metadata,

@@ -40,7 +40,7 @@ def _check_json_value(path: str, value: Any, depth: int = 0) -> None:
         return
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
-            raise ValidationError(f"metadata {path} is not finite ({value!r})")
+            raise ValidationError(f"{path} is not finite ({value!r})")
         return
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
@@ -52,7 +52,7 @@ def _check_json_value(path: str, value: Any, depth: int = 0) -> None:
                 raise ValidationError(f"metadata keys must be strings; {path} has {k!r}")
             _check_json_value(f"{path}.{k}", v, depth + 1)
         return
-    raise ValidationError(f"metadata {path} has a value of type {type(value).__name__}, which is not JSON")
+    raise ValidationError(f"{path} has a value of type {type(value).__name__}, which is not JSON")
 
 
 def check_metadata(metadata: Any) -> dict[str, Any]:

@@ -244,7 +244,7 @@ def test_unknown_mechanism_is_a_clear_error(capsys, db):
         (["add", "x", "--layer", "working"], "session"),
         (["add", "x", "--user", "bad user!"], "user_id"),
         (["add", "x", "--importance", "2"], "importance"),
-        (["recall", "x", "-k", "0"], "k must be an integer"),
+        (["recall", "x", "-k", "0"], "-k/--k: must be an integer in [1, 1000]"),
         (["get", "0123"], "no memory"),
         (["--embedder", "nonsense:1", "add", "x"], "unknown provider"),
     ],
@@ -277,7 +277,7 @@ def test_usage_errors_are_one_line_exit_2(capsys):
     code, _, err = run(capsys, "recall")
     assert_one_line_error(code, err, "QUERY")
     code, _, err = run(capsys, "recall", "x", "-k", "many")
-    assert_one_line_error(code, err, "invalid int value")
+    assert_one_line_error(code, err, "must be an integer, got")
 
 
 def test_verbose_shows_the_traceback(capsys, db):
