@@ -7,10 +7,10 @@ a dict of what changed: counts *and* the ids and values changed. A stage whose
 mechanism is switched off reports ``{"skipped": "switched off"}`` and changes nothing.
 
 ``run_decay`` stages: ``retrievability``, ``stc_rescue``, ``archive``, ``restore``,
-``review`` (see :mod:`zenbrain.lifecycle_decay`).
+``review`` (see :mod:`zenbrain.pipeline.lifecycle.decay`).
 
 ``run_consolidate`` stages: ``dual_process_cot``, ``ib_budget``, ``procedures``
-(see :mod:`zenbrain.lifecycle_consolidate`).
+(see :mod:`zenbrain.pipeline.lifecycle.consolidate`).
 
 ``run_sleep`` stages, in order:
 
@@ -52,14 +52,14 @@ Pruned edges, counterfactuals, created edges and bridges, schemas, archived, res
 rescued memories are listed either way. The history log and every write are the same.
 
 Each stage writes in its own transaction (schemas are created through
-``engine.store_many``), so a failure leaves the earlier stages applied and the later
+``store_many``), so a failure leaves the earlier stages applied and the later
 ones untouched; the one exception is the Two-Factor decay, whose edge writes and pass
 time are committed in replay's transaction (so an edge decayed and then changed by
 replay is written once): a failure in replay leaves the decay unapplied too, and the
 next sleep decays the same span. The partition is read once per operation into a
 :class:`Snapshot` that the stages keep current as they write (edges are read again
 after ``store_many``, which links the new schemas). Caps that keep sleep fast are in
-:class:`LifecycleLimits`; pass ``limits=`` to override them.
+:class:`zenbrain.config.LifecycleLimits` (``Config.lifecycle``).
 """
 
 from __future__ import annotations
@@ -69,20 +69,18 @@ from ...model import Scope
 from ...results import Report
 from ..access import partition_of
 from ..sessions import expire_short_term
+from .beliefs import bayesian_stage
 from .common import Snapshot
 from .consolidate import consolidate_stages
+from .context_bases import compositional_stage
+from .curiosity import curiosity_stage
 from .decay import decay_stages, restore
-from .sleep import (
-    bayesian_stage,
-    compositional_stage,
-    curiosity_stage,
-    edge_decay_stage,
-    hyperagent_stage,
-    neuromodulator_stage,
-    selection_stage,
-    spectral_stage,
-    triple_copy_stage,
-)
+from .edge_decay import edge_decay_stage
+from .graph_health import spectral_stage
+from .hyperagent import hyperagent_stage
+from .neuromod import neuromodulator_stage
+from .promotion import triple_copy_stage
+from .replay import selection_stage
 
 
 def run_decay(engine: Engine, scope: Scope) -> Report:

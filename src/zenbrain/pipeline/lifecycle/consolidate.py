@@ -7,7 +7,7 @@ Stages (each its own report entry):
   ``consolidate_max_episodes`` per context and run). A cluster whose centroid is close to
   an existing schema of the context (cosine >= ``schema_attach_similarity``) joins that
   schema as more evidence; every other cluster gets a new schema from System 2
-  (``abstract_schema``: the chat model when the coordinator has one, else extractive),
+  (``abstract_schema``: the chat model when the engine has one, else extractive),
   stored with ``store_many`` as kind ``schema`` in the semantic layer with
   ``metadata.evidence_ids`` (so ``forget`` of an episode erases the schema built on it).
   Each evidence episode gets an ``evidence_of`` edge to its schema (weight: its cosine to
