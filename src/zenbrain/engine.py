@@ -11,20 +11,17 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import numpy as np
 
 from .clock import Clock
 from .config import Config
-from .params import Params
 from .providers.base import ChatModel, Embedder
+from .registry import MechanismName
 from .storage.base import Store
 from .text import content_hash
 
-P = TypeVar("P", bound=Params)
-
-QUERY_CACHE_SIZE = 2048  # query vectors kept in memory (a query repeated within a session is embedded once)
+QUERY_CACHE_SIZE = 2048  # query vectors kept in memory: a query repeated within a session is embedded once
 
 
 @dataclass
@@ -48,13 +45,9 @@ class Engine:
     rng: np.random.Generator
     _queries: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict, repr=False)
 
-    def on(self, mechanism: str) -> bool:
+    def on(self, mechanism: MechanismName) -> bool:
         """Whether a mechanism (by its registry name) is switched on."""
         return self.config.mechanisms.on(mechanism)
-
-    def param(self, mechanism: str, default: P) -> P:
-        """A mechanism's parameters (the configured override, or ``default``)."""
-        return self.config.param(mechanism, default)
 
     def embed_texts(self, texts: Sequence[str]) -> Embedded:
         """Vectors for texts through the store's content-hash cache: each distinct text not

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..clock import DAY
 from ..engine import Engine
-from ..mechanisms import ebbinghaus, emotional, fsrs_schedule
+from ..mechanisms import emotional, fsrs_schedule
 from ..model import Kind, Layer, MemoryItem
 from ..pma import metacognition, neuromodulator, priority_map, triple_copy
 from ..state import (
@@ -33,9 +33,6 @@ from ..storage.base import Partition
 from ..text import entities
 from . import monitor_log
 
-BASE_STRENGTH = 0.6  # encoding strength of a neutral memory; emotion and priority raise it
-SAMPLE_EXISTING = 1024  # existing memories sampled for novelty (saliency)
-
 
 def load_neuro(engine: Engine, part: Partition, now: float) -> neuromodulator.NeuromodulatorState:
     raw = engine.store.kv_get(part, KV_NEURO)
@@ -43,11 +40,11 @@ def load_neuro(engine: Engine, part: Partition, now: float) -> neuromodulator.Ne
 
 
 def neuro_params(engine: Engine) -> neuromodulator.NeuromodulatorParams:
-    return engine.param("neuromodulator", neuromodulator.DEFAULT_PARAMS)
+    return engine.config.params.neuromodulator
 
 
 def _existing_sample(engine: Engine, part: Partition, exclude: set[str]) -> np.ndarray:
-    ids = engine.store.sample_ids(part, SAMPLE_EXISTING, engine.rng, exclude)
+    ids = engine.store.sample_ids(part, engine.config.encoding.novelty_sample, engine.rng, exclude)
     if not ids:
         return np.zeros((0, engine.store.dim), dtype=np.float32)
     return engine.store.vectors(part, ids)
@@ -59,13 +56,13 @@ def prepare(engine: Engine, part: Partition, items: list[MemoryItem], vecs: np.n
     Returns partition state to persist in the same transaction (kv key -> value)."""
     n = len(items)
     kv: dict[str, Any] = {}
-    strength = np.full(n, BASE_STRENGTH)
+    strength = np.full(n, engine.config.encoding.base_strength)
     valence = np.zeros(n)
     arousal = np.zeros(n)
     significance = np.zeros(n)
 
     if engine.on("emotional_tagging"):
-        tags = emotional.tag_many([i.content for i in items], params=engine.param("emotional_tagging", emotional.DEFAULTS))
+        tags = emotional.tag_many([i.content for i in items], params=engine.config.params.emotional_tagging)
         valence, arousal, significance = tags["valence"], tags["arousal"], tags["significance"]
         strength = strength * tags["encoding_multiplier"]
 
@@ -81,7 +78,7 @@ def prepare(engine: Engine, part: Partition, items: list[MemoryItem], vecs: np.n
         saliency = np.asarray(priority_map.novelty_saliency(embeddings=vecs, existing=existing), dtype=float).reshape(n)
 
     if engine.on("priority_map"):
-        pp = engine.param("priority_map", priority_map.DEFAULT_PARAMS)
+        pp = engine.config.params.priority_map
         reward = np.array([float(i.metadata.get(META_REWARD, i.importance)) for i in items])
         goal_raw = engine.store.kv_get(part, KV_GOAL)
         goal = decode_vec(goal_raw) if goal_raw else None
@@ -103,14 +100,14 @@ def prepare(engine: Engine, part: Partition, items: list[MemoryItem], vecs: np.n
         kv[KV_NEURO] = neuro_state.to_dict()
 
     if engine.on("metacognitive_monitor"):
-        mp = engine.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
+        mp = engine.config.params.metacognitive_monitor
         monitor = monitor_log.load(engine.store, part, mp, kinds=("surprises",), since=now - mp.novelty_window_s)
         if monitor.surprises:
             boost = metacognition.novelty_boost(monitor, now=now, params=mp)
             strength = strength + boost  # a novelty window after a surprise boosts encoding
 
     strength = np.clip(strength, 0.05, 1.0)
-    s0 = engine.param("ebbinghaus_decay", ebbinghaus.DEFAULTS).default_stability
+    s0 = engine.config.params.ebbinghaus_decay.default_stability
     fsrs_on = engine.on("fsrs")
     copies_on = engine.on("triple_copy")
     for i, item in enumerate(items):

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..engine import Engine
 from ..errors import ValidationError
-from ..mechanisms import bayesian, ebbinghaus, fsrs_schedule, vmpfc
+from ..mechanisms import bayesian, ebbinghaus, fsrs_schedule
 from ..model import HistoryEvent, Layer, MemoryItem, Scope
 from ..pma import triple_copy
 from ..state import (
@@ -45,10 +45,10 @@ def review_many(engine: Engine, scope: Scope, reviews: Sequence[tuple[str, int |
     ratings = [fsrs_schedule.grade_from_feedback(g) for _, g in pairs]  # bad grades fail before any write
 
     topic = topic_vector(engine, part) if engine.on("fsrs") and engine.on("vmpfc_fsrs") else None
-    ebb_p = engine.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
-    fsrs_p = engine.param("fsrs", fsrs_schedule.DEFAULTS)
-    vm_p = engine.param("vmpfc_fsrs", vmpfc.DEFAULTS)
-    tc_p = engine.param("triple_copy", triple_copy.DEFAULT_PARAMS)
+    ebb_p = engine.config.params.ebbinghaus_decay
+    fsrs_p = engine.config.params.fsrs
+    vm_p = engine.config.params.vmpfc_fsrs
+    tc_p = engine.config.params.triple_copy
     for item, rating in zip(items, ratings):
         success = int(rating) >= 2
         st: MemoryState = dict(item.state)  # type: ignore[assignment]
@@ -90,10 +90,10 @@ def record_outcome(engine: Engine, scope: Scope, memory_id: str, success: bool) 
     item.strength = float(min(1.0, item.strength + 0.1 * (1 - item.strength)) if success else max(0.05, item.strength * 0.8))
     if engine.on("ebbinghaus_decay"):
         item.stability = float(ebbinghaus.review_stability(
-            stability=item.stability, success=success, params=engine.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)))
+            stability=item.stability, success=success, params=engine.config.params.ebbinghaus_decay))
     if engine.on("triple_copy") and COPIES in st and success:
         st[COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[COPIES]), now=now,
-                                           params=engine.param("triple_copy", triple_copy.DEFAULT_PARAMS)).to_dict()
+                                           params=engine.config.params.triple_copy).to_dict()
     item.state = st
     with engine.store.transaction() as tx:
         tx.update_columns(part, [item.id], strength=[item.strength], stability=[item.stability], last_access=[now])

@@ -32,13 +32,6 @@ from ..state import (
 from ..storage.base import Filter, Partition, Transaction
 from .llm import run_dialogue
 
-RECENT_WINDOW = 256  # recently active memories that count as co-active for new edges
-LINKS_PER_ITEM = 3  # similar (and same-entity) memories a new memory links to
-LINK_MIN_SIM = 0.5  # least cosine of a "similar" link
-SUPPORT_MIN_SIM = 0.9  # least cosine at which an agreeing stored fact supports a new one
-FACT_NEIGHBOURS = 10  # stored facts a new fact is checked against (contradiction, support)
-DEBATE_LOG_SIZE = 500  # debate entries kept per partition
-
 
 @dataclass
 class LinkPlan:
@@ -61,7 +54,7 @@ def plan_links(engine: Engine, part: Partition, items: list[MemoryItem], vecs: n
     """Edges from the new memories to co-active ones (paper: store step 5), and the iMAD /
     Bayesian handling of new facts. Changes the new items' confidences and metadata."""
     plan = LinkPlan()
-    template = two_factor.new_edge(params=engine.param("two_factor_hebbian", two_factor.DEFAULTS))
+    template = two_factor.new_edge(params=engine.config.params.two_factor_hebbian)
     _association_edges(engine, part, items, vecs, now, plan, template)
     facts = [(row, i) for row, i in enumerate(items) if i.layer is Layer.SEMANTIC and i.kind is not Kind.SCHEMA]
     if facts and (engine.on("imad_debate") or engine.on("bayesian_confidence")):
@@ -76,7 +69,7 @@ def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem],
         plan.add(a.id, b.id, RELATION_TEMPORAL, template, now)
     # Recently active memories are co-active with the new ones.
     recent = engine.store.query(part, Filter(session_id=items[0].session_id, contexts=frozenset({items[0].context})),
-                                order_by="last_access", descending=True, limit=RECENT_WINDOW)
+                                order_by="last_access", descending=True, limit=engine.config.links.recent_window)
     new_ids = {i.id for i in items}
     recent = [r for r in recent if r.id not in new_ids]
     pool_ids = [r.id for r in recent] + [i.id for i in items]
@@ -84,10 +77,11 @@ def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem],
     sims = vecs @ pool_vecs.T
     rows = np.arange(len(items))
     sims[rows, len(recent) + rows] = -1.0  # not linked to itself
-    order = np.argsort(-sims, axis=1)[:, :LINKS_PER_ITEM]
+    lp = engine.config.links
+    order = np.argsort(-sims, axis=1)[:, :lp.links_per_item]
     for item, cols, vals in zip(items, order.tolist(), np.take_along_axis(sims, order, axis=1).tolist()):
         for j, v in zip(cols, vals):
-            if v >= LINK_MIN_SIM:
+            if v >= lp.link_min_similarity:
                 plan.add(item.id, pool_ids[j], RELATION_SIMILAR, template, now)
     # Shared named entities link facts across time.
     by_entity: dict[str, list[str]] = {}
@@ -96,17 +90,18 @@ def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem],
             by_entity.setdefault(e, []).append(r.id)
     for item in items:
         for e in item.metadata.get(META_ENTITIES, []):
-            for other in by_entity.get(e, [])[:LINKS_PER_ITEM]:
+            for other in by_entity.get(e, [])[:lp.links_per_item]:
                 plan.add(item.id, other, RELATION_SHARES_ENTITY, template, now)
             by_entity.setdefault(e, []).append(item.id)
 
 
 def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryItem]], vecs: np.ndarray, now: float,
                  plan: LinkPlan, template: tuple[float, float, int]) -> None:
-    ip = engine.param("imad_debate", imad.IMADParams())
+    ip = engine.config.params.imad_debate
+    lp = engine.config.links
     flt = Filter(layers=frozenset({Layer.SEMANTIC}), contexts=frozenset({facts[0][1].context}))
     for row, item in facts:
-        near = [(mid, s) for mid, s in engine.store.vector_search(part, vecs[row], FACT_NEIGHBOURS, flt)
+        near = [(mid, s) for mid, s in engine.store.vector_search(part, vecs[row], lp.fact_neighbours, flt)
                 if mid != item.id]
         if not near:
             continue
@@ -120,7 +115,7 @@ def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryI
         if engine.on("bayesian_confidence"):
             # Near-duplicates that do not conflict are evidence for each other.
             for mid, s in near:
-                if s >= SUPPORT_MIN_SIM and mid not in contra_ids:
+                if s >= lp.support_min_similarity and mid not in contra_ids:
                     plan.add(item.id, mid, RELATION_SUPPORTS, template, now)
                     item.conf_alpha, item.conf_beta = bayesian.observe(item.conf_alpha, item.conf_beta, supports=True,
                                                                        strength=float(s))
@@ -162,7 +157,7 @@ def write_links(engine: Engine, tx: Transaction, part: Partition, plan: LinkPlan
         tx.update_columns(part, [mid], conf_alpha=[a], conf_beta=[b])
     if plan.debates:
         log = engine.store.kv_get(part, KV_DEBATES) or []
-        tx.kv_put(part, {KV_DEBATES: (log + plan.debates)[-DEBATE_LOG_SIZE:]})
+        tx.kv_put(part, {KV_DEBATES: (log + plan.debates)[-engine.config.links.debate_log_size:]})
         tx.log(part, [HistoryEvent(d["new_id"], d["at"], "debated", d) for d in plan.debates])
     if plan.edges:
         tx.put_edges(part, list(plan.edges.values()))

@@ -16,8 +16,6 @@ from ..state import KV_COMPOSITIONAL, PRIORITY, RELATION_CONTRADICTS
 from ..storage.base import Partition
 from .retrievability import retrievability
 
-BOOST_POOL = 3  # the Two-Factor boost looks at edges among the top (BOOST_POOL x k) candidates
-
 
 def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo) -> None:
     """A query naming a time window favours hits inside it; "last"/"first" queries favour
@@ -64,8 +62,8 @@ def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int
     candidates of this query gets score x (1 + alpha * f(w) * I^0.1)."""
     if not engine.on("two_factor_hebbian") or len(hits) < 2:
         return
-    tp = engine.param("two_factor_hebbian", two_factor.DEFAULTS)
-    ranked = sorted(hits, key=lambda h: -h.why.fused)[: max(BOOST_POOL * k, 10)]
+    tp = engine.config.params.two_factor_hebbian
+    ranked = sorted(hits, key=lambda h: -h.why.fused)[: max(engine.config.recall.boost_pool * k, 10)]
     best: dict[str, tuple[float, float]] = {}
     for e in engine.store.edges(part, [h.item.id for h in ranked], both_ends=True):
         if e.relation == RELATION_CONTRADICTS:

@@ -47,9 +47,6 @@ from ..storage.base import Partition
 from . import monitor_log
 from .tuned import tuned
 
-COACTIVE_TOP = 5  # hits whose pairwise edges learn from one recall
-TOPIC_RATE = 0.2  # how fast the partition's topic vector follows new queries
-
 
 def topic_vector(engine: Engine, part: Partition) -> np.ndarray | None:
     """The running average of recent query vectors (None before the first recall)."""
@@ -76,17 +73,18 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
     (the intentions the query fired)."""
     info: dict[str, Any] = {}
     prev = topic_vector(engine, part)
-    topic = qvec if prev is None else (1 - TOPIC_RATE) * prev + TOPIC_RATE * qvec
+    rate = engine.config.recall.topic_rate
+    topic = qvec if prev is None else (1 - rate) * prev + rate * qvec
     topic = topic / max(float(np.linalg.norm(topic)), 1e-12)
     kv: dict[str, Any] = {KV_TOPIC: encode_vec(topic)}
 
     use_ebb, use_fsrs, use_vm = engine.on("ebbinghaus_decay"), engine.on("fsrs"), engine.on("vmpfc_fsrs")
     use_tc, use_rc = engine.on("triple_copy"), engine.on("reconsolidation")
-    ebb_p = engine.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
-    fsrs_p = engine.param("fsrs", fsrs_schedule.DEFAULTS)
-    vm_p = engine.param("vmpfc_fsrs", vmpfc.DEFAULTS)
-    tc_p = engine.param("triple_copy", triple_copy.DEFAULT_PARAMS)
-    rc_p = engine.param("reconsolidation", reconsolidation.DEFAULT_PARAMS)
+    ebb_p = engine.config.params.ebbinghaus_decay
+    fsrs_p = engine.config.params.fsrs
+    vm_p = engine.config.params.vmpfc_fsrs
+    tc_p = engine.config.params.triple_copy
+    rc_p = engine.config.params.reconsolidation
     interval_factor = tuned(engine, part, "review_interval_factor", 1.0)
     topic_text = encode_vec(topic)
 
@@ -125,9 +123,9 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
         top = hits[0].why.dense if hits else 0.0
         event, mag = ("confirmation", top) if top >= 0.5 else ("prediction_error", 1.0 - top)
         kv[KV_NEURO] = neuromodulator.emit(state, event=event, magnitude=float(min(1.0, max(0.05, mag))), now=now,
-                                           params=engine.param("neuromodulator", neuromodulator.DEFAULT_PARAMS)).to_dict()
+                                           params=engine.config.params.neuromodulator).to_dict()
     if engine.on("metacognitive_monitor"):
-        mp = engine.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
+        mp = engine.config.params.metacognitive_monitor
         top_score = hits[0].score if hits else 0.0
         # "Used" proxy until feedback arrives: hits scoring at least half the best one.
         used = sum(1 for h in hits if h.score >= 0.5 * top_score) if top_score > 0 else 0
@@ -143,7 +141,7 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
             intents = [prospective.Intention.from_dict(d) for d in raw_int]
             kept, firings = prospective.check(
                 intents, now=now, text=query, embedding=[float(x) for x in qvec],
-                params=engine.param("prospective_memory", prospective.ProspectiveParams()))
+                params=engine.config.params.prospective_memory)
             if firings:
                 info["intentions"] = [f.to_dict() for f in firings]
             kv[key] = [i.to_dict() for i in kept]
@@ -177,10 +175,10 @@ def coactivation(engine: Engine, part: Partition, hits: list[RecallHit], now: fl
     """Hebbian learning: the top hits of one recall were active together; their pairwise
     co-recall edges are updated by the Two-Factor rule (tag: the pair's mean score relative
     to the best; amplitude: their cosine; StabilityProtector: the variance lock)."""
-    top = hits[:COACTIVE_TOP]
+    top = hits[:engine.config.recall.coactive_top]
     if len(top) < 2:
         return []
-    tp = engine.param("two_factor_hebbian", two_factor.DEFAULTS)
+    tp = engine.config.params.two_factor_hebbian
     ids = [h.item.id for h in top]
     vecs = engine.store.vectors(part, ids)
     existing = {(e.src, e.dst): e for e in engine.store.edges(part, ids, both_ends=True)

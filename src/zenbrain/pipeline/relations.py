@@ -52,7 +52,7 @@ def check_relation(relation: object) -> str:
 
 
 def _check_weight(engine: Engine, weight: object) -> float:
-    params = engine.param("two_factor_hebbian", two_factor.DEFAULTS)
+    params = engine.config.params.two_factor_hebbian
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (0.0 < float(weight) <= params.max_weight):
         raise ValidationError(f"weight must be a number in (0, {params.max_weight}], got {weight!r}")
     return float(weight)
@@ -73,7 +73,7 @@ def relate(engine: Engine, scope: Scope, src_id: str, dst_id: str, relation: str
     old = next((e for e in engine.store.edges(part, [src.id, dst.id], both_ends=True)
                 if (e.src, e.dst, e.relation) == (src.id, dst.id, relation)), None)
     if old is None:
-        _, variance, activations = two_factor.new_edge(params=engine.param("two_factor_hebbian", two_factor.DEFAULTS))
+        _, variance, activations = two_factor.new_edge(params=engine.config.params.two_factor_hebbian)
     else:
         variance, activations = old.variance, old.activations
     edge = Edge(src.id, dst.id, relation, w, float(variance), int(activations), now)

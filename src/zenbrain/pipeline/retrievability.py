@@ -67,9 +67,9 @@ def retrievability(engine: Engine, items: Sequence[MemoryItem], now: float) -> n
         return np.ones(n)
     r = np.zeros(n)
     if use_ebb:
-        r = ebbinghaus_r(items, now, engine.param("ebbinghaus_decay", ebbinghaus.DEFAULTS))
+        r = ebbinghaus_r(items, now, engine.config.params.ebbinghaus_decay)
     if use_copies:
-        r = np.maximum(r, copy_composite(items, now, engine.param("triple_copy", triple_copy.DEFAULT_PARAMS)))
+        r = np.maximum(r, copy_composite(items, now, engine.config.params.triple_copy))
     r = np.clip(r, 0.0, 1.0)
     core = np.fromiter((i.layer is Layer.CORE for i in items), dtype=bool, count=n)
     return np.where(core, 1.0, r)

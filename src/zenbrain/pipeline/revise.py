@@ -26,8 +26,6 @@ from . import monitor_log
 from .access import get_own, partition_of
 from .store import enforce_working_capacity, store_many
 
-LOCK_MIN = 0.3  # lock score from which the StabilityProtector gates revisions
-
 
 def update(engine: Engine, scope: Scope, memory_id: str, *, content: str | None = None,
            metadata: dict[str, Any] | None = None, importance: float | None = None,
@@ -93,21 +91,21 @@ def revise(engine: Engine, scope: Scope, memory_id: str, new_content: str, *, co
     if engine.on("neuromodulator"):
         raw = engine.store.kv_get(part, KV_NEURO)
         state = neuromodulator.NeuromodulatorState.from_dict(raw) if raw else neuromodulator.initial_state(now=now)
-        lv = neuromodulator.levels(state, now=now, params=engine.param("neuromodulator", neuromodulator.DEFAULT_PARAMS))
+        lv = neuromodulator.levels(state, now=now, params=engine.config.params.neuromodulator)
         ne, serotonin = lv["NE"], lv["5HT"]
     threshold = None
     if engine.on("stability_protector"):
         # Only established memories are locked (the authors gate only memories with a lock
         # row); a fresh memory stays editable by small corrections.
-        sp = engine.param("stability_protector", stability.DEFAULT_PARAMS)
+        sp = engine.config.params.stability_protector
         facts = dict(access_count=item.access_count, confidence=item.confidence,
                      age_days=max(0.0, (now - item.created_at) / DAY), core=item.layer.value == "core")
-        if float(stability.lock_score(**facts, params=sp)) >= LOCK_MIN:
+        if float(stability.lock_score(**facts, params=sp)) >= sp.gate_min_lock:
             threshold = float(stability.update_threshold(**facts, params=sp))
     plan = reconsolidation.plan_update(
         item.content, new_content, labile_until=item.state.get(LABILE_UNTIL), now=now, ne=ne, serotonin=serotonin,
         stability_threshold=threshold, memory_kind=item.kind.value, correction=correction,
-        params=engine.param("reconsolidation", reconsolidation.DEFAULT_PARAMS),
+        params=engine.config.params.reconsolidation,
     )
     detail = plan.to_dict()
     new_memory = None
@@ -126,7 +124,7 @@ def revise(engine: Engine, scope: Scope, memory_id: str, new_content: str, *, co
         (new_memory,), _ = store_many(engine, scope, [dict(content=new_content, kind=item.kind, layer=item.layer,
                                                             metadata={META_REVISES: item.id, "reconsolidation": plan.mode})])
     if engine.on("metacognitive_monitor"):
-        mp = engine.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
+        mp = engine.config.params.metacognitive_monitor
         surprise = metacognition.surprise_event(at=now, pe=float(plan.pe_eff), params=mp)
         if surprise is not None:
             with engine.store.transaction() as tx:

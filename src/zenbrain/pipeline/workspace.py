@@ -59,7 +59,7 @@ def assemble_prompt(engine: Engine, scope: Scope, query: str, *, budget_tokens: 
     raw = engine.store.kv_get(part, KV_WORKSPACE)
     state = workspace.WorkspaceState.from_dict(raw) if raw else workspace.WorkspaceState()
     ws = workspace.assemble(bids, budget_tokens=budget_tokens, now=now, state=state,
-                            params=engine.param("global_workspace", workspace.DEFAULT_PARAMS))
+                            params=engine.config.params.global_workspace)
     with engine.store.transaction() as tx:
         tx.kv_put(part, {KV_WORKSPACE: ws.state.to_dict()})
     return {"text": ws.text, "tokens": ws.tokens, "modules": [s.__dict__ for s in ws.selections]}

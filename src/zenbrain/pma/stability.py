@@ -48,6 +48,9 @@ class StabilityParams(Params):
     w_confidence: float = bounded(0.3, 0.0, 1.0, "lock weight of the confidence")
     w_age: float = bounded(0.2, 0.0, 1.0, "lock weight of the age")
     w_core: float = bounded(0.2, 0.0, 1.0, "lock weight of the core flag")
+    gate_min_lock: float = bounded(
+        0.3, 0.0, 1.0, "lock score from which revisions are gated (a fresh memory stays editable by small corrections)"
+    )
 
 
 DEFAULT_PARAMS = StabilityParams()

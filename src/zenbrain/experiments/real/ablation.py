@@ -139,7 +139,7 @@ def usage_plan(seed: int, n_queries: int, n_sessions: int, times: float = 1.0) -
 def _graph_fiedler(run: Any) -> dict[str, float]:
     """lambda_2 of the memory graph (every association edge among active memories; provenance
     edges excluded), through the library's own spectral health routine."""
-    from zenbrain.mechanisms.spectral import SpectralParams, health
+    from zenbrain.mechanisms.spectral import health
     from zenbrain.state import PROVENANCE
     from zenbrain.storage.base import Filter
 
@@ -153,7 +153,7 @@ def _graph_fiedler(run: Any) -> dict[str, float]:
     src = np.fromiter((pos[e.src] for e in edges), np.int64, len(edges))
     dst = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))
     w = np.fromiter((e.weight for e in edges), float, len(edges))
-    params = run.coord.config.param("spectral_kg_health", SpectralParams())
+    params = run.coord.config.params.spectral_kg_health
     h = health(n=len(nodes), src=src, dst=dst, weight=w, params=params)
     return {"fiedler": float(h.fiedler), "nodes": len(nodes), "edges": len(edges), "components": int(h.n_components)}
 

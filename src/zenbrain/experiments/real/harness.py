@@ -31,7 +31,6 @@ import numpy as np
 from zenbrain.clock import DAY, SimulatedClock
 from zenbrain.config import Config
 from zenbrain.coordinator import MemoryCoordinator
-from zenbrain.mechanisms import ebbinghaus
 from zenbrain.model import Kind, Layer, MemoryItem, Scope
 from zenbrain.pipeline.retrievability import retrievability as _lifecycle_retrievability
 from zenbrain.storage.sqlite import SQLiteStore
@@ -148,7 +147,7 @@ def retention_of(run: Run, ids: Sequence[str] | None = None) -> dict[str, Any]:
         return {"retention": 0.0, "mean_r": 0.0, "archived": 0.0, "retained": np.zeros(0, bool)}
     r = np.asarray(_lifecycle_retrievability(run.coord.engine, ordered, run.clock.now()), dtype=float)
     archived = np.fromiter((i.archived for i in ordered), bool, len(ordered))
-    thr = run.coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS).archive_threshold
+    thr = run.coord.config.params.ebbinghaus_decay.archive_threshold
     retained = (~archived) & (r > thr)
     return {
         "retention": float(retained.mean()),

@@ -27,7 +27,7 @@ def bayesian_stage(engine: Engine, snap: Snapshot, now: float, *, detail: bool =
     """
     if not engine.on("bayesian_confidence"):
         return skipped()
-    params = engine.param("bayesian_confidence", bayesian.BayesianParams())
+    params = engine.config.params.bayesian_confidence
     part = snap.part
     facts = snap.select(layers=[Layer.SEMANTIC])
     report: dict[str, Any] = {"facts": len(facts), "edges": 0}

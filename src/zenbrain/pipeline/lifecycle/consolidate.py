@@ -105,7 +105,7 @@ def _schema_ids(snap: Snapshot) -> set[str]:
 def _dual_process(
     engine: Engine, scope: Scope, snap: Snapshot, now: float, limits: LifecycleLimits
 ) -> dict[str, Any]:
-    params = engine.param("dual_process_cot", dual_process.DualProcessParams())
+    params = engine.config.params.dual_process_cot
     part = snap.part
     items = snap.select()
     all_schemas = _schema_ids(snap)
@@ -226,7 +226,7 @@ def _dual_process(
 
 # ---------------------------------------------------------------------------- IB budget
 def _ib_budget(engine: Engine, snap: Snapshot, now: float) -> dict[str, Any]:
-    params = engine.param("ib_budget", ib_budget.DEFAULTS)
+    params = engine.config.params.ib_budget
     part = snap.part
     schemas = _schema_ids(snap)
     covered = [i for i in snap.select(layers=[Layer.EPISODIC]) if _covered(i, schemas)]
@@ -275,7 +275,7 @@ def steps_of(item: MemoryItem) -> list[str]:
 
 
 def _procedures(engine: Engine, snap: Snapshot, now: float) -> dict[str, Any]:
-    params = engine.param("dual_process_cot", dual_process.DualProcessParams())
+    params = engine.config.params.dual_process_cot
     part = snap.part
     cands = [
         i for i in snap.select()

@@ -21,7 +21,7 @@ def compositional_stage(engine: Engine, snap: Snapshot, now: float) -> dict[str,
     if not engine.on("compositional_context"):
         return skipped()
     limits = engine.config.lifecycle
-    params = engine.param("compositional_context", compositional.CompositionalParams())
+    params = engine.config.params.compositional_context
     part = snap.part
     by_ctx: dict[str, list[MemoryItem]] = defaultdict(list)
     for it in sorted(snap.select(), key=lambda i: (i.created_at, i.id), reverse=True):

@@ -24,7 +24,7 @@ def curiosity_stage(engine: Engine, snap: Snapshot, now: float) -> dict[str, Any
     if not engine.on("curiosity"):
         return skipped()
     limits = engine.config.lifecycle
-    params = engine.param("curiosity", curiosity.DEFAULT_PARAMS)
+    params = engine.config.params.curiosity
     part = snap.part
     facts = snap.select(layers=[Layer.SEMANTIC])
     histories: list[tuple[list[float], list[float]]] = []

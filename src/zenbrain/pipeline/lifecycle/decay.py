@@ -80,7 +80,7 @@ def decay_stages(
         "min": num(r[live].min()) if live.any() else None,
     }
 
-    ebb = engine.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
+    ebb = engine.config.params.ebbinghaus_decay
     with engine.store.transaction() as tx:
         if engine.on("stc_rescue"):
             stages["stc_rescue"] = _rescue(engine, tx, snap, items, r, archived, core, now, limits)
@@ -143,7 +143,7 @@ def _rescue(
     limits: LifecycleLimits,
 ) -> dict[str, Any]:
     """Find and apply STC rescues; updates ``items`` and ``r`` in place for the later stages."""
-    params = engine.param("stc_rescue", stc.DEFAULT_PARAMS)
+    params = engine.config.params.stc_rescue
     part = snap.part
     n = len(items)
     last = col(items, "last_access")
@@ -213,8 +213,8 @@ def _rescue(
 
     if not found:
         return report
-    ebb = engine.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
-    tc = engine.param("triple_copy", triple_copy.DEFAULT_PARAMS)
+    ebb = engine.config.params.ebbinghaus_decay
+    tc = engine.config.params.triple_copy
     use_ebb, use_tc = engine.on("ebbinghaus_decay"), engine.on("triple_copy")
     changed = []
     for j, donor_j, resc in found:

@@ -34,7 +34,7 @@ def edge_decay_stage(
     """
     if not engine.on("two_factor_hebbian"):
         return skipped()
-    params = engine.param("two_factor_hebbian", two_factor.DEFAULTS)
+    params = engine.config.params.two_factor_hebbian
     part = snap.part
     last = engine.store.kv_get(part, KV_EDGE_DECAY) or {}
     last_at = last.get("at")

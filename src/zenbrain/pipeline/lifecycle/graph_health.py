@@ -21,7 +21,7 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
     """Fiedler value of each context's memory graph; bridge fragments; store the last lambda_2."""
     if not engine.on("spectral_kg_health"):
         return skipped()
-    params = engine.param("spectral_kg_health", spectral.SpectralParams())
+    params = engine.config.params.spectral_kg_health
     part = snap.part
     active = {i.id: i.context for i in snap.select()}
     per_ctx: dict[str, list[Edge]] = defaultdict(list)

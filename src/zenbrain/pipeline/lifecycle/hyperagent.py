@@ -18,7 +18,7 @@ def hyperagent_stage(engine: Engine, part: Any, now: float) -> dict[str, Any]:
     """Read the MetacognitiveMonitor's log, step the HyperAgent, store its state and changes."""
     if not engine.on("metacognitive_hyperagent"):
         return skipped()
-    params = engine.param("metacognitive_hyperagent", hyperagent.DEFAULT_PARAMS)
+    params = engine.config.params.metacognitive_hyperagent
     raw = engine.store.kv_get(part, KV_HYPER)
     state = None
     if isinstance(raw, dict):
@@ -30,7 +30,7 @@ def hyperagent_stage(engine: Engine, part: Any, now: float) -> dict[str, Any]:
         lw = min(hyperagent.TUNABLES["lexical_weight"].hi, engine.config.recall.lexical_weight)
         state = hyperagent.initial_state(values={"lexical_weight": lw})
     report: dict[str, Any] = {"signals": None, "changes": [], "values": dict(state.values)}
-    mparams = engine.param("metacognitive_monitor", metacognition.DEFAULT_PARAMS)
+    mparams = engine.config.params.metacognitive_monitor
     monitor = monitor_log.load(engine.store, part, mparams, since=now - mparams.window_s)
     changes: tuple[hyperagent.ParamChange, ...] = ()
     if monitor.retrievals or monitor.evidence or monitor.surprises:

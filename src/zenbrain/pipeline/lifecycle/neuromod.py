@@ -19,7 +19,7 @@ def neuromodulator_stage(
     """Homeostasis: relax the tonic levels to ``now``; return the outputs other stages read."""
     if not engine.on("neuromodulator"):
         return skipped(), neuromodulator.NEUTRAL_OUTPUTS
-    params = engine.param("neuromodulator", neuromodulator.DEFAULT_PARAMS)
+    params = engine.config.params.neuromodulator
     raw = engine.store.kv_get(part, KV_NEURO)
     try:
         before = neuromodulator.NeuromodulatorState.from_dict(raw) if raw else None

@@ -22,7 +22,7 @@ def triple_copy_stage(
     """
     if not engine.on("triple_copy"):
         return skipped()
-    params = engine.param("triple_copy", triple_copy.DEFAULT_PARAMS)
+    params = engine.config.params.triple_copy
     report: dict[str, Any] = {"promoted": 0, "memories": {}} if detail else {"promoted": 0}
     if not replayed:
         report["note"] = "no memory was replayed"

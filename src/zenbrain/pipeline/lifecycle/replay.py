@@ -9,7 +9,7 @@ import numpy as np
 
 from ...config import LifecycleLimits
 from ...engine import Engine
-from ...mechanisms import sleep_selection, two_factor
+from ...mechanisms import sleep_selection
 from ...model import Edge, HistoryEvent, Layer, MemoryItem
 from ...pma import neuromodulator
 from ...state import (
@@ -77,12 +77,12 @@ def selection_stage(
     if not engine.on("simulation_selection_sleep"):
         return skipped(), {}
     limits = engine.config.lifecycle
-    base = engine.param("simulation_selection_sleep", sleep_selection.DEFAULTS)
+    base = engine.config.params.simulation_selection_sleep
     shift = limits.patience_gain * (neuro.consolidation_patience - 0.5)
     theta = float(min(0.95, max(0.05, base.select_threshold + shift)))
     ltd = float(min(theta, max(0.0, base.ltd_threshold + (theta - base.select_threshold))))
     params = replace(base, select_threshold=theta, ltd_threshold=ltd)
-    tf = engine.param("two_factor_hebbian", two_factor.DEFAULTS)
+    tf = engine.config.params.two_factor_hebbian
 
     part = snap.part
     eps = sorted(snap.select(layers=[Layer.EPISODIC]), key=lambda i: (i.created_at, i.id), reverse=True)

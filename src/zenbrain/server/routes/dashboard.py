@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends, FastAPI, Query
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from ...mechanisms import ebbinghaus
 from ...model import MemoryItem, Scope
 from ...serialize import item_dict, json_safe
 from ..api_context import ApiContext
@@ -55,7 +54,7 @@ def router(api: ApiContext) -> APIRouter:
             item = memory.get(memory_id, sc)
             now = memory.clock.now()
             pts = forgetting_curve(api, item, sc, now, days, points)
-        ebb = memory.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
+        ebb = memory.config.params.ebbinghaus_decay
         due = item.state.get("due_at")
         return json_safe({
             "memory": item_dict(item), "now": now, "points": pts,
