@@ -158,6 +158,13 @@ class AsyncMemory:
         promises that ``fn`` only reads."""
         return await self._submit(functools.partial(fn, self.sync), write=write)
 
+    def locked(self, fn: Callable[[MemoryCoordinator], T], *, write: bool = True) -> T:
+        """Run ``fn(coordinator)`` in the calling thread under the same lock: for synchronous
+        code that shares the store with this facade (a framework's sync entry points)."""
+        if self._closed:
+            raise StorageError("this memory is closed")
+        return self._lock.run(functools.partial(fn, self.sync), write=write)
+
     async def _submit(self, call: Callable[[], T], *, write: bool) -> T:
         if self._closed:
             raise StorageError("this memory is closed")
