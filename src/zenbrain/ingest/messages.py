@@ -26,7 +26,7 @@ from ..errors import ValidationError
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
-__all__ = ["ROLES", "Turn", "normalize_messages", "to_timestamp"]
+__all__ = ["ROLES", "Turn", "content_text", "normalize_messages", "to_timestamp"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,11 @@ def _field(message: Any, key: str) -> Any:
     if isinstance(message, Mapping):
         return message.get(key)
     return getattr(message, key, None)
+
+
+def content_text(content: Any, i: int = 0) -> str:
+    """The text of a message's content: a string, None, or a list of parts (text parts kept)."""
+    return _text(content, i)
 
 
 def _text(content: Any, i: int) -> str:
