@@ -49,11 +49,12 @@ def main() -> None:
     builder.add_edge(START, "respond")
     builder.add_edge("respond", END)
     with open_memory(args.path) as memory:
-        graph = builder.compile(store=ZenbrainStore(memory))
+        store = ZenbrainStore(memory)
+        graph = builder.compile(store=store)
         for message in ["remember my sister Lea lives in Porto", "where does my sister live?"]:
             out = graph.invoke({"user": "alice", "message": message, "replies": []})
             print(f"> {message}\n{out['replies'][-1]}")
-        print("namespaces:", graph.store.list_namespaces())
+        print("namespaces:", store.list_namespaces())
 
 
 if __name__ == "__main__":

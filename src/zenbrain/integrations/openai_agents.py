@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 try:
+    from agents.items import TResponseInputItem
     from agents.memory import SessionSettings
 except ImportError as exc:  # pragma: no cover - depends on the extra
     raise ImportError('zenbrain.integrations.openai_agents needs the OpenAI Agents SDK: '
@@ -94,7 +95,7 @@ class ZenbrainSession:
         self.scope = scope
         self.extractor = extractor or RuleExtractor()
         self.ingest = bool(ingest)
-        self.session_settings = session_settings or SessionSettings()
+        self.session_settings: SessionSettings | None = session_settings or SessionSettings()
 
     # ------------------------------------------------------------------ transcript
     def _transcript(self, m: MemoryCoordinator) -> list[MemoryItem]:
@@ -104,15 +105,16 @@ class ZenbrainSession:
         items.sort(key=lambda i: int(i.metadata.get("seq", 0)))
         return items
 
-    async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The history, oldest first; with ``limit``, its latest ``limit`` items."""
-        limit = limit if limit is not None else self.session_settings.limit
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
         items = await self.memory.run(self._transcript, write=False)
         if limit is not None:
             items = items[-limit:] if limit > 0 else []
         return [i.metadata["item"] for i in items]
 
-    async def add_items(self, items: list[Any]) -> None:
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the history and keep what lasts from their messages."""
         raw = [self._plain(x) for x in items]
         if raw:
@@ -144,15 +146,15 @@ class ZenbrainSession:
             if any(content_text(x["content"]).strip() for x in messages):
                 add_messages(m, messages, self.scope, extractor=self.extractor, episode_roles=(), source=SOURCE)
 
-    async def pop_item(self) -> dict[str, Any] | None:
+    async def pop_item(self) -> TResponseInputItem | None:
         """Remove the latest item of the history and return it (None when empty)."""
 
-        def pop(m: MemoryCoordinator) -> dict[str, Any] | None:
+        def pop(m: MemoryCoordinator) -> TResponseInputItem | None:
             items = self._transcript(m)
             if not items:
                 return None
             m.forget(items[-1].id, self.scope)
-            item: dict[str, Any] = items[-1].metadata["item"]
+            item: TResponseInputItem = items[-1].metadata["item"]
             return item
 
         return await self.memory.run(pop)
