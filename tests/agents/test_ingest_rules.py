@@ -120,9 +120,12 @@ def test_the_rules_leave_out_questions_hypotheticals_and_the_assistant():
     turns = normalize_messages([
         {"role": "user", "content": "Can you tell me a joke? What if I lived on Mars?"},
         {"role": "assistant", "content": "I love jokes! My name is Assistant."},
-        {"role": "user", "content": "ok thanks"},
+        {"role": "user", "content": "ok thanks. I'm so proud of you for finishing the marathon!"},
     ])
     assert RuleExtractor().extract(turns, [], now=MAY1).decisions == []
+    # A feeling about one's kids may be kept, but it is no value of a "kids" slot.
+    turns = normalize_messages([{"role": "user", "content": "My kids are so excited about summer break!"}])
+    assert all(d.slot is None for d in RuleExtractor().extract(turns, [], now=MAY1).decisions)
 
 
 def test_emotionally_significant_first_person_statements_are_kept():

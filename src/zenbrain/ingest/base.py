@@ -64,6 +64,8 @@ class Extractor(Protocol):
     ``turns`` is the whole conversation; ``related`` holds the stored memories most
     related to it (with their ids), so an extractor can decide add, update or ignore;
     ``now`` is the clock's time, for relative dates when turns carry no timestamp.
+    An extractor may also define ``queries(turns) -> list[str]``: the texts whose related
+    memories it needs (default: every user turn).
     """
 
     name: str

@@ -3,8 +3,9 @@
 Given chat messages and a scope it
 
 1. validates the messages (:func:`~zenbrain.ingest.messages.normalize_messages`);
-2. finds the stored memories most related to what was said (a read-only recall of each
-   user turn in the durable layers: semantic, procedural, core), with their ids;
+2. finds the stored memories most related to what was said (a read-only recall in the
+   durable layers: semantic, procedural, core, of each user turn, or of the texts the
+   extractor's optional ``queries(turns)`` names), with their ids;
 3. asks the extractor which durable memories the conversation holds and whether each is
    new (add), a new value of a stored one (update) or nothing new (ignore);
 4. writes, in one transaction with one embedding batch, every turn of the chosen roles as
@@ -68,17 +69,24 @@ class IngestResult:
         }
 
 
-def related_memories(memory: MemoryCoordinator, scope: Scope, turns: Sequence[Turn], *, k: int = 10) -> list[MemoryItem]:
-    """The stored durable memories closest to what the user said (read-only recall), best first."""
+def related_memories(memory: MemoryCoordinator, scope: Scope, queries: Sequence[str], *, k: int = 10) -> list[MemoryItem]:
+    """The stored durable memories closest to ``queries`` (read-only recall), best first."""
     best: dict[str, tuple[float, MemoryItem]] = {}
-    for turn in turns:
-        if turn.role != "user" or not turn.text:
-            continue
-        for hit in memory.recall(turn.text[:2000], scope, k=k, layers=DURABLE_LAYERS, touch=False):
+    for query in dict.fromkeys(q[:2000] for q in queries if q and q.strip()):
+        for hit in memory.recall(query, scope, k=k, layers=DURABLE_LAYERS, touch=False):
             if hit.id not in best or hit.score > best[hit.id][0]:
                 best[hit.id] = (hit.score, hit.item)
     ranked = sorted(best.values(), key=lambda p: (-p[0], p[1].id))
     return [item for _, item in ranked[:k]]
+
+
+def _queries(extractor: Extractor, turns: Sequence[Turn]) -> list[str]:
+    """What to look up for the extractor: its own ``queries(turns)`` when it has one (the
+    rules only need their candidate statements), else every user turn."""
+    own = getattr(extractor, "queries", None)
+    if callable(own):
+        return list(own(turns))
+    return [t.text for t in turns if t.role == "user"]
 
 
 def _check_decisions(extraction: Any, turns: Sequence[Turn], related: Sequence[MemoryItem]) -> list[Decision]:
@@ -120,7 +128,7 @@ def add_messages(
     turns = normalize_messages(messages)
     extractor = extractor if extractor is not None else RuleExtractor()
     now = memory.clock.now()
-    related = related_memories(memory, scope, turns, k=related_k)
+    related = related_memories(memory, scope, _queries(extractor, turns), k=related_k)
     extraction = extractor.extract(turns, related, now=now)
     decisions = _check_decisions(extraction, turns, related)
     by_index = {t.index: t for t in turns}

@@ -16,7 +16,8 @@ the user), sentence by sentence:
 * procedures -- a turn that :func:`zenbrain.layers.routing.classify_kind` calls a skill
   (numbered steps, "first ... then ...", "to deploy ...");
 * other facts -- "my X is Y" (slot ``my:X``), "I have ...", and first-person sentences
-  that emotional tagging finds significant ("I was devastated when ...").
+  that emotional tagging finds significant ("I was devastated when ...") and that are not
+  addressed to the other speaker ("I'm so proud of you" is about them).
 
 Against what is stored it ignores a statement whose words nearly equal a related memory's
 (Jaccard >= ``duplicate_jaccard``) and updates a related memory of the same slot and speaker.
@@ -76,7 +77,10 @@ _REMIND = _rx(r"\bremind me to (.+?)(?: (?:when|whenever|if|next time) (.+?))?[.
 _CUE_FIRST = _rx(r"\b(?:when|whenever|next time) (.+?),? remind me to (.+?)[.!?]?$")
 _PLAN = _rx(r"\b(?:i'm going to|i am going to|i'm gonna|i will|i'll|i plan to|i'm planning to|i am planning to|"
             r"i intend to|i need to|i have to|i must|i'm flying to|i'm travelling to|i'm traveling to|i'm visiting)\b")
-_MY_X_IS = _rx(r"\bmy ([a-z]+(?: [a-z]+)?) (?:is|are) " + _VALUE + _END)
+# "my car is a red Tesla" names a value; "my kids are so excited" does not.
+_MY_X_IS = _rx(r"\bmy ([a-z]+(?: [a-z]+)?) is (?!(?:so|very|really|pretty|super|too|quite|just|always|never|not)\b)"
+               + _VALUE + _END)
+_ADDRESSED = _rx(r"\b(?:you|your|you're|you've)\b")
 _I_HAVE = _rx(r"\bi (?:have|own|got) (?:a|an|two|three|four|\d+) ")
 _FIRST_PERSON = _rx(r"\b(?:i|i'm|i've|i'd|my|me)\b")
 _HYPOTHETICAL = _rx(r"^\s*(?:if|what if|suppose|imagine|maybe)\b|\b(?:would|could|might) (?:i|you)\b")
@@ -177,11 +181,15 @@ class RuleExtractor:
             return _Candidate("fact", text, turn, slot=f"my:{m.group(1)}")
         if _I_HAVE.search(s):
             return _Candidate("fact", text, turn)
-        if _FIRST_PERSON.search(s) and len(s.split()) >= 4:
+        if _FIRST_PERSON.search(s) and not _ADDRESSED.search(s) and len(s.split()) >= 4:
             tag = emotional.tag(s)
             if tag.significance >= self.significance or tag.intensity >= self.significance:
                 return _Candidate("fact", text, turn)
         return None
+
+    def queries(self, turns: Sequence[Turn]) -> list[str]:
+        """The statements to compare with stored memories: only what may become one."""
+        return [c.text for c in self.candidates(turns, now=0.0)]
 
     # ------------------------------------------------------------------ deciding
     def extract(self, turns: Sequence[Turn], related: Sequence[MemoryItem], *, now: float) -> Extraction:
