@@ -180,7 +180,8 @@ class AsyncMemory:
             raise
 
     async def aclose(self) -> None:
-        """Wait for running operations, then close the store (queued ones fail with StorageError)."""
+        """Let the operations already submitted finish, then close the store; calls made after
+        this raise StorageError."""
         if self._closed:
             return
         self._closed = True
@@ -188,7 +189,7 @@ class AsyncMemory:
         await loop.run_in_executor(None, self._shutdown)
 
     def _shutdown(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool.shutdown(wait=True)
         self.sync.close()
 
     def close(self) -> None:

@@ -247,3 +247,20 @@ def test_read_write_lock_lets_readers_share_and_writers_exclude():
         t.join()
     assert len(inside) == 8
     assert peak["readers"] >= 2  # readers did overlap
+
+
+def test_closing_lets_submitted_operations_finish(open_store):
+    async def main():
+        am = AsyncMemory(open_store(), max_workers=2)
+        pending = [asyncio.ensure_future(am.store(f"fact {i} about rivers", ALICE)) for i in range(30)]
+        await asyncio.sleep(0)  # every store is submitted before the close
+        await am.aclose()
+        done = await asyncio.gather(*pending)
+        with pytest.raises(StorageError):
+            await am.store("too late", ALICE)
+        with pytest.raises(StorageError):
+            am.locked(lambda m: m.stats())
+        return done
+
+    done = asyncio.run(main())
+    assert len({d.id for d in done}) == 30

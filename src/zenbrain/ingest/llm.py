@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import ProviderError, ValidationError
 from ..model import MemoryItem
-from ..providers.base import ChatModel
+from ..providers.base import ChatModel, StructuredChatModel
 from ..providers.openai_compat import StructuredReply, TokenUsage, _json_object
 from ..providers.pricing import PriceTable
 from .base import ACTIONS, TYPES, Decision, Extraction
@@ -150,7 +150,7 @@ class LLMExtractor:
         self.name = f"llm:{getattr(chat, 'name', type(chat).__name__)}"
 
     def extract(self, turns: Sequence[Turn], related: Sequence[MemoryItem], *, now: float) -> Extraction:
-        structured = callable(getattr(self.chat, "complete_json", None))
+        structured = isinstance(self.chat, StructuredChatModel)
         messages = build_messages(turns, related, now=now, schema_in_prompt=not structured)
         reply = self._ask(messages, structured)
         decisions = parse_decisions(reply.data, self.name)
@@ -161,9 +161,9 @@ class LLMExtractor:
         return Extraction(decisions, usage=reply.usage, model=reply.model or model_name, cost_usd=cost)
 
     def _ask(self, messages: list[dict[str, str]], structured: bool) -> StructuredReply:
-        if structured:
-            reply = self.chat.complete_json(messages, SCHEMA, name=SCHEMA_NAME,  # type: ignore[attr-defined]
-                                            max_tokens=self.max_tokens, temperature=0.0)
+        if structured and isinstance(self.chat, StructuredChatModel):
+            reply = self.chat.complete_json(messages, SCHEMA, name=SCHEMA_NAME, max_tokens=self.max_tokens,
+                                            temperature=0.0)
             if not isinstance(reply, StructuredReply):
                 raise ProviderError(f"{self.name}: complete_json returned {type(reply).__name__}")
             return reply
