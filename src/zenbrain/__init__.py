@@ -6,6 +6,7 @@
     hits = memory.recall("what does Alice drink?", Scope("alice"))
 """
 
+from .aio import AsyncMemory, open_async_memory
 from .api import open_memory
 from .clock import Clock, SimulatedClock, SystemClock
 from .config import Config, LayerParams, RecallParams
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALL_MECHANISMS",
+    "AsyncMemory",
     "Clock",
     "Config",
     "ConfigError",
@@ -63,5 +65,6 @@ __all__ = [
     "UnknownLayerError",
     "ValidationError",
     "ZenBrainError",
+    "open_async_memory",
     "open_memory",
 ]

@@ -190,6 +190,10 @@ class MemoryCoordinator:
         """Erase every memory of the scope's user and agent (all sessions and contexts)."""
         return erase.forget_scope(self.engine, scope)
 
+    def contexts(self, scope: Scope) -> list[str]:
+        """The contexts of the scope's user and agent that hold memories."""
+        return sorted(self.engine.store.stats(partition_of(scope)).by_context)
+
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
         item = get_visible(self.engine, scope, memory_id)
         return self.engine.store.history(partition_of(scope), item.id)

@@ -7,6 +7,7 @@ EXPECTED = {
     "Clock", "SimulatedClock", "SystemClock", "Scope", "Layer", "Kind", "MemoryItem", "Edge", "HistoryEvent",
     "RecallHit", "RecallResult", "ScoreBreakdown", "Report", "ZenBrainError", "ValidationError", "ScopeError",
     "UnknownLayerError", "ConfigError", "NotFoundError", "StorageError", "ProviderError",
+    "AsyncMemory", "open_async_memory",
 }
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .openai_compat import StructuredReply
 
 
 @runtime_checkable
@@ -32,6 +35,22 @@ class ChatModel(Protocol):
 
     def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int = 512, temperature: float = 0.0) -> str:
         ...
+
+
+@runtime_checkable
+class StructuredChatModel(ChatModel, Protocol):
+    """A chat model that can answer in a JSON schema, in its provider's structured-output
+    form (OpenAI ``response_format``, Anthropic forced tool use)."""
+
+    def complete_json(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> StructuredReply: ...
 
 
 def normalize_rows(x: np.ndarray) -> np.ndarray:

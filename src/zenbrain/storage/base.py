@@ -169,6 +169,10 @@ class Store(Protocol):
     def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats:
         ...
 
+    def partitions(self) -> list[Partition]:
+        """Every (user, agent) holding memories, for the application's own maintenance."""
+        ...
+
     def close(self) -> None:
         ...
 
