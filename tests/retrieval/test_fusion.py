@@ -17,6 +17,7 @@ from zenbrain.retrieval.fusion import (
     get_recipe,
     neighbour_index,
     normalize,
+    rank_pool,
     rrf_scores,
 )
 
@@ -122,3 +123,29 @@ def test_recipes_are_frozen_validated_and_registered_by_name():
         FusionRecipe("bad", lexical_weight=-1)
     with pytest.raises(ConfigError):
         FusionRecipe("bad", dense_candidates=0)
+
+
+def test_rank_pool_of_the_conversation_recipe_lifts_a_short_reply_by_its_question():
+    # One session: a question about painting, its short reply (no shared words), small talk.
+    # Dense and BM25 both favour the question (index 0); the reply (1) scores low on its own.
+    recipe = get_recipe("conversation")
+    dense = np.array([0.62, 0.20, 0.30, 0.28])
+    lexical = np.array([7.0, 0.0, 1.0, 0.0])
+    sessions, positions = ["1"] * 4, [0, 1, 2, 3]
+    order, _ = rank_pool(recipe, dense, lexical, sessions=sessions, positions=positions)
+    assert order[:2].tolist() == [0, 1]
+    plain, _ = rank_pool(recipe.with_(neighbour_weight=0.0), dense, lexical, sessions=sessions, positions=positions)
+    assert plain[:2].tolist() == [0, 2]  # without expansion the reply is not second
+
+
+def test_rank_pool_applies_the_speaker_and_time_preferences_only_with_masks():
+    recipe = get_recipe("minmax").with_(speaker_bonus=0.1, time_bonus=0.25)
+    dense, lexical = np.array([0.50, 0.48, 0.10]), np.array([0.0, 0.0, 0.0])
+    base, _ = rank_pool(recipe, dense, lexical)
+    assert base.tolist() == [0, 1, 2]
+    by_speaker, _ = rank_pool(recipe, dense, lexical, speaker_named=np.array([False, True, False]))
+    assert by_speaker.tolist() == [1, 0, 2]
+    by_time, _ = rank_pool(recipe, dense, lexical, in_window=np.array([False, False, True]))
+    assert by_time.tolist() == [0, 1, 2]  # a bonus, not a filter: the far weaker turn stays last
+    by_time, _ = rank_pool(recipe, dense, lexical, in_window=np.array([False, True, False]))
+    assert by_time.tolist() == [1, 0, 2]

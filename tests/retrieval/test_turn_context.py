@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from zenbrain.errors import ValidationError
@@ -9,6 +10,7 @@ from zenbrain.retrieval.turn_context import (
     Turn,
     contextual_texts,
     index_text,
+    mean_vectors,
     named_speakers,
     split_speaker,
 )
@@ -65,3 +67,13 @@ def test_named_speakers_by_full_or_first_name_any_case():
     assert named_speakers("When did Jon open his studio?", speakers) == {"Jon Snow"}
     assert named_speakers("What do Melanie and Caroline share?", speakers) == {"Caroline", "Melanie"}
     assert named_speakers("Who is Carolinex?", speakers) == frozenset()
+
+
+def test_mean_vectors_are_unit_rows_between_own_and_context():
+    own = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    ctx = np.array([[0.0, 1.0], [0.0, -1.0]], dtype=np.float32)
+    m = mean_vectors(own, ctx)
+    np.testing.assert_allclose(m[0], [2**-0.5, 2**-0.5], atol=1e-6)
+    np.testing.assert_array_equal(m[1], [0.0, 0.0])  # opposite vectors: no direction, no NaN
+    with pytest.raises(ValidationError):
+        mean_vectors(own, ctx[:1])

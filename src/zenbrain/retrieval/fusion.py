@@ -54,6 +54,7 @@ __all__ = [
     "get_recipe",
     "neighbour_index",
     "normalize",
+    "rank_pool",
     "rrf_scores",
 ]
 
@@ -244,6 +245,32 @@ def boost(scores: np.ndarray, where: np.ndarray, bonus: float) -> np.ndarray:
 
 
 
+def rank_pool(
+    recipe: FusionRecipe,
+    dense: np.ndarray,
+    lexical: np.ndarray,
+    *,
+    sessions: Sequence[Any] | None = None,
+    positions: Sequence[int] | None = None,
+    speaker_named: np.ndarray | None = None,
+    in_window: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The whole ranking step of a recipe over one candidate pool: fusion, then neighbour
+    expansion (needs ``sessions`` and ``positions``; the pool should hold the candidates'
+    neighbours too), then the speaker and time preferences (masks: turns by a speaker the
+    query names; turns whose times meet the query's window; None = no such preference).
+    Returns (pool indices best first, final scores in pool order)."""
+    scores = fuse(dense, lexical, recipe)
+    if recipe.neighbour_weight > 0 and sessions is not None and positions is not None:
+        nb = neighbour_index(sessions, positions, recipe.neighbour_radius)
+        scores = expand_to_neighbours(scores, nb, recipe.neighbour_weight)
+    if recipe.speaker_bonus > 0 and speaker_named is not None and np.any(speaker_named):
+        scores = boost(scores, speaker_named, recipe.speaker_bonus)
+    if recipe.time_bonus > 0 and in_window is not None and np.any(in_window):
+        scores = boost(scores, in_window, recipe.time_bonus)
+    return np.argsort(-scores, kind="stable"), scores
+
+
 # --------------------------------------------------------------------------- recipes
 
 TODAY = FusionRecipe(
@@ -267,11 +294,12 @@ RECIPES: dict[str, FusionRecipe] = {
             "conversation",
             normalization="minmax",
             index_window=1,
-            dense_view="max",
+            dense_view="mean",
             neighbour_weight=0.5,
             speaker_bonus=0.1,
-            description="turns indexed with the turn before them, relative score fusion, "
-            "neighbour expansion and speaker preference",
+            time_bonus=0.25,
+            description="turns indexed with the turn before them (BM25 text and a mean of the two vectors), "
+            "relative score fusion, neighbour expansion, speaker and time preference",
         ),
     )
 }

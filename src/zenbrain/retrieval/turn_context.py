@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ValidationError
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "Turn",
     "contextual_texts",
     "index_text",
+    "mean_vectors",
     "named_speakers",
     "split_speaker",
 ]
@@ -104,3 +107,16 @@ def named_speakers(query: str, speakers: Iterable[str]) -> frozenset[str]:
                 found.add(name)
                 break
     return frozenset(found)
+
+
+def mean_vectors(own: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """The vector to index a turn by (recipe ``dense_view="mean"``): the unit-length mean of
+    the embedding of its own text and that of its index text, row by row. It matches what
+    the turn says and what it answers, without the context's words outweighing its own."""
+    a = np.asarray(own, dtype=np.float32)
+    b = np.asarray(context, dtype=np.float32)
+    if a.shape != b.shape:
+        raise ValidationError("own and context vectors must have the same shape")
+    m = a + b
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    return m / np.where(norms == 0, 1.0, norms)
