@@ -298,6 +298,9 @@ def summarize(records: dict[str, list[dict[str, Any]]], **meta: Any) -> dict[str
                 buckets[str(r[group])].append(r)
             for g, rs in sorted(buckets.items()):
                 s[key][g] = {m: float(np.mean([r[m] for r in rs])) for m in METRICS} | {"n": len(rs)}
+                if key == "category":
+                    diff = np.array([r["R@5"] - ref[r["qid"]]["R@5"] for r in rs])
+                    s[key][g]["R@5_vs_today"] = bootstrap_ci(diff).as_dict()
         s["macro_conversation_R@5"] = float(np.mean([v["R@5"] for v in s["conversation"].values()]))
         out["systems"][name] = s
     return out
@@ -326,6 +329,13 @@ def markdown(result: dict[str, Any]) -> str:
     for name, s in systems.items():
         cells = [f"{s['category'][c]['R@5']:.3f}" for c in cats] + [f"{s['conversation'][c]['R@5']:.3f}" for c in convs]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {s['macro_conversation_R@5']:.3f} |")
+    shown = [n for n in ("conversation", "zenbrain (full recall)") if n in systems]
+    lines += ["", "ΔR@5 vs today per category, paired 95% bootstrap interval:", "",
+              "| system | " + " | ".join(CATEGORY_NAMES.get(int(c), c) for c in cats) + " |",
+              "|---" * (1 + len(cats)) + "|"]
+    for name in shown:
+        cells = [_ci(systems[name]["category"][c]["R@5_vs_today"], True) for c in cats]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
