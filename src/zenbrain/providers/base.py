@@ -16,8 +16,12 @@ class Embedder(Protocol):
     embedders with different names never share cache entries.
     """
 
-    name: str
-    dim: int
+    # Read-only in the protocol, so plain attributes and properties (wrappers) both conform.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array of shape (len(texts), dim), float32, rows of unit length."""
