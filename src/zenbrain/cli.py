@@ -336,6 +336,8 @@ def _spec_for_name(name: str) -> str | None:
         return "minilm-onnx"
     if provider == "minilm-onnx":
         return "minilm-onnx:fp32"
+    if provider == "e5-small-q4" and model:
+        return f"e5:{model}"
     if provider in ("openai", "ollama") and model:
         return name
     return None
@@ -1053,14 +1055,22 @@ def prewarm(embedder: Any, conversations: Sequence[Any], categories: Sequence[in
     Single-text query embedding costs tens of milliseconds with MiniLM on a CPU; batched it
     costs a few. Returns what was done: seconds spent, texts embedded, texts found in the cache.
     """
+    from .providers.base import embed_queries
+
     cats = set(categories) if categories else None
-    texts = [d.text for c in conversations for d in c.docs]
-    texts += [q.question for c in conversations for q in c.questions
-              if q.evidence and (cats is None or q.category in cats)]
-    texts = list(dict.fromkeys(t for t in texts if t.strip()))
+    texts = list(dict.fromkeys(t for t in (d.text for c in conversations for d in c.docs) if t.strip()))
+    questions = [q.question for c in conversations for q in c.questions
+                 if q.evidence and (cats is None or q.category in cats)]
+    questions = list(dict.fromkeys(t for t in questions if t.strip()))
     before = embedder.stats.misses
     t0 = time.perf_counter()
-    embedder.embed(texts)
+    if hasattr(embedder.inner, "embed_query"):  # questions embedded as queries (e5)
+        embedder.embed(texts)
+        embed_queries(embedder, questions)
+        texts += questions
+    else:
+        texts = list(dict.fromkeys([*texts, *questions]))
+        embedder.embed(texts)
     seconds = time.perf_counter() - t0
     fresh = embedder.stats.misses - before
     _status(f"embeddings: {len(texts)} distinct texts, {fresh} embedded in {seconds:.1f} s"

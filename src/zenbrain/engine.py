@@ -16,7 +16,7 @@ import numpy as np
 
 from .clock import Clock
 from .config import Config
-from .providers.base import ChatModel, Embedder
+from .providers.base import ChatModel, Embedder, embed_queries
 from .registry import MechanismName
 from .storage.base import Store
 from .text import content_hash
@@ -70,7 +70,7 @@ class Engine:
         """A query's vector, from a small in-memory LRU when it was asked recently."""
         v = self._queries.get(query)
         if v is None:
-            v = self.embedder.embed([query])[0]
+            v = embed_queries(self.embedder, [query])[0]
             self._queries[query] = v
             if len(self._queries) > QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)

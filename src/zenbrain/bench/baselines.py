@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..providers.base import Embedder, normalize_rows
+from ..providers.base import Embedder, embed_queries, normalize_rows
 from .base import Doc
 
 __all__ = [
@@ -167,7 +167,8 @@ class BM25System:
 class DenseSystem:
     """Cosine similarity over unit-length float32 embeddings (exact, numpy).
 
-    One ``embed`` call per ``add``; query vectors are kept in a small LRU cache.
+    One ``embed`` call per ``add``; queries go through ``embed_query`` where the embedder
+    tells queries from stored texts (e5), and their vectors are kept in a small LRU cache.
     """
 
     def __init__(self, embedder: Embedder, name: str | None = None, *, query_cache_size: int = 4096) -> None:
@@ -199,7 +200,7 @@ class DenseSystem:
         if v is not None:
             self._qcache.move_to_end(query)
             return v
-        v = normalize_rows(np.asarray(self.embedder.embed([query]), dtype=np.float32))[0]
+        v = normalize_rows(np.asarray(embed_queries(self.embedder, [query]), dtype=np.float32))[0]
         if self._cache_size > 0:
             self._qcache[query] = v
             if len(self._qcache) > self._cache_size:

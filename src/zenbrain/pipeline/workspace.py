@@ -10,6 +10,7 @@ from ..errors import ValidationError
 from ..ids import new_id
 from ..model import Layer, Scope
 from ..pma import prospective, workspace
+from ..providers.base import embed_queries
 from ..state import KV_GOAL, KV_WORKSPACE, encode_vec, intentions_key
 from ..validation import check_content, check_k, check_number
 from .access import partition_of
@@ -83,7 +84,7 @@ def intend(engine: Engine, scope: Scope, action: str, *, cue: str | None = None,
     keywords: tuple[str, ...] = ()
     if cue:
         keywords = (cue,)
-        emb = [float(x) for x in engine.embedder.embed([cue])[0]]
+        emb = [float(x) for x in embed_queries(engine.embedder, [cue])[0]]
     it = prospective.make_intention(id=new_id(), action=action, now=now, cue_keywords=keywords,
                                     cue_embedding=emb, due_at=due_at, repeat_every_s=repeat_every_s)
     raw = engine.store.kv_get(part, intentions_key(scope.context)) or []
@@ -109,6 +110,6 @@ def due_intentions(engine: Engine, scope: Scope) -> list[dict[str, Any]]:
 def set_goal(engine: Engine, scope: Scope, goal: str) -> None:
     """The current goal: PriorityMap raises the priority of memories aligned with it."""
     goal = check_content(goal, engine.config.max_content_chars)
-    vec = engine.embedder.embed([goal])[0]
+    vec = embed_queries(engine.embedder, [goal])[0]
     with engine.store.transaction() as tx:
         tx.kv_put(partition_of(scope), {KV_GOAL: encode_vec(vec)})

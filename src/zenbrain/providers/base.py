@@ -19,12 +19,33 @@ class Embedder(Protocol):
     embedders with different names never share cache entries.
     """
 
-    name: str
-    dim: int
+    # Read-only in the protocol, so plain attributes and properties (wrappers) both conform.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array of shape (len(texts), dim), float32, rows of unit length."""
         ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An embedder that encodes a search query differently from a stored text (e5 models
+    prefix "query: " and "passage: "). ``embed`` stays the one for stored texts, so any
+    code that only knows :class:`Embedder` keeps storing what it stored before."""
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of texts used as search queries; same shape rules as ``embed``."""
+        ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Query vectors: ``embed_query`` where the embedder has one, else ``embed``."""
+    query = getattr(embedder, "embed_query", None)
+    return query(texts) if callable(query) else embedder.embed(texts)
 
 
 @runtime_checkable
