@@ -91,6 +91,7 @@ from zenbrain.providers.base import normalize_rows
 from zenbrain.providers.cache import CachedEmbedder
 from zenbrain.providers.factory import make_embedder
 from zenbrain.providers.hashing import HashingEmbedder
+from zenbrain.retrieval.turn_context import split_speaker
 
 SCOPE = Scope("speed")
 NAMES = (
@@ -147,17 +148,26 @@ class TableEmbedder:
     """
 
     def __init__(self, live: Any, table: dict[str, np.ndarray]) -> None:
+        # Keyed by each text and by its words without a leading "Name:", which is what the
+        # store embeds of a speaker's turn.
         self.live = live
         self.table = table
         self.name = live.name
         self.dim = live.dim
         self.live_calls = 0
 
+    @property
+    def by_words(self) -> dict[str, str]:
+        """Own words -> the stored text they come from."""
+        return {split_speaker(t)[1]: t for t in self.table}
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        miss = [i for i, t in enumerate(texts) if t not in self.table]
-        for i, t in enumerate(texts):
+        words = self.by_words if any(t not in self.table for t in texts) else {}
+        keys = [t if t in self.table else words.get(t, t) for t in texts]
+        miss = [i for i, t in enumerate(keys) if t not in self.table]
+        for i, t in enumerate(keys):
             v = self.table.get(t)
             if v is not None:
                 out[i] = v

@@ -34,6 +34,7 @@ from .pma.stc import STCParams
 from .pma.triple_copy import TripleCopyParams
 from .pma.workspace import WorkspaceParams
 from .registry import Mechanisms, check_names
+from .retrieval.fusion import get_recipe
 
 MAX_CONTENT_CHARS = 32_000  # documented limit: longer content is refused, not truncated
 MAX_METADATA_BYTES = 64_000
@@ -73,6 +74,16 @@ class RecallParams(Params):
     boost_pool: int = bounded(3, 1, 100, "the Two-Factor boost reads edges among the top (boost_pool x k) candidates")
     coactive_top: int = bounded(5, 2, 100, "top hits of one recall whose pairwise co-recall edges learn")
     topic_rate: float = bounded(0.2, 0.0, 1.0, "how fast the partition's topic vector follows new queries")
+    # The fusion recipe (zenbrain.retrieval.fusion.RECIPES): how dense and lexical evidence
+    # are combined, and how conversation turns are indexed when they are stored.
+    recipe: str = "conversation"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        r = get_recipe(self.recipe)
+        if r.dense_view not in ("own", "context", "mean"):
+            raise ConfigError(f"recipe {self.recipe!r}: dense_view {r.dense_view!r} needs two vectors per memory; "
+                              "recall supports own, context and mean")
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,10 @@ class MemoryItem:
     archived: bool = False
     version: int = 1
     state: dict[str, Any] = field(default_factory=dict)  # per-mechanism state (fsrs card, copies, ...)
+    speaker: str | None = None  # who said it (a conversation turn)
+    position: int | None = None  # order within its session (conversation turns), from 0
+    index_text: str | None = None  # what lexical search indexes, when not the content (turn context)
+    vector_key: str | None = None  # the key of its vector in the embedding cache (None: its content's hash)
 
     @property
     def scope(self) -> Scope:

@@ -94,6 +94,7 @@ META_REWARD: Final = "reward"  # task outcome in [0, 1] (sleep selection, priori
 META_TD_ERROR: Final = "td_error"  # |delta_TD| in [0, 1] (sleep selection)
 META_STEPS: Final = "steps"  # list of step strings of a procedure-like memory
 META_SOURCE_RELIABILITY: Final = "source_reliability"  # weight of a fact's evidence
+META_SPEAKER: Final = "speaker"  # who said it, when a record gives it in its metadata
 
 
 def intentions_key(context: str) -> str:

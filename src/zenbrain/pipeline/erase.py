@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..engine import Engine
 from ..model import Scope
 from ..state import KV_DEBATES, META_EVIDENCE_IDS
 from ..storage.base import Filter
+from . import turns
 from .access import get_own, partition_of
 
 
@@ -22,9 +25,16 @@ def forget(engine: Engine, scope: Scope, memory_id: str) -> None:
     erased = {item.id, *derived}
     debates = engine.store.kv_get(part, KV_DEBATES) or []
     kept = [d for d in debates if not erased & {d.get("new_id"), *d.get("winners", []), *d.get("losers", [])}]
+    # The turns after an erased one were indexed with its words: re-indexed without them.
+    successors = turns.successor_updates(engine, part, engine.store.get(part, sorted(erased)), erased)
+    fresh = turns.embed(engine, successors).fresh if successors else {}
     with engine.store.transaction() as tx:
         for mid in erased:
             tx.delete_memory(part, mid)
+        if successors:
+            if fresh:
+                tx.put_embeddings(engine.embedder.name, list(fresh), np.stack(list(fresh.values())))
+            tx.put_memories(successors)
         if len(kept) != len(debates):
             tx.kv_put(part, {KV_DEBATES: kept})
 

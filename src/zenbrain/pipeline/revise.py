@@ -21,8 +21,9 @@ from ..mechanisms import bayesian
 from ..model import HistoryEvent, Layer, MemoryItem, Scope
 from ..pma import metacognition, neuromodulator, reconsolidation, stability
 from ..state import KV_NEURO, LABILE_UNTIL, META_REVISES
+from ..text import content_hash
 from ..validation import check_content, check_metadata, check_number
-from . import monitor_log
+from . import monitor_log, turns
 from .access import get_own, partition_of
 from .store import enforce_working_capacity, store_many
 
@@ -55,11 +56,13 @@ def apply_revision(engine: Engine, scope: Scope, item: MemoryItem, content: str 
     now = engine.clock.now()
     snapshot = {"content": item.content, "metadata": item.metadata, "layer": item.layer.value, "version": item.version}
     fresh: dict[str, np.ndarray] = {}
+    successors: list[MemoryItem] = []
     if content is not None and content != item.content:
-        embedded = engine.embed_texts([content])
-        fresh = embedded.fresh
         item.content = content
-        item.content_hash = embedded.hashes[0]
+        item.content_hash = content_hash(content)
+        turns.reindex(engine, part, item)
+        successors = turns.successor_updates(engine, part, [item])  # they were indexed with the old words
+        fresh = turns.embed(engine, [item, *successors]).fresh
     if metadata is not None:
         item.metadata = metadata
     if importance is not None:
@@ -71,7 +74,7 @@ def apply_revision(engine: Engine, scope: Scope, item: MemoryItem, content: str 
     with engine.store.transaction() as tx:
         if fresh:
             tx.put_embeddings(engine.embedder.name, list(fresh), np.stack(list(fresh.values())))
-        tx.put_memories([item])
+        tx.put_memories([item, *successors])
         tx.log(part, [HistoryEvent(item.id, now, action, {"before": snapshot, **detail})])
         if layer is Layer.WORKING and snapshot["layer"] != Layer.WORKING.value:
             enforce_working_capacity(engine, tx, part, scope, [item], now)

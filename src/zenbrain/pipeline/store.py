@@ -21,11 +21,12 @@ from ..state import META_EVENT_TIME, META_KIND
 from ..storage.base import Filter, Partition, Transaction
 from ..text import content_hash
 from ..validation import check_content, check_metadata, check_number
+from . import turns
 from .access import partition_of
 from .encode import prepare
 from .link import plan_links, write_links
 
-RECORD_FIELDS = frozenset({"content", "kind", "layer", "metadata", "event_time", "importance"})
+RECORD_FIELDS = frozenset({"content", "kind", "layer", "metadata", "event_time", "importance", "speaker"})
 
 
 def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]]) -> tuple[list[MemoryItem], dict[str, Any]]:
@@ -46,7 +47,8 @@ def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]]) 
         drafts.append(draft(engine, scope, rec, now))
     if not drafts:
         return [], {"edges": 0, "debates": []}
-    embedded = engine.embed_texts([d.content for d in drafts])
+    turns.assign(engine, part, drafts)
+    embedded = turns.embed(engine, drafts)
     kv = prepare(engine, part, drafts, embedded.vectors, now)
     plan = plan_links(engine, part, drafts, embedded.vectors, now)  # may consult the chat model: before the write
     with engine.store.transaction() as tx:
@@ -87,6 +89,9 @@ def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> Memo
         event_time = check_number("event_time", event_time, 0.0, 1e11)
     importance = rec.get("importance")
     importance = 0.5 if importance is None else check_number("importance", importance, 0.0, 1.0)
+    speaker = rec.get("speaker")
+    if speaker is not None and (not isinstance(speaker, str) or not speaker.strip() or len(speaker) > 200):
+        raise ValidationError(f"speaker must be a non-empty name of at most 200 characters, got {speaker!r}")
     return MemoryItem(
         id=new_id(),
         user_id=scope.user_id,
@@ -103,6 +108,7 @@ def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> Memo
         event_time=event_time if event_time is not None else (now if layer is Layer.EPISODIC else None),
         last_access=now,
         importance=importance,
+        speaker=speaker.strip() if speaker else None,
     )
 
 

@@ -19,7 +19,7 @@ from ..model import Edge, HistoryEvent, Layer, MemoryItem
 
 Partition = tuple[str, str]  # (user_id, agent_id)
 
-ORDERABLE = frozenset({"created_at", "event_time", "last_access", "due_at", "strength", "updated_at"})
+ORDERABLE = frozenset({"created_at", "event_time", "last_access", "due_at", "strength", "updated_at", "position"})
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ class Filter:
     event_before: float | None = None
     due_before: float | None = None  # review due at or before this time
     ids: frozenset[str] | None = None
+    sessions: frozenset[str] | None = None  # memories of these sessions (any layer)
+    turns: frozenset[tuple[str, int]] | None = None  # memories at these (session, position)
 
 
 @dataclass

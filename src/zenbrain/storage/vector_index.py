@@ -41,6 +41,7 @@ class Row:
     archived: bool
     kind: str
     event_time: float
+    position: int | None = None
 
 
 @dataclass
@@ -84,6 +85,7 @@ class PartitionIndex:
         self._ctx = np.zeros(cap, dtype=np.int32)
         self._sess = np.zeros(cap, dtype=np.int32)
         self._kind = np.zeros(cap, dtype=np.int32)
+        self._turn = np.full(cap, -1, dtype=np.int64)
 
     def _grow(self, need: int) -> None:
         cap = self._vecs.shape[0]
@@ -95,7 +97,7 @@ class PartitionIndex:
         vecs = np.zeros((new, self.dim), dtype=self._vecs.dtype)
         vecs[:cap] = self._vecs
         self._vecs = vecs
-        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind"):
+        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind", "_turn"):
             arr = getattr(self, name)
             grown = np.zeros(new, dtype=arr.dtype)
             grown[:cap] = arr
@@ -117,6 +119,7 @@ class PartitionIndex:
         self._archived[i] = row.archived
         self._alive[i] = True
         self._event[i] = row.event_time
+        self._turn[i] = -1 if row.position is None else row.position
 
     def remove(self, memory_id: str) -> None:
         i = self.pos.pop(memory_id, None)
@@ -132,7 +135,7 @@ class PartitionIndex:
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self.n])
         self._vecs[: len(keep)] = self._vecs[keep]
-        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind"):
+        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind", "_turn"):
             arr = getattr(self, name)
             arr[: len(keep)] = arr[keep]
         self.ids = [self.ids[i] for i in keep]
@@ -153,6 +156,8 @@ class PartitionIndex:
         event_after: float | None = None,
         event_before: float | None = None,
         ids: frozenset[str] | None = None,
+        sessions: frozenset[str] | None = None,
+        turns: frozenset[tuple[str, int]] | None = None,
     ) -> np.ndarray:
         n = self.n
         m = self._alive[:n].copy()
@@ -177,6 +182,11 @@ class PartitionIndex:
             m &= self._event[:n] >= event_after
         if event_before is not None:
             m &= self._event[:n] <= event_before
+        if sessions is not None:
+            m &= self._code_table(sessions)[self._sess[:n]]
+        if turns is not None:
+            codes = {(self.codes[s], p) for s, p in turns if s in self.codes}
+            m &= np.fromiter(((int(c), int(p)) in codes for c, p in zip(self._sess[:n], self._turn[:n])), bool, n)
         if ids is not None:
             sel = np.zeros(n, dtype=bool)
             for mid in ids:

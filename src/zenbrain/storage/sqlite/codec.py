@@ -15,14 +15,15 @@ COLUMNS = (
     "id", "user_id", "agent_id", "session_id", "context", "layer", "kind", "content", "content_hash",
     "metadata", "created_at", "updated_at", "event_time", "last_access", "access_count", "importance",
     "valence", "arousal", "stability", "strength", "conf_alpha", "conf_beta", "archived", "version",
-    "due_at", "state",
+    "due_at", "state", "speaker", "position", "index_text", "vector_key",
 )
 SELECT = ",".join(COLUMNS)
 # Columns a bulk update may write; content, metadata and state go through whole-row writes
 # or update_states, so the lexical index and the due index stay in step.
-UPDATABLE = frozenset(COLUMNS) - {"id", "user_id", "agent_id", "content", "content_hash", "metadata", "state"}
+UPDATABLE = frozenset(COLUMNS) - {"id", "user_id", "agent_id", "content", "content_hash", "metadata", "state",
+                                  "index_text", "vector_key"}
 # Columns the in-memory vector index holds: a change to one must reach other processes' indexes.
-INDEXED = frozenset({"layer", "context", "session_id", "archived", "kind", "event_time", "created_at"})
+INDEXED = frozenset({"layer", "context", "session_id", "archived", "kind", "event_time", "created_at", "position"})
 EDGE_COLUMNS = "src, dst, relation, weight, variance, activations, updated_at"  # Edge's fields in order
 
 _DUE_AT = COLUMNS.index("due_at")
@@ -59,6 +60,7 @@ def item_row(item: MemoryItem) -> tuple[Any, ...]:
         item.created_at, item.updated_at, item.event_time, item.last_access, item.access_count,
         item.importance, item.valence, item.arousal, item.stability, item.strength, item.conf_alpha,
         item.conf_beta, int(item.archived), item.version, item.state.get("due_at"), encode(item.state),
+        item.speaker, item.position, item.index_text, item.vector_key or item.content_hash,
     )
 
 
@@ -71,6 +73,8 @@ def item_from_row(row: Sequence[Any]) -> MemoryItem:
     vals[9] = decode(vals[9])
     vals[22] = bool(vals[22])
     vals[24] = decode(vals[24])
+    if vals[28] == vals[8]:
+        vals[28] = None  # the vector is its content's: the default
     return MemoryItem(*vals)
 
 

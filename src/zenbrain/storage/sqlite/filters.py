@@ -46,6 +46,16 @@ def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bo
     if flt.due_before is not None:
         clauses.append(f"{p}due_at IS NOT NULL AND {p}due_at <= ?")
         args.append(flt.due_before)
+    if flt.sessions is not None:
+        clauses.append(f"{p}session_id IN ({','.join('?' * len(flt.sessions))})")
+        args.extend(sorted(flt.sessions))
+    if flt.turns is not None:
+        if flt.turns:
+            pairs = sorted(flt.turns)
+            clauses.append(f"({p}session_id, {p}position) IN (VALUES {','.join(['(?,?)'] * len(pairs))})")
+            args.extend(x for pair in pairs for x in pair)
+        else:
+            clauses.append("0")
     if flt.ids is not None:
         clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
         args.extend(sorted(flt.ids))

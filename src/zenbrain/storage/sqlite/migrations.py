@@ -116,4 +116,19 @@ MIGRATIONS: list[tuple[str, str]] = [
          WHERE json_type(state, '$.review_ctx') IS NOT NULL;
         """,
     ),
+    (
+        "0004_conversation_turns",
+        """
+        -- Conversation turns: who spoke, the turn's place in its session, the text lexical
+        -- search indexes (the turn with the one before it) and the key of its vector in
+        -- the embedding cache (which may embed more than its own content).
+        ALTER TABLE memories ADD COLUMN speaker TEXT;
+        ALTER TABLE memories ADD COLUMN position INTEGER;
+        ALTER TABLE memories ADD COLUMN index_text TEXT;
+        ALTER TABLE memories ADD COLUMN vector_key TEXT;
+        UPDATE memories SET vector_key = content_hash;
+        CREATE INDEX memories_thread ON memories(user_id, agent_id, session_id, position);
+        CREATE INDEX memories_vector_key ON memories(vector_key);
+        """,
+    ),
 ]

@@ -44,7 +44,7 @@ ANALYZE_LIMIT = 1000
 # embeddings table and look memories up by content hash, for a handful of changed ids.
 _INDEX_ROW = (
     "m.id, m.layer, m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at) AS t, "
-    "e.vector FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.content_hash"
+    "e.vector, m.position FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.vector_key"
 )
 LEXICAL_EXTRA = "lexical_extra"  # metadata key: words indexed for lexical search beside the content
 
@@ -217,10 +217,12 @@ class SQLiteStore:
             return 0
 
     def lexical_text(self, item: MemoryItem) -> str:
-        """What lexical search indexes of a memory: its content, and the words an
-        application put in ``metadata["lexical_extra"]``."""
+        """What lexical search indexes of a memory: its index text (the turn with the turns
+        before it) or its content, and the words an application put in
+        ``metadata["lexical_extra"]``."""
+        text = item.index_text or item.content
         extra = item.metadata.get(LEXICAL_EXTRA)
-        return item.content if not extra else f"{item.content}\n{extra}"
+        return text if not extra else f"{text}\n{extra}"
 
     # -- memories ----------------------------------------------------------------------------
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
@@ -314,7 +316,8 @@ class SQLiteStore:
             idx = self._index(partition)
             mask = idx.mask(layers=flt.layers, contexts=flt.contexts, session_id=flt.session_id,
                             all_sessions=flt.all_sessions, include_archived=flt.include_archived, kinds=flt.kinds,
-                            event_after=flt.event_after, event_before=flt.event_before, ids=flt.ids)
+                            event_after=flt.event_after, event_before=flt.event_before, ids=flt.ids,
+                            sessions=flt.sessions, turns=flt.turns)
             return idx.search(query, k, mask, per_layer=per_layer)
 
     def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:
@@ -472,7 +475,7 @@ class SQLiteStore:
 
 def _index_row(r: Sequence[Any]) -> Row:
     return Row(id=r[0], layer=Layer(r[1]), context=r[2], session_id=r[3], archived=bool(r[4]), kind=r[5],
-               event_time=r[6], vector=np.frombuffer(r[7], dtype=np.float32))
+               event_time=r[6], vector=np.frombuffer(r[7], dtype=np.float32), position=r[8])
 
 
 def _split_sql(sql: str) -> list[str]:

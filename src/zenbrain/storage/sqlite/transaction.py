@@ -53,7 +53,7 @@ class SQLiteTransaction:
             for chunk in _chunks(ids):
                 marks = ",".join("?" * len(chunk))
                 old_hashes.update(self._db.execute(
-                    f"SELECT id, content_hash FROM memories WHERE user_id=? AND agent_id=? AND id IN ({marks})",
+                    f"SELECT id, vector_key FROM memories WHERE user_id=? AND agent_id=? AND id IN ({marks})",
                     (user, agent, *chunk)).fetchall())
                 self._db.executemany(_DELETE_FTS, [(mid, user, agent) for mid in chunk if mid in old_hashes])
         rows = [item_row(i) for i in items]
@@ -62,7 +62,7 @@ class SQLiteTransaction:
         self._db.executemany(_INSERT_FTS, [(self._lexical_text(i), i.id, i.user_id, i.agent_id) for i in items])
         for item in items:
             old = old_hashes.get(item.id)
-            if old is not None and old != item.content_hash:
+            if old is not None and old != (item.vector_key or item.content_hash):
                 self._drop_orphan_embedding(old)
         for part, ids in by_part.items():
             self._changed(part, ids)
@@ -96,7 +96,7 @@ class SQLiteTransaction:
 
     def delete_memory(self, partition: Partition, memory_id: str) -> None:
         user, agent = partition
-        row = self._db.execute("SELECT content_hash FROM memories WHERE id=? AND user_id=? AND agent_id=?",
+        row = self._db.execute("SELECT vector_key FROM memories WHERE id=? AND user_id=? AND agent_id=?",
                                (memory_id, user, agent)).fetchone()
         self._db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?", (memory_id, user, agent))
         self._db.execute(_DELETE_FTS, (memory_id, user, agent))
@@ -111,10 +111,10 @@ class SQLiteTransaction:
         self._changed(partition, [memory_id])
         self.erased = True
 
-    def _drop_orphan_embedding(self, content_hash: str) -> None:
-        """A vector no memory refers to any more is erased with its text's last memory."""
-        if self._db.execute("SELECT 1 FROM memories WHERE content_hash=? LIMIT 1", (content_hash,)).fetchone() is None:
-            self._db.execute("DELETE FROM embeddings WHERE hash=?", (content_hash,))
+    def _drop_orphan_embedding(self, key: str) -> None:
+        """A vector no memory refers to any more is erased with the last memory it served."""
+        if self._db.execute("SELECT 1 FROM memories WHERE vector_key=? LIMIT 1", (key,)).fetchone() is None:
+            self._db.execute("DELETE FROM embeddings WHERE hash=?", (key,))
             self.erased = True
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
