@@ -100,15 +100,18 @@ def study_recipes() -> list[FusionRecipe]:
         conv.with_(name="conversation dbsf", normalization="dbsf"),
         conv.with_(name="conversation zscore", normalization="zscore"),
         conv.with_(name="conversation max (today's scale)", normalization="max"),
-        conv.with_(name="conversation rrf", normalization="rrf"),
+        conv.with_(name="conversation rrf", normalization="rrf", lexical_normalization=None),
         # sensitivity of its constants (printed, not used to choose them)
         conv.with_(name="conversation nb0.25", neighbour_weight=0.25),
         conv.with_(name="conversation nb1.0", neighbour_weight=1.0),
         conv.with_(name="conversation r2", neighbour_radius=2),
+        conv.with_(name="conversation lexical-minmax", lexical_normalization="minmax"),
+        conv.with_(name="conversation ratio", normalization="ratio"),
         conv.with_(name="conversation spk0.05", speaker_bonus=0.05),
         conv.with_(name="conversation spk0.2", speaker_bonus=0.2),
         conv.with_(name="conversation time0.1", time_bonus=0.1),
         conv.with_(name="conversation time0.5", time_bonus=0.5),
+        conv.with_(name="conversation time1.0", time_bonus=1.0),
     ]
     return out
 

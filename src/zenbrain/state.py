@@ -37,6 +37,7 @@ class MemoryState(TypedDict, total=False):
     conf_local: list[float]  # [alpha, beta]: local Beta evidence, the unary factor of propagation
     conf_written: list[float]  # [alpha, beta]: what propagation last wrote to conf_alpha / conf_beta
     conf_history: list[list[float]]  # [[t, confidence], ...]: recent confidence points (curiosity's slope)
+    mentioned: list[list[float]]  # [[start, end], ...]: the times the text speaks of ("last Saturday")
 
 
 # Keys of MemoryState, for code that names them as values.
@@ -56,6 +57,7 @@ CONSOLIDATED_INTO: Final = "consolidated_into"
 CONF_LOCAL: Final = "conf_local"
 CONF_WRITTEN: Final = "conf_written"
 CONF_HISTORY: Final = "conf_history"
+MENTIONED: Final = "mentioned"
 
 # Per-partition key-value records.
 KV_NEURO: Final = "neuromodulator"  # NeuromodulatorState.to_dict()
@@ -70,6 +72,7 @@ KV_DEBATES: Final = "debates"  # the latest iMAD debate entries
 KV_SPECTRAL: Final = "spectral"  # the last spectral health report per context
 KV_CURIOSITY: Final = "curiosity"  # the ranked knowledge-gap queue
 KV_EDGE_DECAY: Final = "edge_decay"  # {"at": time of the last Two-Factor edge decay}
+KV_SPEAKERS: Final = "speakers"  # the names of everyone who spoke in the partition's memories
 
 # Edge relations the library's own mechanisms write.
 RELATION_TEMPORAL: Final = "temporal"  # consecutive memories of one batch

@@ -87,7 +87,14 @@ def test_neighbour_expansion_lifts_the_reply_of_a_strong_hit():
     out = expand_to_neighbours(scores, nb, 0.5)
     assert out[2] > out[3]  # the reply now outranks the unrelated turn
     assert int(np.argmax(out)) == 1  # the strong hit stays first
-    assert expand_to_neighbours(scores, nb, 0.0).tolist() == pytest.approx((scores - 0.1).tolist())
+    assert expand_to_neighbours(scores, nb, 0.0).tolist() == pytest.approx(scores.tolist())  # non-negative: kept
+    shifted = expand_to_neighbours(scores - 0.5, nb, 0.0)
+    assert shifted.min() == 0.0 and shifted.tolist() == pytest.approx((scores - 0.1).tolist())
+
+
+def test_a_preference_decides_between_candidates_that_tie():
+    out = boost(np.array([0.7, 0.7, 0.7]), np.array([False, True, False]), 0.25)
+    assert out.tolist() == pytest.approx([0.7, 0.95, 0.7])
 
 
 def test_neighbours_are_taken_within_a_session_and_among_candidates_only():

@@ -10,18 +10,19 @@ import numpy as np
 
 from ..engine import Engine
 from ..mechanisms import compositional, two_factor
-from ..model import RecallHit
+from ..model import MemoryItem, RecallHit
 from ..retrieval.query import QueryInfo
 from ..state import KV_COMPOSITIONAL, PRIORITY, RELATION_CONTRADICTS
 from ..storage.base import Partition
 from .retrievability import retrievability
 
 
-def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo) -> None:
-    """A query naming a time window favours hits inside it; "last"/"first" queries favour
-    the most recent (or earliest) hits."""
+def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, window: bool = True) -> None:
+    """A query naming a time window favours hits inside it (``window=False``: the fusion
+    recipe has ranked by the window already); "last"/"first" queries favour the most recent
+    (or earliest) hits."""
     rp = engine.config.recall
-    if info.window is not None and rp.temporal_boost > 0:
+    if window and info.window is not None and rp.temporal_boost > 0:
         w = info.window
         for h in hits:
             t = h.item.event_time if h.item.event_time is not None else h.item.created_at
@@ -38,23 +39,21 @@ def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo) -> N
                 h.why.temporal *= 1.0 + rp.recency_boost * float(r)
 
 
-def cross_context_similarity(engine: Engine, part: Partition, qvec: np.ndarray, hits: list[RecallHit], reader: str,
-                             lexical_share: float) -> None:
-    """Compositional context: a memory from another (allowed) context is compared through
-    the shared component only, so context-specific detail does not cross the boundary."""
-    foreign = [h for h in hits if h.item.context != reader]
+def cross_context_dense(engine: Engine, part: Partition, qvec: np.ndarray, items: list[MemoryItem],
+                        reader: str) -> dict[str, float]:
+    """Compositional context: the dense similarity of each memory from another (allowed)
+    context, through the shared component of the contexts only, so context-specific detail
+    does not cross the boundary (memory id -> similarity)."""
+    foreign = [i for i in items if i.context != reader]
     if not foreign or not engine.on("compositional_context"):
-        return
+        return {}
     raw = engine.store.kv_get(part, KV_COMPOSITIONAL)
     if not raw:
-        return
+        return {}
     state = compositional.CompositionalState.from_json(raw)
-    vecs = engine.store.vectors(part, [h.item.id for h in foreign])
+    vecs = engine.store.vectors(part, [i.id for i in foreign])
     sims = np.atleast_1d(np.asarray(compositional.cross_context_similarity(qvec, vecs, state=state), dtype=float))
-    for h, s in zip(foreign, sims):
-        h.why.other["cross_context_shared_sim"] = float(s)
-        h.why.dense = max(0.0, float(s))
-        h.why.fused = h.why.layer_weight * ((1 - lexical_share) * h.why.dense + lexical_share * h.why.lexical)
+    return {i.id: float(s) for i, s in zip(foreign, sims)}
 
 
 def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int) -> None:

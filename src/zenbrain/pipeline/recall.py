@@ -1,28 +1,41 @@
 """Recall: classify the query, gather candidates, fuse, rank, de-duplicate, and (unless
 read-only) let being recalled change the memories.
 
-1. Candidates: dense top-K of every layer, BM25 top-K, and the scope's core memories.
-2. Fusion: hybrid similarity (1 - w) dense + w BM25 / best BM25, times the query type's
-   layer weight (and the cross-context weight for another context's memory).
-3. Ranking factors (``ranking``): time window and recency, compositional cross-context
-   similarity, the Two-Factor boost, retrievability, priority.
+1. Candidates: dense top-K of every layer, BM25 top-K, the scope's core memories, and
+   (when the fusion recipe expands to neighbours) the turns next to them in their session.
+2. Fusion by the configured recipe (``retrieval.fusion``, ``RecallParams.recipe``): dense
+   and lexical evidence normalised and weighted, a strong turn lending to its neighbours,
+   a preference for the speakers the query names and for memories of the time it names;
+   then the query type's layer weight (and the cross-context weight).
+3. Ranking factors (``ranking``): recency direction, the Two-Factor boost,
+   retrievability, priority.
 4. De-duplication of near-identical content, the top k kept.
 5. Side effects (``recall_effects``), in one transaction.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
+from ..clock import DAY
 from ..engine import Engine
 from ..errors import ValidationError
-from ..model import Layer, RecallHit, Scope, ScoreBreakdown
+from ..model import Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
 from ..results import RecallResult
+from ..retrieval import fusion
+from ..retrieval.dates import TimeWindow
 from ..retrieval.query import classify
+from ..retrieval.turn_context import named_speakers
+from ..state import MENTIONED
+from ..storage.base import Filter, Partition
 from ..text import jaccard, token_set
 from ..validation import check_content, check_k, check_number
-from . import ranking
+from . import ranking, turns
 from .access import partition_of, read_filter
 from .recall_effects import after_recall
 from .tuned import tuned
@@ -47,6 +60,26 @@ def _time_range(time_range: Any) -> tuple[float | None, float | None]:
             None if before is None else check_number("time_range end", before))
 
 
+def _neighbours(engine: Engine, part: Partition, items: dict[str, MemoryItem], flt: Filter,
+                radius: int) -> list[MemoryItem]:
+    """The turns within ``radius`` of the candidates in their sessions, that the reader may
+    see and that are not candidates yet."""
+    wanted = frozenset((i.session_id, i.position + d) for i in items.values()
+                       if i.session_id is not None and i.position is not None
+                       for d in range(-radius, radius + 1) if d)
+    if not wanted:
+        return []
+    return [m for m in engine.store.query(part, replace(flt, turns=wanted)) if m.id not in items]
+
+
+def _in_window(item: MemoryItem, window: TimeWindow) -> bool:
+    """Whether a memory happened in, or speaks of, the window."""
+    t = item.event_time if item.event_time is not None else item.created_at
+    if window.contains(t):
+        return True
+    return any(window.overlaps(TimeWindow(a, b)) for a, b in item.state.get(MENTIONED, ()))
+
+
 def recall(
     engine: Engine,
     scope: Scope,
@@ -63,20 +96,22 @@ def recall(
     k = check_k(k)
     part = partition_of(scope)
     now = engine.clock.now()
-    info = classify(query)
+    info = classify(query, reference=math.floor(now / DAY) * DAY)  # relative words read against today
     layer_set = _layer_set(engine, layers)
     after, before = _time_range(time_range)
     flt = read_filter(engine, scope, layers=layer_set, include_archived=include_archived, event_after=after,
                       event_before=before)
     qvec = engine.embed_query(query)
     rp = engine.config.recall
-    per_layer = max(rp.per_layer_k, rp.candidate_factor * k)
+    recipe = turns.recipe(engine)
+    per_layer = max(rp.per_layer_k, rp.candidate_factor * k, recipe.dense_candidates)
 
     # 1. Candidates.
     dense = dict(engine.store.vector_search(part, qvec, per_layer, flt, per_layer=True))
     lexical: dict[str, float] = {}
-    if engine.on("bm25_hybrid") and rp.lexical_k > 0:
-        lexical = dict(engine.store.lexical_search(part, query, rp.lexical_k, flt))
+    use_lexical = engine.on("bm25_hybrid") and rp.lexical_k > 0
+    if use_lexical:
+        lexical = dict(engine.store.lexical_search(part, query, max(rp.lexical_k, recipe.lexical_candidates), flt))
     cand_ids = list(dict.fromkeys([*dense, *lexical]))
     core_items = [] if Layer.CORE in engine.config.disabled_layers else engine.store.query(
         part, read_filter(engine, scope, layers=frozenset({Layer.CORE})))
@@ -89,30 +124,72 @@ def recall(
         extra = after_recall(engine, part, scope, query, qvec, [], now) if touch else {}
         return RecallResult([], query_type=info.type, core=core_items, info={"candidates": 0, **extra})
     items = {i.id: i for i in engine.store.get(part, cand_ids)}
-    cand_ids = [c for c in cand_ids if c in items]
-    missing = [c for c in cand_ids if c not in dense]  # lexical-only candidates: their dense similarity
+    if recipe.neighbour_weight > 0:
+        for m in _neighbours(engine, part, items, flt, recipe.neighbour_radius):
+            items[m.id] = m
+    cand_ids = [c for c in cand_ids if c in items] + [m for m in items if m not in dense and m not in lexical
+                                                      and m not in cand_ids]
+    missing = [c for c in cand_ids if c not in dense]  # their dense similarity, from the index
     if missing:
         for c, v in zip(missing, engine.store.vectors(part, missing) @ qvec):
             dense[c] = float(v)
+    unranked = [c for c in cand_ids if c not in lexical]
+    if lexical and unranked:  # BM25 of the candidates the lexical top-K left out (0: no shared word)
+        lexical.update(engine.store.lexical_search(part, query, len(unranked), replace(flt, ids=frozenset(unranked))))
+    pool = [items[c] for c in cand_ids]
+    # Compositional context: another context's memory is compared through the shared part only.
+    shared = ranking.cross_context_dense(engine, part, qvec, pool, scope.context)
+    dense.update(shared)
 
     # 2. Fusion.
-    lex_max = max(lexical.values()) if lexical else 0.0
+    share = tuned(engine, part, "lexical_weight", rp.lexical_weight) if lexical else 0.0
+    total = recipe.dense_weight + recipe.lexical_weight
+    weighted = recipe.with_(dense_weight=(1.0 - share) * total, lexical_weight=share * total)
+    d = np.array([dense.get(c, 0.0) for c in cand_ids])
+    lx = np.array([lexical.get(c, 0.0) for c in cand_ids])
+    base = fusion.nonnegative(fusion.fuse(d, lx, weighted))
+    lex_method = weighted.lexical_normalization or weighted.normalization
+    lex_norm = fusion.normalize(lx, lex_method if lex_method != "rrf" else "max", present=lx > 0)
+    scores = base
+    parts: dict[str, np.ndarray] = {}
+    if recipe.neighbour_weight > 0:
+        nb = fusion.neighbour_index([i.session_id for i in pool], [-1 if i.position is None else i.position
+                                                                    for i in pool], recipe.neighbour_radius)
+        expanded = fusion.expand_to_neighbours(scores, nb, recipe.neighbour_weight)
+        parts["neighbours"] = expanded - scores
+        scores = expanded
+    if recipe.speaker_bonus > 0:
+        named = named_speakers(query, turns.speakers(engine, part))
+        mask = np.array([i.speaker in named for i in pool]) if named else np.zeros(len(pool), bool)
+        if mask.any():
+            boosted = fusion.boost(scores, mask, recipe.speaker_bonus)
+            parts["speaker"] = boosted - scores
+            scores = boosted
+    window_ranked = recipe.time_bonus > 0 and info.window is not None
+    if window_ranked:
+        mask = np.array([_in_window(i, info.window) for i in pool])  # type: ignore[arg-type]
+        if mask.any():
+            boosted = fusion.boost(scores, mask, recipe.time_bonus)
+            parts["time"] = boosted - scores
+            scores = boosted
     weights = engine.config.layer_weights.get(info.type, {}) if engine.on("query_aware_fusion") else {}
-    lw = tuned(engine, part, "lexical_weight", rp.lexical_weight) if lexical else 0.0
     hits: list[RecallHit] = []
-    for cid in cand_ids:
-        item = items[cid]
-        d = max(0.0, dense.get(cid, 0.0))
-        lx = (lexical.get(cid, 0.0) / lex_max) if lex_max > 0 else 0.0
+    for j, (cid, item) in enumerate(zip(cand_ids, pool)):
         w = float(weights.get(item.layer, 1.0))
         if item.context != scope.context:
             w *= rp.cross_context_weight
-        sim = (1.0 - lw) * d + lw * lx
-        hits.append(RecallHit(item, w * sim, ScoreBreakdown(dense=d, lexical=lx, layer_weight=w, fused=w * sim)))
+        why = ScoreBreakdown(dense=max(0.0, float(d[j])), lexical=float(lex_norm[j]), layer_weight=w,
+                             fused=w * float(scores[j]))
+        why.other["fusion"] = float(base[j])
+        if cid in shared:
+            why.other["cross_context_shared_sim"] = float(shared[cid])
+        for name, delta in parts.items():
+            if delta[j]:
+                why.other[name] = float(delta[j])
+        hits.append(RecallHit(item, why.fused, why))
 
     # 3. Ranking factors.
-    ranking.temporal_adjust(engine, hits, info)
-    ranking.cross_context_similarity(engine, part, qvec, hits, scope.context, lw)
+    ranking.temporal_adjust(engine, hits, info, window=not window_ranked)
     ranking.hebbian_boost(engine, part, hits, k)
     ranking.retrievability_weight(engine, hits, now)
     ranking.priority_weight(engine, hits)
@@ -140,5 +217,5 @@ def recall(
         query_type=info.type,
         core=core_items,
         info={"candidates": len(cand_ids), "dense": len(dense), "lexical": len(lexical), "window": info.window,
-              "direction": info.direction, **extra},
+              "direction": info.direction, "recipe": recipe.name, **extra},
     )

@@ -50,6 +50,7 @@ def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]]) 
     turns.assign(engine, part, drafts)
     embedded = turns.embed(engine, drafts)
     kv = prepare(engine, part, drafts, embedded.vectors, now)
+    kv.update(turns.speakers_record(engine, part, drafts))
     plan = plan_links(engine, part, drafts, embedded.vectors, now)  # may consult the chat model: before the write
     with engine.store.transaction() as tx:
         if embedded.fresh:

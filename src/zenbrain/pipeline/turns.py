@@ -20,9 +20,10 @@ import numpy as np
 
 from ..engine import Engine
 from ..model import MemoryItem
+from ..retrieval.dates import resolve
 from ..retrieval.fusion import FusionRecipe, get_recipe
 from ..retrieval.turn_context import index_text, mean_vectors, split_speaker
-from ..state import META_SPEAKER
+from ..state import KV_SPEAKERS, MENTIONED, META_SPEAKER
 from ..storage.base import Filter, Partition
 from ..text import content_hash
 
@@ -44,15 +45,23 @@ def index_window(engine: Engine) -> int:
     return recipe(engine).index_window
 
 
+MAX_MENTIONS = 8  # time expressions kept per memory
+
+
 def assign(engine: Engine, part: Partition, items: Sequence[MemoryItem]) -> None:
-    """Set every new memory's speaker, and for one stored in a session its position and
-    index text (predecessors read from the store and from earlier items of the batch)."""
+    """Set every new memory's speaker and the times its text speaks of (resolved against
+    when it happened), and for one stored in a session its position and index text
+    (predecessors read from the store and from earlier items of the batch)."""
     window = index_window(engine)
     keep = recipe(engine).speaker_in_text
     for item in items:
         if item.speaker is None:
             named = item.metadata.get(META_SPEAKER)
             item.speaker = named if isinstance(named, str) and named.strip() else split_speaker(item.content)[0]
+        when = item.event_time if item.event_time is not None else item.created_at
+        mentioned = [[m.window.start, m.window.end] for m in resolve(own_words(item), when)][:MAX_MENTIONS]
+        if mentioned:
+            item.state[MENTIONED] = mentioned
     previous: dict[str, list[str]] = {}  # session -> own words of its latest turns, oldest first
     next_position: dict[str, int] = {}
     for item in items:
@@ -87,6 +96,25 @@ def _texts(item: MemoryItem, r: FusionRecipe) -> tuple[str, str | None]:
     if r.dense_view == "own":
         return own, None
     return own, ctx
+
+
+MAX_SPEAKERS = 1000  # names kept per partition for questions that name a person
+
+
+def speakers(engine: Engine, part: Partition) -> list[str]:
+    """Everyone who spoke in the partition's memories."""
+    return list(engine.store.kv_get(part, KV_SPEAKERS) or [])
+
+
+def speakers_record(engine: Engine, part: Partition, items: Sequence[MemoryItem]) -> dict[str, list[str]]:
+    """The partition's speakers record with the new items' speakers added (empty when
+    there is nothing new to write)."""
+    names = {i.speaker for i in items if i.speaker}
+    if not names:
+        return {}
+    known = speakers(engine, part)
+    new = sorted(names.difference(known))
+    return {KV_SPEAKERS: (known + new)[-MAX_SPEAKERS:]} if new else {}
 
 
 def reindex(engine: Engine, part: Partition, item: MemoryItem) -> None:

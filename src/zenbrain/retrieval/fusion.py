@@ -53,12 +53,13 @@ __all__ = [
     "fuse",
     "get_recipe",
     "neighbour_index",
+    "nonnegative",
     "normalize",
     "rank_pool",
     "rrf_scores",
 ]
 
-NORMALIZATIONS = ("max", "minmax", "dbsf", "zscore", "rrf")
+NORMALIZATIONS = ("max", "ratio", "minmax", "dbsf", "zscore", "rrf")
 DENSE_VIEWS = ("own", "context", "max", "mean")
 _EPS = 1e-12
 
@@ -71,7 +72,8 @@ def normalize(scores: np.ndarray, method: str, *, present: np.ndarray | None = N
     """``scores`` mapped by ``method`` using the statistics of the entries in ``present``
     (all if None); entries not present get the method's "no match" value.
 
-    ``max``: s / max (no match 0). ``minmax``: (s - min) / (max - min), no match 0.
+    ``max``: s / max (no match 0). ``ratio``: max(s, 0) / max, a signal relative to its
+    best candidate without stretching small gaps to the whole range. ``minmax``: (s - min) / (max - min), no match 0.
     ``dbsf``: (s - (mean - 3 std)) / (6 std), no match 0. ``zscore``: (s - mean) / std,
     no match the z of 0. A list whose scores are all equal maps them to 1 (z: 0).
     """
@@ -83,7 +85,9 @@ def normalize(scores: np.ndarray, method: str, *, present: np.ndarray | None = N
     if not mask.any():
         return out
     vals = s[mask]
-    if method == "max":
+    if method in ("max", "ratio"):
+        if method == "ratio":
+            vals = np.maximum(vals, 0.0)
         top = vals.max()
         out[mask] = vals / top if top > _EPS else 0.0
         return out
@@ -132,6 +136,7 @@ class FusionRecipe:
 
     name: str
     normalization: str = "minmax"
+    lexical_normalization: str | None = None  # None: the same as ``normalization``
     dense_weight: float = 0.5
     lexical_weight: float = 0.5
     rrf_k: float = 60.0
@@ -149,6 +154,11 @@ class FusionRecipe:
     def __post_init__(self) -> None:
         if self.normalization not in NORMALIZATIONS:
             raise ConfigError(f"unknown normalisation {self.normalization!r}; use one of {', '.join(NORMALIZATIONS)}")
+        if self.lexical_normalization not in (None, *NORMALIZATIONS) or (
+                self.lexical_normalization is not None and "rrf" in (self.normalization, self.lexical_normalization)
+                and self.lexical_normalization != self.normalization):
+            raise ConfigError(f"lexical_normalization must be one of {', '.join(NORMALIZATIONS)} (rrf only with rrf), "
+                              f"got {self.lexical_normalization!r}")
         if self.dense_view not in DENSE_VIEWS:
             raise ConfigError(f"dense_view must be one of {', '.join(DENSE_VIEWS)}, got {self.dense_view!r}")
         for f in ("dense_weight", "lexical_weight", "neighbour_weight", "speaker_bonus", "time_bonus"):
@@ -200,7 +210,7 @@ def fuse(dense: np.ndarray, lexical: np.ndarray, recipe: FusionRecipe) -> np.nda
         dn = np.maximum(d, 0.0)
     else:
         dn = normalize(d, method)
-    ln = normalize(lx, method, present=matched)
+    ln = normalize(lx, recipe.lexical_normalization or method, present=matched)
     return recipe.dense_weight * dn + recipe.lexical_weight * ln
 
 
@@ -217,13 +227,19 @@ def neighbour_index(sessions: Sequence[Any], positions: Sequence[int], radius: i
     return out
 
 
+def nonnegative(s: np.ndarray) -> np.ndarray:
+    """Scores shifted up to start at 0 when some are negative; non-negative scores as they
+    are (a later factor multiplies them, so none should fall to 0 that was above it)."""
+    return s - min(0.0, float(s.min())) if s.size else s
+
+
 def expand_to_neighbours(scores: np.ndarray, neighbours: np.ndarray, weight: float) -> np.ndarray:
-    """Scores shifted to start at 0, each raised by ``weight`` x the best shifted score of
-    its neighbours (``neighbours`` as from :func:`neighbour_index`; -1 = none)."""
+    """Scores (made non-negative), each raised by ``weight`` x the best score of its
+    neighbours (``neighbours`` as from :func:`neighbour_index`; -1 = none)."""
     s = _f64(scores)
     if s.size == 0 or weight == 0:
-        return s - (s.min() if s.size else 0.0)
-    t = s - s.min()
+        return nonnegative(s)
+    t = nonnegative(s)
     nb = np.asarray(neighbours, dtype=np.int64)
     padded = np.append(t, 0.0)  # index -1 reads the appended 0
     best = padded[nb].max(axis=1) if nb.shape[1] else np.zeros_like(t)
@@ -231,17 +247,19 @@ def expand_to_neighbours(scores: np.ndarray, neighbours: np.ndarray, weight: flo
 
 
 def boost(scores: np.ndarray, where: np.ndarray, bonus: float) -> np.ndarray:
-    """Scores shifted to start at 0; candidates where ``where`` is true gain ``bonus`` x the
-    spread of the scores. A preference, not a filter: a clearly better candidate outside
-    stays ahead. Used for the speakers a query names and for turns inside its time window."""
+    """Scores (made non-negative); candidates where ``where`` is true gain ``bonus`` x the
+    spread of the scores (x 1 when they all tie: then the preference alone decides). A
+    preference, not a filter: a clearly better candidate outside stays ahead. Used for the
+    speakers a query names and for turns inside its time window."""
     s = _f64(scores)
     if s.size == 0:
         return s
     mask = np.asarray(where, dtype=np.float64).reshape(-1)
     if mask.shape != s.shape:
         raise ValidationError("the boost mask must have one entry per candidate")
-    t = s - s.min()
-    return t + bonus * float(t.max()) * mask
+    t = nonnegative(s)
+    spread = float(t.max() - t.min())
+    return t + bonus * (spread if spread > 0 else 1.0) * mask
 
 
 
@@ -292,14 +310,24 @@ RECIPES: dict[str, FusionRecipe] = {
         FusionRecipe("zscore", normalization="zscore", description="z-scores of both lists, equal weights"),
         FusionRecipe(
             "conversation",
-            normalization="minmax",
+            # Each signal relative to its best candidate: the best meaning match and the best
+            # keyword match both count fully, and a small gap stays small (min-max stretches
+            # any gap, between two candidates too, to the whole range, so neither the
+            # mechanisms' factors nor a preference could ever close it). BM25's zero stays
+            # "no shared word". LoCoMo dev R@5: 0.717 (min-max 0.719, dense unscaled 0.710).
+            normalization="ratio",
+            lexical_normalization="max",
             index_window=1,
             dense_view="mean",
             neighbour_weight=0.5,
             speaker_bonus=0.1,
-            time_bonus=0.25,
+            # A question that names a time: a memory of that time gains the whole spread of
+            # relevance, so it ranks with the best match outside the window (LoCoMo dev R@5
+            # 0.719 with 1.0, 0.718 with 0.5, 0.710 with 0.25).
+            time_bonus=1.0,
             description="turns indexed with the turn before them (BM25 text and a mean of the two vectors), "
-            "relative score fusion, neighbour expansion, speaker and time preference",
+            "dense and BM25 scores relative to their best candidate, neighbour expansion, "
+            "speaker and time preference",
         ),
     )
 }
