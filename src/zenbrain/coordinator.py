@@ -9,7 +9,7 @@ configuration links contexts).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -23,6 +23,7 @@ from .pipeline import (
     erase,
     feedback,
     lifecycle,
+    portability,
     recall,
     relations,
     revise,
@@ -180,6 +181,18 @@ class MemoryCoordinator:
     def rollback(self, memory_id: str, scope: Scope) -> MemoryItem:
         """Restore the content a memory had before its last update or revision."""
         return revise.rollback(self.engine, scope, memory_id)
+
+    def export_memories(self, scope: Scope) -> Iterator[dict[str, Any]]:
+        """Everything stored for the scope's user and agent (memories with their state and
+        vectors, edges, history, mechanism records) as JSON-able lines: see
+        ``zenbrain.pipeline.portability`` for the format."""
+        return portability.export_records(self.engine, scope)
+
+    def import_memories(self, lines: Iterable[dict[str, Any]], scope: Scope, *,
+                        new_ids: bool = False) -> portability.ImportReceipt:
+        """Write an export into the scope's user and agent, all or nothing (``new_ids``: as a
+        copy with fresh ids)."""
+        return portability.import_records(self.engine, scope, lines, new_ids=new_ids)
 
     def forget(self, memory_id: str, scope: Scope) -> None:
         """Erase a memory: its row, text, vector (unless shared), lexical entry, edges,

@@ -158,7 +158,9 @@ class Store(Protocol):
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
         ...
 
-    def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any:
+    def kv_get(self, partition: Partition, key: str | None = None, default: Any = None) -> Any:
+        """The partition record ``key`` (``default`` when unset); with no key, every record
+        of the partition as a dict (key -> value)."""
         ...
 
     def sample_ids(

@@ -379,8 +379,11 @@ class SQLiteStore:
                 "ORDER BY seq", (*partition, memory_id)).fetchall()
         return [HistoryEvent(mid, at, action, decode(detail)) for mid, at, action, detail in rows]
 
-    def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any:
+    def kv_get(self, partition: Partition, key: str | None = None, default: Any = None) -> Any:
         with self._lock:
+            if key is None:
+                return {k: decode(v) for k, v in self._db.execute(
+                    "SELECT key, value FROM kv WHERE user_id=? AND agent_id=? ORDER BY key", partition)}
             row = self._db.execute("SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?",
                                    (*partition, key)).fetchone()
         return default if row is None else decode(row[0])
