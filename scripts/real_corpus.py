@@ -112,9 +112,7 @@ def roff_paragraphs(source: str) -> Iterator[str]:
     end_verbatim: str | None = None
     for raw in source.splitlines():
         if end_verbatim is not None:
-            if raw.startswith((".", "'")) and raw[1:].strip().split(" ")[0] == end_verbatim.lstrip("."):
-                end_verbatim = None
-            elif end_verbatim == ".." and raw.strip() == "..":
+            if raw.startswith((".", "'")) and raw[1:].strip().split(" ")[0] == end_verbatim.lstrip(".") or end_verbatim == ".." and raw.strip() == "..":
                 end_verbatim = None
             continue
         if raw.startswith((".", "'")):
@@ -332,18 +330,27 @@ def embed(root: Path, size: int, spec: str | None, batch: int) -> None:
     bar.close()
 
 
-def available(root: Path | None = None, embedder_name: str = "minilm-onnx:int8") -> int:
+def default_embedder_name() -> str:
+    """The name of zenbrain's default embedder (the model itself is loaded lazily)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from zenbrain.providers.factory import make_embedder
+
+    return make_embedder().name
+
+
+def available(root: Path | None = None, embedder_name: str | None = None) -> int:
     """How many leading corpus texts have vectors."""
-    vdir = _vector_dir(root or default_dir(), embedder_name)
+    vdir = _vector_dir(root or default_dir(), embedder_name or default_embedder_name())
     c = 0
     while (vdir / f"chunk_{c:05d}.npy").exists():
         c += 1
     return c * CHUNK
 
 
-def load_corpus(n: int, root: Path | None = None, embedder_name: str = "minilm-onnx:int8") -> tuple[list[str], np.ndarray]:
+def load_corpus(n: int, root: Path | None = None, embedder_name: str | None = None) -> tuple[list[str], np.ndarray]:
     """The first ``n`` corpus texts and their float32 vectors (unit length)."""
     root = root or default_dir()
+    embedder_name = embedder_name or default_embedder_name()
     have = available(root, embedder_name)
     if have < n:
         raise SystemExit(f"only {have} vectors embedded in {root}; run `real_corpus.py embed --size {n}`")
@@ -374,7 +381,10 @@ def main() -> None:
         corpus = Corpus(args.dir)
         print(f"{len(corpus.sentences)} distinct sentences, {len(corpus.pairs)} adjacent pairs, {len(corpus)} texts")
         for d in sorted(p for p in args.dir.iterdir() if p.is_dir()):
-            print(f"{d.name}: {available(args.dir, d.name)} vectors")
+            c = 0
+            while (d / f"chunk_{c:05d}.npy").exists():
+                c += 1
+            print(f"{d.name}: {c * CHUNK} vectors")
     else:
         corpus = Corpus(args.dir)
         rng = np.random.default_rng()
