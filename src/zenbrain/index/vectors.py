@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,8 +74,6 @@ class VectorPartition:
         self.graph = None  # usearch Index over rows [0, graph_rows)
         self.graph_rows = 0
         self._graph_path: Path | None = None  # a memory-mapped graph is read-only until loaded
-        self._allowed: dict[Hashable, tuple[np.ndarray, np.ndarray]] = {}
-        self._allowed_version = -1
         self.dead = 0
 
     # -- rows -------------------------------------------------------------------------------
@@ -143,7 +141,7 @@ class VectorPartition:
 
     def accept(self, flt: FilterLike | None) -> Callable[[list[str]], np.ndarray]:
         """A test of ids against ``flt`` (for lexical results): unknown ids fail."""
-        mask = self.cols.cached_mask(flt, self.pos)
+        mask, _ = self.cols.cached_mask(flt, self.ids, self.pos)
         pos = self.pos
 
         def test(ids: list[str]) -> np.ndarray:
@@ -210,68 +208,47 @@ class VectorPartition:
         self.graph_rows = self.n
 
     # -- search -----------------------------------------------------------------------------
-    def _allowed_rows(self, flt: FilterLike | None, layer: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """(mask, rows) of the rows the filter (and one layer code) allows; cached."""
-        if self._allowed_version != self.cols.version:
-            self._allowed.clear()
-            self._allowed_version = self.cols.version
-        key = (flt, layer)
-        try:
-            hit = self._allowed.get(key)
-        except TypeError:
-            hit, key = None, None
-        if hit is not None:
-            return hit
-        mask = self.cols.cached_mask(flt, self.pos) & self.cols.dense[: self.n]
-        if layer is not None:
-            mask &= self.cols.layer[: self.n] == layer
-        out = (mask, np.flatnonzero(mask))
-        if key is not None:
-            if len(self._allowed) >= 64:
-                self._allowed.clear()
-            self._allowed[key] = out
-        return out
+    def _allowed(self, flt: FilterLike | None, layer: int | None = None) -> tuple[np.ndarray, int]:
+        """The mask of rows with a vector that ``flt`` (and the layer code) allows, and its count."""
+        return self.cols.cached_mask(flt, self.ids, self.pos, layer=layer, dense=True)
 
     def search(self, query: np.ndarray, k: int, flt: FilterLike | None = None, *,
                per_layer: bool = False) -> list[tuple[str, float]]:
         """Top-k (id, score) by dot product among the rows ``flt`` allows, best first; with
-        ``per_layer``, the top k of each layer present, layer by layer."""
+        ``per_layer``, the top k of each layer present, layer by layer (in layer order)."""
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if k <= 0 or not self.pos:
             return []
         if not per_layer:
-            mask, rows = self._allowed_rows(flt, None)
-            return self._search(q, k, mask, rows)
-        mask, rows = self._allowed_rows(flt, None)
-        present = np.flatnonzero(np.bincount(self.cols.layer[rows], minlength=8)).tolist()
-        if len(present) == 1:
-            return self._search(q, k, mask, rows)
+            return self._search(q, k, *self._allowed(flt))
         out: list[tuple[str, float]] = []
-        for code in present:
-            m, r = self._allowed_rows(flt, code)
-            out.extend(self._search(q, k, m, r))
+        for code in sorted(self.cols.layers_present):
+            mask, count = self._allowed(flt, code)
+            if count:
+                out.extend(self._search(q, k, mask, count))
         return out
 
-    def _search(self, q: np.ndarray, k: int, mask: np.ndarray, rows: np.ndarray) -> list[tuple[str, float]]:
+    def _search(self, q: np.ndarray, k: int, mask: np.ndarray, count: int) -> list[tuple[str, float]]:
         p = self.params
-        if not len(rows):
+        if not count:
             return []
-        if self.graph is None or len(rows) <= p.exact_max_allowed:
-            return self._exact(q, k, rows)
-        share = len(rows) / max(1, self.n)
+        if self.graph is None or count <= p.exact_max_allowed:
+            return self._exact(q, k, np.flatnonzero(mask))
+        g = self.graph_rows
+        tail = np.flatnonzero(mask[g:]) + g
+        in_graph = count - len(tail)
+        share = count / max(1, self.n)
         want = max(p.min_candidates, math.ceil(p.oversample * k / share))
-        in_graph = rows[rows < self.graph_rows]
         while True:
-            want = min(want, self.graph_rows)
+            want = min(want, g)
             self.graph.expansion_search = max(p.expansion_search, want)
             keys = np.asarray(self.graph.search(q, want, threads=1).keys, dtype=np.int64)
             cand = keys[mask[keys]]
-            if len(cand) >= min(k, len(in_graph)) or want >= self.graph_rows:
+            if len(cand) >= min(k, in_graph) or want >= g:
                 break
-            if want * 4 > len(in_graph) * 8:  # the graph would be asked for most of itself
-                return self._exact(q, k, rows)
+            if want * 4 > in_graph * 8:  # the graph would be asked for most of itself
+                return self._exact(q, k, np.flatnonzero(mask))
             want *= 4
-        tail = rows[rows >= self.graph_rows]
         if len(tail):
             cand = np.concatenate([cand, tail])
         return self._exact(q, k, cand)
