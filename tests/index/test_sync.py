@@ -13,7 +13,7 @@ from index_helpers import OTHER, PART, SQLiteSource, clustered_vectors, make_row
 from zenbrain.index import AnnParams, IndexSet
 from zenbrain.storage.base import Filter
 
-ANN = AnnParams(ann_min_rows=300, exact_max_allowed=50, tail_max=128)
+ANN = AnnParams(ann_min_rows=300, exact_max_allowed=50, exact_ratio=1.0, tail_max=128)
 
 
 def ids(result: list[tuple[str, float]]) -> list[str]:

@@ -11,7 +11,7 @@ from index_helpers import DIM, clustered_vectors, make_rows
 from zenbrain.index.vectors import AnnParams, VectorPartition
 from zenbrain.storage.base import Filter
 
-ANN = AnnParams(ann_min_rows=500, exact_max_allowed=150, tail_max=256)
+ANN = AnnParams(ann_min_rows=500, exact_max_allowed=150, exact_ratio=1.0, tail_max=256)
 
 
 def exact(vecs: np.ndarray, q: np.ndarray, k: int, allowed: np.ndarray | None = None) -> list[int]:

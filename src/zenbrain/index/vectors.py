@@ -9,8 +9,8 @@ there are ``tail_max`` of them. The graph only proposes candidates: they are re-
 by their float32 vectors, so returned scores are exact dot products.
 
 Filters: a filter's mask is applied to the graph's candidates, which are oversampled by
-the inverse of the share of rows the filter keeps; when it keeps at most
-``exact_max_allowed`` rows, those rows are scanned exactly instead (a selective filter
+the inverse of the share of rows the filter keeps; when it keeps few rows (see
+``AnnParams.exact_ratio``), those rows are scanned exactly instead (a selective filter
 would need a huge candidate list). If too few candidates survive, the search is retried
 with more and finally done exactly: a filtered search never returns fewer results than
 exist.
@@ -39,7 +39,11 @@ class AnnParams:
     (``scripts/bench_index_choice.py ann``)."""
 
     ann_min_rows: int = 20_000  # below: exact scans only (about 1 ms)
-    exact_max_allowed: int = 20_000  # a filter keeping at most this many rows: exact scan
+    exact_max_allowed: int = 2048  # a filter keeping at most this many rows: exact scan
+    # Also exact when the graph would be asked for at least 1/exact_ratio of the kept rows:
+    # gathering a few thousand rows costs less than a search that deep (n rows, a kept, k
+    # results: exact when a <= sqrt(exact_ratio * oversample * k * n), ~18k of 1M for k=10).
+    exact_ratio: float = 8.0
     oversample: float = 4.0  # candidates asked of the graph per result, over the kept share
     min_candidates: int = 40
     expansion_search: int = 64
@@ -204,7 +208,9 @@ class VectorPartition:
         rows = np.arange(self.graph_rows, self.n)
         rows = rows[self.cols.alive[rows] & self.cols.dense[rows]]
         if len(rows):
-            self.graph.add(rows.astype(np.uint64), self.vectors_of(rows), threads=1, log=False)
+            # A large build uses every core (a one-time cost); a tail of new rows one.
+            threads = 0 if len(rows) >= 10_000 else 1
+            self.graph.add(rows.astype(np.uint64), self.vectors_of(rows), threads=threads, log=False)
         self.graph_rows = self.n
 
     # -- search -----------------------------------------------------------------------------
@@ -232,13 +238,12 @@ class VectorPartition:
         p = self.params
         if not count:
             return []
-        if self.graph is None or count <= p.exact_max_allowed:
+        want = max(p.min_candidates, math.ceil(p.oversample * k * self.n / count))
+        if self.graph is None or count <= p.exact_max_allowed or want * p.exact_ratio >= count:
             return self._exact(q, k, np.flatnonzero(mask))
         g = self.graph_rows
         tail = np.flatnonzero(mask[g:]) + g
         in_graph = count - len(tail)
-        share = count / max(1, self.n)
-        want = max(p.min_candidates, math.ceil(p.oversample * k / share))
         while True:
             want = min(want, g)
             self.graph.expansion_search = max(p.expansion_search, want)
