@@ -7,11 +7,13 @@ same run.
 
     OMP_NUM_THREADS=1 python scripts/bench_index_choice.py lexical --size 100000
     OMP_NUM_THREADS=1 python scripts/bench_index_choice.py ann --size 100000
+    OMP_NUM_THREADS=1 python scripts/bench_index_choice.py grid --size 100000 --threads 2
     OMP_NUM_THREADS=1 python scripts/bench_index_choice.py layout --size 100000
 
 lexical: SQLite FTS5 as zenbrain uses it (an OR of the query's words, ranked by bm25)
 against FTS5 with term pruning, bm25s and tantivy: latency, build, disk, agreement of
 the top 10 / top 50 with FTS5's.
+grid: usearch float16 against int8 graphs, both re-ranked, over search depths.
 ann: exact numpy, hnswlib and usearch (float32 / float16 / int8, each with an exact
 float32 re-rank of its candidates): recall@10 against exact, latency, build, size,
 load time, and filters keeping 10 % and 1 % of rows.
@@ -483,6 +485,42 @@ def bench_ours(vecs: np.ndarray, qv: np.ndarray, truth: list[np.ndarray], masks:
     run("ours after reopen", loaded, None, truth)
 
 
+def bench_grid(args: argparse.Namespace) -> None:
+    """usearch graphs of float16 and int8 vectors, each with an exact float32 re-rank of
+    its candidates, over a grid of search depth (ef) and candidate count; the settings of
+    both are measured query by query in turn, so load changes hit them alike."""
+    from usearch.index import Index
+
+    _, vecs = load_corpus(args.size, args.dir)
+    qv = embed_queries(queries(args.dir, args.queries))
+    n, d, k = len(vecs), vecs.shape[1], args.k
+    truth, _ = exact_topk(vecs, qv, k)
+    print(f"grid: {n} vectors, {len(qv)} queries, k={k}, connectivity 16, expansion_add 100; load {os.getloadavg()[0]:.2f}")
+    graphs = {}
+    for dtype in ("f16", "i8"):
+        u = Index(ndim=d, metric="ip", dtype=dtype, connectivity=16, expansion_add=100)
+        _, b = timed(lambda u=u: u.add(np.arange(n), vecs, threads=args.threads, log=False))
+        graphs[dtype] = u
+        print(f"  {dtype}: build {b:.1f} s with {args.threads} threads, {u.memory_usage / n:.0f} B/vector in memory")
+    grid = [(ef, cand) for ef in (64, 96, 128) for cand in (40, 64, 100) if cand <= ef]
+    times: dict[tuple, list[float]] = {}
+    found: dict[tuple, list[np.ndarray]] = {}
+    for q in qv:
+        for dtype, u in graphs.items():
+            for ef, cand in grid:
+                key = (dtype, ef, cand)
+                t = time.perf_counter()
+                u.expansion_search = ef
+                keys = np.asarray(u.search(q, cand, threads=1).keys, dtype=np.int64)
+                top = rerank(vecs, q, keys, k)
+                times.setdefault(key, []).append(time.perf_counter() - t)
+                found.setdefault(key, []).append(top)
+    for key in sorted(times):
+        p50, p95 = pct(times[key])
+        print(f"  usearch {key[0]:<3} ef {key[1]:>3} candidates {key[2]:>3} + re-rank: recall {recall(found[key], truth, k):.3f}"
+              f"  p50 {p50:5.2f} ms  p95 {p95:5.2f} ms")
+
+
 # ---------------------------------------------------------------- SQLite layouts
 
 
@@ -523,7 +561,7 @@ def bench_layout(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("part", choices=("lexical", "ann", "layout"))
+    ap.add_argument("part", choices=("lexical", "ann", "grid", "layout"))
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("-k", type=int, default=10)
@@ -532,7 +570,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=None, help="scratch directory (default: the system's)")
     ap.add_argument("--vectors", action="store_true", help="lexical: read texts only where vectors exist")
     args = ap.parse_args()
-    {"lexical": bench_lexical, "ann": bench_ann, "layout": bench_layout}[args.part](args)
+    {"lexical": bench_lexical, "ann": bench_ann, "grid": bench_grid, "layout": bench_layout}[args.part](args)
 
 
 if __name__ == "__main__":
