@@ -357,7 +357,7 @@ def bench_ann(args: argparse.Namespace) -> None:
         print("  hnswlib not installed (pip install 'zenbrain[ann-peers]'): skipped")
 
     threads = args.threads
-    for m_conn, ef_c in ((16, 100),) if hnswlib is not None else ():
+    for m_conn, ef_c in ((16, 100),) if hnswlib is not None and "hnswlib" in args.graphs else ():
         idx = hnswlib.Index(space="ip", dim=d)
 
         def build_h(idx: hnswlib.Index = idx, m_conn: int = m_conn, ef_c: int = ef_c) -> None:
@@ -403,7 +403,7 @@ def bench_ann(args: argparse.Namespace) -> None:
 
     from usearch.index import Index
 
-    for dtype in ("f32", "f16", "i8"):
+    for dtype in [g for g in ("f32", "f16", "i8") if g in args.graphs]:
         u = Index(ndim=d, metric="ip", dtype=dtype, connectivity=16, expansion_add=100, expansion_search=64)
         _, b = timed(lambda u=u: u.add(np.arange(n), vecs, threads=threads, log=False))
         path = work / f"u_{dtype}.usearch"
@@ -568,6 +568,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="threads for index builds")
     ap.add_argument("--dir", type=Path, default=default_dir(), help="corpus directory")
     ap.add_argument("--work", type=Path, default=None, help="scratch directory (default: the system's)")
+    ap.add_argument("--graphs", default="hnswlib,f32,f16,i8", help="ann: peers to build (hnswlib, usearch f32/f16/i8)")
     ap.add_argument("--vectors", action="store_true", help="lexical: read texts only where vectors exist")
     args = ap.parse_args()
     {"lexical": bench_lexical, "ann": bench_ann, "grid": bench_grid, "layout": bench_layout}[args.part](args)

@@ -3,7 +3,7 @@
 Rows are append-only: a memory whose vector changes gets a new row and its old row dies;
 a change of its filter columns (layer, archived, ...) is made in place. Vectors live in
 a float32 matrix (the persisted part memory-mapped, new rows in memory). From
-``ann_min_rows`` live rows on, a usearch HNSW graph (float16 by default) holds the rows
+``ann_min_rows`` live rows on, a usearch HNSW graph (int8 by default) holds the rows
 up to ``graph_rows``; rows after it are scored exactly, and are added to the graph once
 there are ``tail_max`` of them. The graph only proposes candidates: they are re-ranked
 by their float32 vectors, so returned scores are exact dot products.
@@ -45,11 +45,14 @@ class AnnParams:
     # results: exact when a <= sqrt(exact_ratio * oversample * k * n), ~18k of 1M for k=10).
     exact_ratio: float = 8.0
     oversample: float = 4.0  # candidates asked of the graph per result, over the kept share
-    min_candidates: int = 40
-    expansion_search: int = 64
+    min_candidates: int = 64
+    expansion_search: int = 128
     connectivity: int = 16
     expansion_add: int = 100
-    graph_dtype: str = "f16"
+    # int8 graph vectors (usearch scales unit vectors by 127): at 100k MiniLM vectors the
+    # same recall as float16 after the re-rank (0.988 at ef 128), searches ~1.6x and
+    # builds ~3.5x faster, half the bytes. Vectors of other than unit length: use "f16".
+    graph_dtype: str = "i8"
     tail_max: int = 4096  # rows scored exactly before they join the graph
     compact_dead_share: float = 0.25  # rebuild when this share of rows is dead
 
