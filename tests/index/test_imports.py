@@ -13,5 +13,5 @@ import pytest
 def test_index_libraries_and_onnxruntime_load_together(order: tuple[str, ...]) -> None:
     pytest.importorskip("onnxruntime")
     code = "; ".join(f"import {m}" for m in order) + "; print('ok')"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-500:])
