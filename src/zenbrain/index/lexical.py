@@ -19,6 +19,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -111,12 +112,12 @@ class LexicalIndex:
         self.schema = sb.build()
         self.index = tantivy.Index(self.schema, path=str(directory))
         self.keys = keys or KeyTable()
-        self._writer = None
+        self._writer: Any = None
         self._pending = False
         self.index.reload()
         self._searcher = self.index.searcher()
 
-    def _w(self):  # type: ignore[no-untyped-def]
+    def _w(self) -> Any:
         if self._writer is None:
             self._writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
         return self._writer
@@ -188,7 +189,7 @@ class LexicalIndex:
         while True:
             hits = searcher.search(query, head, count=False).hits
             keys = searcher.fast_field_values("key", [a for _, a in hits]) if hits else []
-            ids = [self.keys.ids[key] for key in keys]
+            ids = [self.keys.ids[int(key)] for key in keys]  # type: ignore[arg-type]
             scores = [float(s) for s, _ in hits]
             if accept is None:
                 return list(zip(ids, scores))[:k]

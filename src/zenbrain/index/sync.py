@@ -28,6 +28,7 @@ import tempfile
 import threading
 from collections import defaultdict
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class IndexSet:
         self._saved: dict[str, dict] = {}  # partition stem -> manifest entry, for partitions not loaded
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.rebuilds: list[str] = []  # what was rebuilt and why (for diagnostics and tests)
-        self._lockfile = None
+        self._lockfile: IO[bytes] | None = None
         if self.directory is not None and not self._lock_directory():
             # One process owns the files (tantivy allows one writer): another works in memory.
             self.rebuilds.append(f"{self.directory} is in use by another process: indexes kept in memory")
@@ -105,7 +106,7 @@ class IndexSet:
             self._wipe()
         self._saved = dict(m["partitions"]) if m else {}
         lexical = None
-        if m is not None:
+        if m is not None and self.directory is not None:
             try:
                 lexical = LexicalIndex(self.directory / "lexical", KeyTable.load(self.directory / "lexical.keys.npz"))
                 self._lex_seq = int(m["lexical_seq"])
@@ -227,8 +228,8 @@ class IndexSet:
         if batch.seq <= start and not batch.changed:
             return
         by_part: dict[Partition, list[str]] = defaultdict(list)
-        for part, mid in batch.changed:
-            by_part[tuple(part)].append(mid)  # type: ignore[arg-type]
+        for (user, agent), mid in batch.changed:
+            by_part[(user, agent)].append(mid)
         for part, ids in by_part.items():
             rows: list[IndexRow] = []
             for i in range(0, len(ids), 500):

@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +79,7 @@ class VectorPartition:
         self.cols = Columns()
         self._base = np.zeros((0, dim), dtype=np.float32)  # rows [0, len(_base)), maybe memory-mapped
         self._tail = np.zeros((1024, dim), dtype=np.float32)  # rows after the base
-        self.graph = None  # usearch Index over rows [0, graph_rows)
+        self.graph: Any = None  # a usearch Index over rows [0, graph_rows)
         self.graph_rows = 0
         self._graph_path: Path | None = None  # a memory-mapped graph is read-only until loaded
         self.dead = 0
@@ -189,7 +190,7 @@ class VectorPartition:
         self.dead = 0
         self.graph, self.graph_rows, self._graph_path = None, 0, None
 
-    def _new_graph(self):  # type: ignore[no-untyped-def]
+    def _new_graph(self) -> Any:
         from usearch.index import Index
 
         p = self.params
@@ -288,8 +289,9 @@ class VectorPartition:
                 "codes": codes, "dead": self.dead}
         ids = "\n".join(self.ids).encode()
         with open(f"{stem}.cols.npz{tmp}", "wb") as fh:
-            np.savez(fh, ids=np.frombuffer(ids, dtype=np.uint8), meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
-                     **state)
+            arrays = {"ids": np.frombuffer(ids, dtype=np.uint8),
+                      "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), **state}
+            np.savez(fh, **arrays)  # type: ignore[arg-type]
         graph_file = Path(f"{stem}.usearch")
         if self.graph is not None and self._graph_path != graph_file:
             self.graph.save(f"{graph_file}{tmp}")
