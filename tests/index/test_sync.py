@@ -141,3 +141,26 @@ def test_stale_files_are_rebuilt(source: SQLiteSource, tmp_path: Path, damage: s
     n = 10 if damage == "store_id" else 1000
     assert len(again.partition(PART)) == n
     again.close()
+
+
+def test_uncommitted_changes_are_searched_exactly(source: SQLiteSource) -> None:
+    """Changes wait for a batched commit; meanwhile the index hides the old texts and
+    scores the new ones itself, as tantivy scores them once committed."""
+    fill(source, 300)
+    idx = IndexSet(source, None, ANN)
+    idx.lexical_search(PART, "apple", 1)
+    committed = idx.lexical.index.searcher().num_docs
+    source.update(PART, ["m000010"], content="a pelican nests on the harbor wall", content_hash="c" * 40)
+    source.put(PART, [replace(make_rows(1, start=900)[0], content="the pelican flew over the harbor")])
+    source.delete(PART, ["m000011"])
+    before = idx.lexical_search(PART, "pelican harbor", 5)
+    assert idx.lexical.index.searcher().num_docs == committed  # nothing committed yet
+    assert ids(before)[:2] in (["m000900", "m000010"], ["m000010", "m000900"])
+    assert ids(idx.lexical_search(PART, "item10", 5)) == []  # the replaced text is hidden
+    assert ids(idx.lexical_search(PART, "item11", 5)) == []  # the deleted memory too
+    idx.lexical.commit()
+    after = dict(idx.lexical_search(PART, "pelican harbor", 5))
+    for mid, score in before[:2]:
+        assert score == pytest.approx(after[mid], rel=0.1)
+    assert ids(idx.lexical_search(PART, "item10", 5)) == [] and ids(idx.lexical_search(PART, "item11", 5)) == []
+    idx.close()

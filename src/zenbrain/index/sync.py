@@ -129,7 +129,7 @@ class IndexSet:
         if self.directory is not None:
             return self.directory / "lexical"
         if self._scratch is None:
-            self._scratch = tempfile.TemporaryDirectory(prefix="zenbrain-lexical-")
+            self._scratch = tempfile.TemporaryDirectory(prefix="zenbrain-lexical-", ignore_cleanup_errors=True)
         return Path(self._scratch.name) / "lexical"
 
     def _build_lexical(self) -> LexicalIndex:
@@ -244,7 +244,7 @@ class IndexSet:
                     if mid not in found:
                         vp.remove(mid)
                 vp.maintain()
-        self.lexical.commit()
+        self.lexical.maybe_commit()
         self._lex_seq = batch.seq
         for p in self._part_seq:
             self._part_seq[p] = batch.seq
