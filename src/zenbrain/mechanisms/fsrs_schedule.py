@@ -47,11 +47,7 @@ class FsrsParams(Params):
     good_max_rank: int = bounded(3, 1, 1000, "deepest rank that can still be graded Good")
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        if isinstance(self.maximum_interval_days, float) and not self.maximum_interval_days.is_integer():
-            raise ConfigError("FsrsParams.maximum_interval_days must be a whole number of days")
-        if isinstance(self.good_max_rank, float) and not self.good_max_rank.is_integer():
-            raise ConfigError("FsrsParams.good_max_rank must be a whole number")
+        super().__post_init__()  # also refuses a fractional value of an int field
         if self.good_min_score > self.easy_min_score:
             raise ConfigError("FsrsParams.good_min_score must not exceed easy_min_score")
 
