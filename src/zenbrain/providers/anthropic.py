@@ -69,7 +69,9 @@ class AnthropicChat(HTTPClientMixin):
         content = body.get("content")
         if not isinstance(content, list):
             raise ProviderError(f"chat with {self.name}: response has no content list")
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        usage = body.get("usage")
+        if not isinstance(usage, dict):
+            usage = {}
         self.last_usage = TokenUsage()
         self.last_usage.add(usage.get("input_tokens", 0), usage.get("output_tokens", 0))
         self.usage.add(self.last_usage.prompt_tokens, self.last_usage.completion_tokens)

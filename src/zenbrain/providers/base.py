@@ -13,11 +13,15 @@ class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors of a fixed width.
 
     ``name`` identifies model and settings: cached vectors are keyed by it, so two
-    embedders with different names never share cache entries.
+    embedders with different names never share cache entries. Both are read-only here:
+    users only read them, and an implementation may compute them.
     """
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array of shape (len(texts), dim), float32, rows of unit length."""

@@ -341,7 +341,9 @@ class OpenAICompatChat(HTTPClientMixin):
         if not isinstance(message, dict):
             raise ProviderError(f"chat with {self.name}: response choice has no message")
         content = message.get("content")
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        usage = body.get("usage")
+        if not isinstance(usage, dict):
+            usage = {}
         self.last_usage = TokenUsage()
         self.last_usage.add(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
         self.usage.add(self.last_usage.prompt_tokens, self.last_usage.completion_tokens)
