@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats as _stats
@@ -274,7 +274,7 @@ def bootstrap_ci(
     *,
     confidence: float = 0.95,
     n_resamples: int = 2000,
-    method: str = "percentile",
+    method: Literal["percentile", "basic", "BCa"] = "percentile",
     seed: int = 0,
 ) -> ConfidenceInterval:
     """Seeded bootstrap interval for the mean (``scipy.stats.bootstrap``).
