@@ -71,7 +71,7 @@ def scheduler(params: FsrsParams = DEFAULTS) -> Scheduler:
     )
 
 
-_last_scheduler: tuple[FsrsParams | None, Scheduler | None] = (None, None)
+_last_scheduler: tuple[FsrsParams, Scheduler] | None = None
 
 
 def _scheduler(params: FsrsParams) -> Scheduler:
@@ -79,8 +79,8 @@ def _scheduler(params: FsrsParams) -> Scheduler:
     params for the cache costs more than a review's own arithmetic)."""
     global _last_scheduler
     last = _last_scheduler
-    if last[0] is params:
-        return last[1]  # type: ignore[return-value]
+    if last is not None and last[0] is params:
+        return last[1]
     out = scheduler(params)
     _last_scheduler = (params, out)
     return out
