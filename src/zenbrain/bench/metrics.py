@@ -77,13 +77,13 @@ def dedupe(ranked: Iterable[str]) -> list[str]:
     return out
 
 
-def _check(gold: Iterable[str], k: int | None) -> set[str]:
+def _check(gold: Iterable[str], k: int | None) -> set[str] | frozenset[str]:
     g = gold if isinstance(gold, (set, frozenset)) else set(gold)
     if not g:
         raise ValueError("gold set is empty")
     if k is not None and k < 1:
         raise ValueError("k must be at least 1")
-    return g  # type: ignore[return-value]
+    return g
 
 
 def hits_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> int:
