@@ -13,10 +13,10 @@ class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors of a fixed width.
 
     ``name`` identifies model and settings: cached vectors are keyed by it, so two
-    embedders with different names never share cache entries. Both are read-only here:
-    users only read them, and an implementation may compute them.
+    embedders with different names never share cache entries.
     """
 
+    # Read-only in the protocol, so plain attributes and properties (wrappers) both conform.
     @property
     def name(self) -> str: ...
 
