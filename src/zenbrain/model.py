@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ScopeError, UnknownLayerError
+from .state import MemoryState
 
 
 class Layer(str, enum.Enum):
@@ -125,7 +126,7 @@ class MemoryItem:
     conf_beta: float = 1.0
     archived: bool = False
     version: int = 1
-    state: dict[str, Any] = field(default_factory=dict)  # per-mechanism state (fsrs card, copies, ...)
+    state: MemoryState = field(default_factory=MemoryState)  # per-mechanism state (fsrs card, copies, ...)
     speaker: str | None = None  # who said it (a conversation turn)
     position: int | None = None  # order within its session (conversation turns), from 0
     index_text: str | None = None  # what lexical search indexes, when not the content (turn context)

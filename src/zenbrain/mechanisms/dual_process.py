@@ -101,11 +101,12 @@ def _split(unit: np.ndarray, threshold_dist: float, max_size: int) -> list[np.nd
     stack = [root]
     while stack:
         node = stack.pop()
-        if node.is_leaf() or (node.dist <= threshold_dist and node.count <= max_size):
+        left, right = node.left, node.right  # both None at a leaf
+        if left is None or right is None or (node.dist <= threshold_dist and node.count <= max_size):
             out.append(np.array(sorted(node.pre_order()), dtype=np.int64))
         else:
-            stack.append(node.get_right())
-            stack.append(node.get_left())
+            stack.append(right)
+            stack.append(left)
     return out
 
 
@@ -167,7 +168,8 @@ def cluster_episodes(
     if not may_cluster(unit, params):
         return Clustering([], list(ids))
     parts = _split(unit, 1.0 - params.similarity_threshold, int(params.max_cluster_size))
-    clusters, rest = [], []
+    clusters: list[list[int]] = []
+    rest: list[int] = []
     for part in parts:
         if len(part) >= params.min_cluster_size:
             clusters.append(sorted(int(i) for i in part))
@@ -221,7 +223,7 @@ def _salient_terms(texts: Sequence[str], share: float, limit: int) -> list[str]:
     per_text = [content_terms(t) for t in texts]
     df = Counter(t for terms in per_text for t in terms)
     need = max(2, int(np.ceil(share * len(texts)))) if len(texts) > 1 else 1
-    first_seen = {}
+    first_seen: dict[str, int] = {}
     for terms in per_text:
         for t in terms:
             first_seen.setdefault(t, len(first_seen))

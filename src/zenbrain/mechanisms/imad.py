@@ -287,25 +287,25 @@ def find_contradictions(
         raise ValidationError("new_text must be non-empty text")
     if not candidates:
         return []
-    candidates = [_as_fact(c) for c in candidates]
-    if any(c.vector is None for c in candidates) or new_vec is None:
+    facts = [_as_fact(c) for c in candidates]
+    if any(f.vector is None for f in facts) or new_vec is None:
         raise ValidationError("every candidate and the new fact need a vector")
     q = np.asarray(new_vec, dtype=np.float64).reshape(-1)
-    mat = np.asarray([np.asarray(c.vector, dtype=np.float64).reshape(-1) for c in candidates])
+    mat = np.asarray([np.asarray(f.vector, dtype=np.float64).reshape(-1) for f in facts])
     if mat.shape[1] != q.shape[0]:
         raise ValidationError("candidate vectors and new_vec must have the same width")
     if not (np.all(np.isfinite(mat)) and np.all(np.isfinite(q))):
         raise ValidationError("vectors must be finite")
     norms = np.linalg.norm(mat, axis=1) * np.linalg.norm(q)
-    sims = np.divide(mat @ q, norms, out=np.zeros(len(candidates)), where=norms > 0)
+    sims = np.divide(mat @ q, norms, out=np.zeros(len(facts)), where=norms > 0)
     order = np.argsort(-sims, kind="stable")[: int(params.max_candidates)]
     out = []
     for i in order:
         if sims[i] < params.similarity_threshold:
             break
-        cues = conflict_cues(new_text, candidates[i].text, params=params)
+        cues = conflict_cues(new_text, facts[i].text, params=params)
         if cues:
-            out.append(Contradiction(candidates[i], float(sims[i]), cues))
+            out.append(Contradiction(facts[i], float(sims[i]), cues))
     return out
 
 

@@ -61,7 +61,7 @@ def _scope_dependency(keys: Mapping[str, str] | None, *, session_required: bool)
         # The same parameters with session_id required (keyword-only, so no default is needed).
         sig = inspect.signature(dependency)
         required = Annotated[str, _id_query(_SESSION + " Required here.")]
-        dependency.__signature__ = sig.replace(parameters=[  # type: ignore[attr-defined]
+        dependency.__signature__ = sig.replace(parameters=[  # type: ignore[attr-defined]  # read by inspect.signature; typeshed's Callable lacks it
             p.replace(annotation=required, default=inspect.Parameter.empty) if p.name == "session_id" else p
             for p in sig.parameters.values()])
         return dependency

@@ -141,7 +141,8 @@ def _complaint(err: Mapping[str, Any]) -> str:
     """One complaint of the schema as ``where: what``, a pattern named by what it means."""
     where = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "request"
     pattern = (err.get("ctx") or {}).get("pattern")
-    return f"{where}: {_PATTERN_MEANING.get(pattern, err.get('msg', 'invalid'))}"
+    meaning = _PATTERN_MEANING.get(pattern) if isinstance(pattern, str) else None
+    return f"{where}: {meaning or err.get('msg', 'invalid')}"
 
 
 def _validation_body(exc: RequestValidationError) -> dict[str, Any]:

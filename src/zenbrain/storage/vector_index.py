@@ -49,18 +49,19 @@ class PartitionIndex:
     dim: int
     ids: list[str] = field(default_factory=list)
     pos: dict[str, int] = field(default_factory=dict)
-    _vecs: np.ndarray | None = None
-    _layer: np.ndarray | None = None
-    _archived: np.ndarray | None = None
-    _alive: np.ndarray | None = None
-    _event: np.ndarray | None = None
-    # Strings per row are stored as integer codes so filters are numpy comparisons.
-    _ctx: np.ndarray | None = None
-    _sess: np.ndarray | None = None
-    _kind: np.ndarray | None = None
     codes: dict[str | None, int] = field(default_factory=dict)
     n: int = 0
     dead: int = 0
+    # Column arrays, allocated by __post_init__ and grown by _grow.
+    _vecs: np.ndarray = field(init=False)
+    _layer: np.ndarray = field(init=False)
+    _archived: np.ndarray = field(init=False)
+    _alive: np.ndarray = field(init=False)
+    _event: np.ndarray = field(init=False)
+    # Strings per row are stored as integer codes so filters are numpy comparisons.
+    _ctx: np.ndarray = field(init=False)
+    _sess: np.ndarray = field(init=False)
+    _kind: np.ndarray = field(init=False)
 
     def code(self, value: str | None) -> int:
         c = self.codes.get(value)
@@ -68,7 +69,7 @@ class PartitionIndex:
             c = self.codes[value] = len(self.codes)
         return c
 
-    def _code_table(self, values) -> np.ndarray:
+    def _code_table(self, values: Iterable[str]) -> np.ndarray:
         """A boolean lookup table over string codes: ``table[codes]`` is the mask of rows
         whose string is one of ``values`` (what ``np.isin`` computes, without its sort)."""
         table = np.zeros(len(self.codes), dtype=bool)
