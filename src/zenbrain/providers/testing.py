@@ -37,9 +37,9 @@ from typing import Any, Self
 
 import numpy as np
 
-from .base import Embedder
+from .base import Embedder, StructuredReply, TokenUsage
 from .hashing import HashingEmbedder
-from .openai_compat import StructuredReply, TokenUsage, _json_object
+from .openai_compat import _json_object
 
 Reply = Callable[[list[dict[str, str]]], str]
 
