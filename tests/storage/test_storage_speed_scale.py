@@ -157,6 +157,7 @@ def test_an_existing_store_gains_the_recently_used_index(tmp_path):
     con = s.raw_connection()
     # Turn it into a store the first migration alone wrote.
     con.execute("DROP INDEX memories_recent")
+    con.execute("DROP TABLE requests")
     con.execute("DELETE FROM schema_migrations WHERE version > 1")
     s.close()
     s = open_store(path)

@@ -116,4 +116,25 @@ MIGRATIONS: list[tuple[str, str]] = [
          WHERE json_type(state, '$.review_ctx') IS NOT NULL;
         """,
     ),
+    (
+        "0004_requests",
+        """
+        -- Write requests that carried an idempotency key: a retry with the same key gets the
+        -- first request's result instead of writing again. The row is written in the same
+        -- transaction as the request's write, and the response once the write has committed.
+        CREATE TABLE requests (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            memory_ids TEXT NOT NULL,
+            status INTEGER,
+            response TEXT,
+            PRIMARY KEY (user_id, agent_id, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX requests_age ON requests(created_at);
+        """,
+    ),
 ]
