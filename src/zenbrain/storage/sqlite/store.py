@@ -143,19 +143,20 @@ class SQLiteStore:
             if self._c.damaged is None:
                 self._migrate()
         except sqlite3.DatabaseError as exc:
-            if allow_damaged and self._c.damaged is not None:
-                return
             err = self._c.fail(exc, "opening it")
-            if isinstance(err, DamagedStoreError):
+            if not isinstance(err, DamagedStoreError):
+                raise StorageError(f"{self.path} is not a usable zenbrain store: {exc}") from exc
+            if not allow_damaged:
                 raise err from exc
-            raise StorageError(f"{self.path} is not a usable zenbrain store: {exc}") from exc
         if self._open_lock is None and self._shared:
             self._open_lock = health.OpenLock(self.path)
         if self._open_lock is not None:
             self._open_lock.share()
+        if self._c.damaged is not None:
+            return  # opened to salvage what is readable: nothing is checked or written
         try:
             self._check_meta()
-            if self._c.damaged is None and health.scrub_pending(self._db):
+            if health.scrub_pending(self._db):
                 self._scrub(0.0)  # an erasure another process could not finish
         except sqlite3.DatabaseError as exc:
             raise self._c.fail(exc, "opening it") from exc
@@ -229,12 +230,27 @@ class SQLiteStore:
 
     # -- health ------------------------------------------------------------------------------
     def check(self) -> health.CheckReport:
-        """Every integrity check (SQLite's, the FTS index's, the store's own invariants);
-        a damaged file found here gets no further writes. Takes the write lock while it
-        runs, so the file cannot change under it."""
+        """Every integrity check (SQLite's, the FTS index's, the store's own invariants) on
+        the file as it is on disk (a connection of its own, no cached pages), inside one
+        write transaction that is rolled back: nothing changes under it, nothing is
+        written. A damaged file found here gets no further writes."""
         self._c.check_open()
-        with self._lock:
-            report = health.check_connection(self._db, self.path, self.embedder_name)
+        try:
+            conn = connect(self.path, self._c.timeout) if self._shared else self._db
+        except sqlite3.Error as exc:
+            raise self._c.fail(exc, "checking it") from exc
+        try:
+            with self._lock:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    report = health.check_connection(conn, self.path, self.embedder_name)
+                finally:
+                    conn.execute("ROLLBACK")
+        except sqlite3.DatabaseError as exc:
+            report = health.CheckReport(path=self.path, ok=False, problems=[f"cannot check: {exc}"])
+        finally:
+            if conn is not self._db:
+                conn.close()
         if not report.ok and self._c.damaged is None:
             self._c.damaged = report.problems[0]
         return report
