@@ -9,9 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from zenbrain import ErasurePendingError, Scope, open_memory
+from zenbrain import ErasurePendingError, Scope, SimulatedClock, open_memory
 from zenbrain.providers.hashing import HashingEmbedder
 
+T0 = 1_700_000_000.0
 MARKER = "zqvkmarker4417"
 SECRET = f"my locker code is {MARKER}"
 
@@ -68,7 +69,8 @@ def test_stats_are_computed_over_the_scope_only(tmp_path: Path) -> None:
     """What Alice sees must not change when Bob stores the same text, or anything at all."""
     emb = HashingEmbedder(64)
     alice, bob = Scope("alice"), Scope("bob")
-    with open_memory(tmp_path / "a.db", embedder=emb) as lonely, open_memory(tmp_path / "b.db", embedder=emb) as shared:
+    with open_memory(tmp_path / "a.db", embedder=emb, clock=SimulatedClock(T0)) as lonely, \
+            open_memory(tmp_path / "b.db", embedder=emb, clock=SimulatedClock(T0)) as shared:
         for mem in (lonely, shared):
             mem.store_many([{"content": "Alice takes her tea with lemon"}, {"content": "Alice lives in Lyon"}], alice)
         shared.store_many([{"content": "Alice takes her tea with lemon"}]  # the exact text, by another user

@@ -1,4 +1,9 @@
-"""Lexical search: FTS5 BM25 (porter stemming) over the memories' text."""
+"""Lexical search: FTS5 BM25 (porter stemming) over the memories' text.
+
+Every lexical entry carries its partition as a word of an indexed column (``part_word``),
+so a search is an FTS query inside one partition: ``part : zp7 AND content : (...)``.
+Ranking counts the content column only (``bm25(1.0, 0.0)``), so scores are what they
+would be without the partition word."""
 
 from __future__ import annotations
 
@@ -32,8 +37,19 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(words) if words else None
 
 
+def part_word(number: int) -> str:
+    """The word a partition's lexical entries carry (letters and digits: no tokenizer or
+    stemmer changes it)."""
+    return f"zp{int(number)}"
+
+
+def in_partition(number: int, query: str) -> str:
+    """An FTS query restricted to one partition's entries."""
+    return f"part : {part_word(number)} AND content : ({query})"
+
+
 def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: int,
-                   flt: Filter) -> list[tuple[str, float]]:
+                   flt: Filter, part_number: int | None) -> list[tuple[str, float]]:
     """Top-k (memory id, BM25 score; higher is better) of the FTS query ``query`` among the
     memories ``flt`` lets through.
 
@@ -42,9 +58,10 @@ def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: 
     measured with scripts/bench_speed.py), then the memories table keeps those the filter
     allows. Every allowed memory outside that head ranks below all of it, so when k
     survive they are exactly the joined query's top k; otherwise the joined query runs."""
+    if part_number is None:
+        return []  # the partition has never stored anything
+    query = in_partition(part_number, query)
     try:
-        if db.execute("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1", (query,)).fetchone() is None:
-            return []  # no memory of any partition holds a word of the query
         head = max(HEAD_FACTOR * k, HEAD_MIN)
         ranked = db.execute(
             "SELECT memory_id, -rank FROM memories_fts WHERE memories_fts MATCH ? AND user_id=? AND agent_id=? "
@@ -60,9 +77,9 @@ def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: 
             return kept[:k]
         clause, args = where(partition, flt, alias="m")
         rows = db.execute(
-            "SELECT f.memory_id, -bm25(memories_fts) FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
+            "SELECT f.memory_id, -bm25(memories_fts, 1.0, 0.0) FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
             f"WHERE memories_fts MATCH ? AND f.user_id=? AND f.agent_id=? AND {clause} "
-            "ORDER BY bm25(memories_fts) LIMIT ?", (query, *partition, *args, k)).fetchall()
+            "ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?", (query, *partition, *args, k)).fetchall()
     except sqlite3.OperationalError as exc:
         raise StorageError(f"lexical search failed: {exc}") from exc
     return [(mid, float(score)) for mid, score in rows]

@@ -137,4 +137,32 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX requests_age ON requests(created_at);
         """,
     ),
+    (
+        "0005_partitioned_lexical",
+        """
+        -- Each (user, agent) gets a small number, and its memories' lexical entries carry it
+        -- as a word of their own (zp<number>, in an indexed column): a search matches
+        -- inside its partition from the start instead of ranking every partition's matches
+        -- and filtering them afterwards. The rows are never deleted (the number is reused
+        -- if the partition stores again), so a cached number never goes stale.
+        CREATE TABLE partitions (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            UNIQUE (user_id, agent_id)
+        );
+        INSERT INTO partitions (user_id, agent_id) SELECT DISTINCT user_id, agent_id FROM memories_fts;
+        CREATE VIRTUAL TABLE memories_fts_part USING fts5(
+            content, part, memory_id UNINDEXED, user_id UNINDEXED, agent_id UNINDEXED,
+            tokenize = 'porter unicode61'
+        );
+        -- Ranking counts the content column only (the partition word weighs nothing).
+        INSERT INTO memories_fts_part (memories_fts_part, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
+        INSERT INTO memories_fts_part (content, part, memory_id, user_id, agent_id)
+            SELECT f.content, 'zp' || p.id, f.memory_id, f.user_id, f.agent_id
+            FROM memories_fts f JOIN partitions p ON p.user_id = f.user_id AND p.agent_id = f.agent_id;
+        DROP TABLE memories_fts;
+        ALTER TABLE memories_fts_part RENAME TO memories_fts;
+        """,
+    ),
 ]

@@ -96,6 +96,7 @@ class SQLiteStore:
         self._seen_seq = 0
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
+        self._part_numbers: dict[Partition, int] = {}  # see lexical.part_word (never deleted, so never stale)
         self._hooks = threading.local()  # per thread: callables run before each commit (see before_commit)
         self._open_lock: health.OpenLock | None = None
         self.opened_unclean = False  # the last user of the file did not close it (crash); it was checked
@@ -310,7 +311,7 @@ class SQLiteStore:
                 if not durable:
                     self._db.execute("PRAGMA synchronous=NORMAL")
                 self._c.begin()
-                tx = self._tx = SQLiteTransaction(self._db, self.lexical_text, self._c.fail)
+                tx = self._tx = SQLiteTransaction(self._db, self.lexical_text, self._c.fail, self._part_numbers)
                 self._c.tx_thread = threading.get_ident()
                 try:
                     yield tx
@@ -418,7 +419,16 @@ class SQLiteStore:
         if q is None or k <= 0:
             return []
         with self._c.reading("searching text", snapshot=True) as db:
-            return lexical_search(db, partition, q, int(k), flt)
+            return lexical_search(db, partition, q, int(k), flt, self._part_number(db, partition))
+
+    def _part_number(self, db: sqlite3.Connection, partition: Partition) -> int | None:
+        number = self._part_numbers.get(partition)
+        if number is None:
+            row = db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
+            if row is None:
+                return None
+            number = self._part_numbers.setdefault(partition, int(row[0]))
+        return number
 
     # -- vectors -----------------------------------------------------------------------------
     def _index(self, partition: Partition) -> PartitionIndex:

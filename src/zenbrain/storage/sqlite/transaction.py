@@ -24,12 +24,14 @@ from .codec import (
     event_row,
     item_row,
 )
+from .lexical import part_word
 
 _INSERT_MEMORY = f"INSERT INTO memories ({SELECT}) VALUES ({','.join('?' * len(COLUMNS))})"
 # A stored memory is updated in place (it keeps its row, and so its place in the table).
 _UPDATE_MEMORY = f"UPDATE memories SET {','.join(f'{c}=?' for c in COLUMNS[3:])} WHERE id=? AND user_id=? AND agent_id=?"
-_INSERT_FTS = "INSERT INTO memories_fts (content, memory_id, user_id, agent_id) VALUES (?,?,?,?)"
-_DELETE_FTS = "DELETE FROM memories_fts WHERE memory_id=? AND user_id=? AND agent_id=?"
+_INSERT_FTS = "INSERT INTO memories_fts (content, part, memory_id, user_id, agent_id) VALUES (?,?,?,?,?)"
+# The partition's word narrows the scan to its own entries (memory_id is not indexed).
+_DELETE_FTS = "DELETE FROM memories_fts WHERE memories_fts MATCH ? AND memory_id=? AND user_id=? AND agent_id=?"
 
 Failure = Callable[[BaseException, str], ZenBrainError]  # the store's translation of a failure
 P = ParamSpec("P")
@@ -52,15 +54,30 @@ def guarded(doing: str) -> Callable[[Callable[Concatenate[SQLiteTransaction, P],
 
 
 class SQLiteTransaction:
-    def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str], fail: Failure) -> None:
+    def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str], fail: Failure,
+                 part_numbers: dict[Partition, int]) -> None:
         self._db = db
         self._lexical_text = lexical_text
         self._fail = fail
+        self._part_numbers = part_numbers  # the store's cache (the rows are never deleted)
         self.touched: set[tuple[str, str, str]] = set()  # (user, agent, memory) rows other indexes must re-read
         self.inserted = 0  # memory rows put
         self.put_ids: list[str] = []  # ids of the memories put, in order (an idempotency record names them)
         self.erased = False  # something was erased: the file is scrubbed after commit
         self.scrubbed: bool | None = None  # after commit: whether the scrub completed (None: none ran)
+
+    def part_number(self, partition: Partition) -> int:
+        """The partition's number (``lexical.part_word``), given to it on its first write."""
+        number = self._part_numbers.get(partition)
+        if number is None:
+            self._db.execute("INSERT OR IGNORE INTO partitions (user_id, agent_id) VALUES (?,?)", partition)
+            number = int(self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?",
+                                          partition).fetchone()[0])
+            self._part_numbers[partition] = number
+        return number
+
+    def _in_part(self, partition: Partition) -> str:
+        return f"part : {part_word(self.part_number(partition))}"
 
     def _changed(self, partition: Partition, memory_ids: Sequence[str]) -> None:
         self.touched.update((partition[0], partition[1], mid) for mid in memory_ids)
@@ -80,11 +97,14 @@ class SQLiteTransaction:
                 old_hashes.update(self._db.execute(
                     f"SELECT id, content_hash FROM memories WHERE user_id=? AND agent_id=? AND id IN ({marks})",
                     (user, agent, *chunk)).fetchall())
-                self._db.executemany(_DELETE_FTS, [(mid, user, agent) for mid in chunk if mid in old_hashes])
+                in_part = self._in_part((user, agent))
+                self._db.executemany(_DELETE_FTS, [(in_part, mid, user, agent) for mid in chunk if mid in old_hashes])
         rows = [item_row(i) for i in items]
         self._db.executemany(_INSERT_MEMORY, [r for r, i in zip(rows, items) if i.id not in old_hashes])
         self._db.executemany(_UPDATE_MEMORY, [(*r[3:], *r[:3]) for r, i in zip(rows, items) if i.id in old_hashes])
-        self._db.executemany(_INSERT_FTS, [(self._lexical_text(i), i.id, i.user_id, i.agent_id) for i in items])
+        words = {part: part_word(self.part_number(part)) for part in by_part}
+        self._db.executemany(_INSERT_FTS, [(self._lexical_text(i), words[(i.user_id, i.agent_id)], i.id, i.user_id,
+                                            i.agent_id) for i in items])
         for item in items:
             old = old_hashes.get(item.id)
             if old is not None and old != item.content_hash:
@@ -131,7 +151,7 @@ class SQLiteTransaction:
                          (memory_id, user, agent)).fetchone()
         out = {"memories": db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?",
                                       (memory_id, user, agent)).rowcount}
-        out["lexical_entries"] = db.execute(_DELETE_FTS, (memory_id, user, agent)).rowcount
+        out["lexical_entries"] = db.execute(_DELETE_FTS, (self._in_part(partition), memory_id, user, agent)).rowcount
         out["edges"] = db.execute("DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)",
                                   (user, agent, memory_id, memory_id)).rowcount
         out["history_rows"] = db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?",
