@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import socket
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -54,6 +55,11 @@ def slow(tmp_path: Path) -> Iterator[tuple[Any, SlowEmbedder, Any]]:
     mem.close()
 
 
+def _address(server: Any) -> tuple[str, int]:
+    host, port = server.url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
 def _count(mem: Any) -> int:
     return len(mem.list_memories(Scope("alice")))
 
@@ -61,11 +67,25 @@ def _count(mem: Any) -> int:
 def test_beyond_capacity_it_sheds_at_once_and_health_answers(slow: Any) -> None:
     server, emb, _ = slow
     emb.delay = 0.1  # each recall holds the only slot for 0.1 s
+    start = threading.Barrier(24)
 
     def recall(i: int) -> tuple[int, float, str | None]:
-        t = time.perf_counter()
-        r = httpx.post(server.url + "/v1/recall", params=ALICE, json={"query": f"question number {i}"}, timeout=30)
-        return r.status_code, time.perf_counter() - t, r.headers.get("retry-after")
+        # A bare socket: a client cheap enough that 24 of them in this process do not
+        # themselves slow the measurement down.
+        body = f'{{"query": "question number {i}"}}'.encode()
+        with socket.create_connection(_address(server)) as s:
+            start.wait()  # all at once: the queue is full when most of them arrive
+            t = time.perf_counter()
+            s.sendall(b"POST /v1/recall?user_id=alice HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            answer = s.makefile("rb")
+            status = int(answer.readline().split()[1])
+            elapsed = time.perf_counter() - t
+            headers = []
+            while (line := answer.readline().strip()):
+                headers.append(line.decode("latin-1").lower())
+        retry = next((h.split(":", 1)[1].strip() for h in headers if h.startswith("retry-after:")), None)
+        return status, elapsed, retry
 
     with cf.ThreadPoolExecutor(24) as pool:
         futures = [pool.submit(recall, i) for i in range(24)]
@@ -79,7 +99,8 @@ def test_beyond_capacity_it_sheds_at_once_and_health_answers(slow: Any) -> None:
     assert len(ok) + len(shed) == len(results), results  # nothing else: no 500, no timeout
     assert ok and len(shed) >= 10, results
     assert all(r[2] == "1" for r in shed)
-    assert min(r[1] for r in shed) < 0.3  # refused at once, not after waiting its turn
+    assert min(r[1] for r in shed) < 0.4  # refused at once, not after waiting its turn
+    assert max(r[1] for r in shed) < 3.0  # and none waited much beyond the queue's bound (0.5 s)
     assert health.status_code == 200 and health_s < 1.0
 
 
@@ -98,9 +119,8 @@ def test_a_write_whose_client_left_commits_nothing(slow: Any) -> None:
     server, emb, mem = slow
     before = _count(mem)
     emb.delay = 0.5
-    host, port = server.url.removeprefix("http://").split(":")
     body = b'{"content": "the client hung up before this was stored"}'
-    with socket.create_connection((host, int(port))) as s:
+    with socket.create_connection(_address(server)) as s:
         s.sendall(b"POST /v1/memories?user_id=alice HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         time.sleep(0.1)  # the server is embedding; the client gives up

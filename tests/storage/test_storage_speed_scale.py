@@ -174,7 +174,7 @@ def test_an_existing_store_gains_the_recently_used_index(tmp_path):
     steps = plan(con, f"SELECT id FROM memories WHERE {where} ORDER BY last_access DESC, id LIMIT 5", args)
     assert any("memories_recent" in step for step in steps), steps
     assert [i.content for i in s.query(P1, order_by="last_access", descending=True, limit=2)] == ["memory alice 4", "memory alice 3"]
-    # The lexical entries moved into their partitions' (migration 0005) and are found as before.
+    # The lexical entries moved into their partitions' rowid ranges (migration 0005) and are found as before.
     assert [mid for mid, _ in s.lexical_search(P1, "alice", 10)] != []
     s.close()
 

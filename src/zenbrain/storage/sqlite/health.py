@@ -125,6 +125,10 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
         run("no lexical entry without its memory", counted(
             "SELECT COUNT(*) FROM memories_fts f LEFT JOIN memories m ON m.id = f.memory_id WHERE m.id IS NULL",
             "lexical entries without a memory"))
+        run("lexical entries in their partition's rowid range", counted(
+            "SELECT COUNT(*) FROM memories_fts f LEFT JOIN partitions p ON p.user_id = f.user_id "
+            "AND p.agent_id = f.agent_id WHERE p.id IS NULL OR f.rowid NOT BETWEEN (p.id << 32) + 1 "
+            "AND (p.id << 32) + 4294967295", "lexical entries outside their partition's range"))
         if embedder_name is not None:
             run("a vector for every memory", counted(
                 "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "

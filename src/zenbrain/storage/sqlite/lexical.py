@@ -1,9 +1,8 @@
 """Lexical search: FTS5 BM25 (porter stemming) over the memories' text.
 
-Every lexical entry carries its partition as a word of an indexed column (``part_word``),
-so a search is an FTS query inside one partition: ``part : zp7 AND content : (...)``.
-Ranking counts the content column only (``bm25(1.0, 0.0)``), so scores are what they
-would be without the partition word."""
+A partition's lexical entries have rowids in a range of their own (``entry_range``), so a
+search is an FTS query with a rowid range: FTS5 seeks into its doclists and ranks only the
+partition's matches. BM25's statistics stay those of the whole index."""
 
 from __future__ import annotations
 
@@ -37,15 +36,13 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(words) if words else None
 
 
-def part_word(number: int) -> str:
-    """The word a partition's lexical entries carry (letters and digits: no tokenizer or
-    stemmer changes it)."""
-    return f"zp{int(number)}"
+ENTRY_BITS = 32  # a partition's entries: rowids number * 2^32 + 1 ... number * 2^32 + 2^32 - 1
 
 
-def in_partition(number: int, query: str) -> str:
-    """An FTS query restricted to one partition's entries."""
-    return f"part : {part_word(number)} AND content : ({query})"
+def entry_range(number: int) -> tuple[int, int]:
+    """The first and last rowid of a partition's lexical entries."""
+    lo = int(number) << ENTRY_BITS
+    return lo, lo + (1 << ENTRY_BITS) - 1
 
 
 def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: int,
@@ -60,12 +57,12 @@ def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: 
     survive they are exactly the joined query's top k; otherwise the joined query runs."""
     if part_number is None:
         return []  # the partition has never stored anything
-    query = in_partition(part_number, query)
+    lo, hi = entry_range(part_number)
     try:
         head = max(HEAD_FACTOR * k, HEAD_MIN)
         ranked = db.execute(
-            "SELECT memory_id, -rank FROM memories_fts WHERE memories_fts MATCH ? AND user_id=? AND agent_id=? "
-            "ORDER BY rank LIMIT ?", (query, *partition, head)).fetchall()
+            "SELECT memory_id, -rank FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? "
+            "AND user_id=? AND agent_id=? ORDER BY rank LIMIT ?", (query, lo, hi, *partition, head)).fetchall()
         clause, args = where(partition, flt, alias="m", use_indexes=False)
         allowed: set[str] = set()
         for chunk in iter_chunks([mid for mid, _ in ranked], 500):
@@ -77,9 +74,9 @@ def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: 
             return kept[:k]
         clause, args = where(partition, flt, alias="m")
         rows = db.execute(
-            "SELECT f.memory_id, -bm25(memories_fts, 1.0, 0.0) FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
-            f"WHERE memories_fts MATCH ? AND f.user_id=? AND f.agent_id=? AND {clause} "
-            "ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?", (query, *partition, *args, k)).fetchall()
+            "SELECT f.memory_id, -bm25(memories_fts) FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
+            f"WHERE memories_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND f.user_id=? AND f.agent_id=? AND {clause} "
+            "ORDER BY bm25(memories_fts) LIMIT ?", (query, lo, hi, *partition, *args, k)).fetchall()
     except sqlite3.OperationalError as exc:
         raise StorageError(f"lexical search failed: {exc}") from exc
     return [(mid, float(score)) for mid, score in rows]

@@ -140,27 +140,30 @@ MIGRATIONS: list[tuple[str, str]] = [
     (
         "0005_partitioned_lexical",
         """
-        -- Each (user, agent) gets a small number, and its memories' lexical entries carry it
-        -- as a word of their own (zp<number>, in an indexed column): a search matches
-        -- inside its partition from the start instead of ranking every partition's matches
-        -- and filtering them afterwards. The rows are never deleted (the number is reused
-        -- if the partition stores again), so a cached number never goes stale.
+        -- Each (user, agent) gets a number, and its lexical entries get the rowids
+        -- number * 2^32 + 1, + 2, ...: a search is an FTS query with a rowid range, which
+        -- FTS5 answers inside the partition instead of ranking every partition's matches
+        -- and filtering them afterwards (scores are unchanged). Rows are never deleted, so a
+        -- cached number never goes stale. next_entry is the partition's next free rowid.
         CREATE TABLE partitions (
             id INTEGER PRIMARY KEY,
             user_id TEXT NOT NULL,
             agent_id TEXT NOT NULL,
+            next_entry INTEGER NOT NULL DEFAULT 1,
             UNIQUE (user_id, agent_id)
         );
         INSERT INTO partitions (user_id, agent_id) SELECT DISTINCT user_id, agent_id FROM memories_fts;
         CREATE VIRTUAL TABLE memories_fts_part USING fts5(
-            content, part, memory_id UNINDEXED, user_id UNINDEXED, agent_id UNINDEXED,
+            content, memory_id UNINDEXED, user_id UNINDEXED, agent_id UNINDEXED,
             tokenize = 'porter unicode61'
         );
-        -- Ranking counts the content column only (the partition word weighs nothing).
-        INSERT INTO memories_fts_part (memories_fts_part, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
-        INSERT INTO memories_fts_part (content, part, memory_id, user_id, agent_id)
-            SELECT f.content, 'zp' || p.id, f.memory_id, f.user_id, f.agent_id
+        INSERT INTO memories_fts_part (rowid, content, memory_id, user_id, agent_id)
+            SELECT (p.id << 32) + row_number() OVER (PARTITION BY p.id ORDER BY f.rowid),
+                   f.content, f.memory_id, f.user_id, f.agent_id
             FROM memories_fts f JOIN partitions p ON p.user_id = f.user_id AND p.agent_id = f.agent_id;
+        UPDATE partitions SET next_entry = 1 + (
+            SELECT COUNT(*) FROM memories_fts_part
+            WHERE rowid BETWEEN (partitions.id << 32) AND (partitions.id << 32) + 4294967295);
         DROP TABLE memories_fts;
         ALTER TABLE memories_fts_part RENAME TO memories_fts;
         """,

@@ -96,7 +96,7 @@ class SQLiteStore:
         self._seen_seq = 0
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
-        self._part_numbers: dict[Partition, int] = {}  # see lexical.part_word (never deleted, so never stale)
+        self._part_numbers: dict[Partition, int] = {}  # see lexical.entry_range (never deleted, so never stale)
         self._hooks = threading.local()  # per thread: callables run before each commit (see before_commit)
         self._open_lock: health.OpenLock | None = None
         self.opened_unclean = False  # the last user of the file did not close it (crash); it was checked
@@ -324,6 +324,7 @@ class SQLiteStore:
                         health.mark_scrub_pending(self._db, time.time())
                     pending = health.scrub_pending(self._db)
                     self._db.execute("COMMIT")
+                    self._part_numbers.update(tx.new_part_numbers)
                 except BaseException as exc:
                     self._c.rollback(exc)
                     raise

@@ -24,14 +24,14 @@ from .codec import (
     event_row,
     item_row,
 )
-from .lexical import part_word
+from .lexical import entry_range
 
 _INSERT_MEMORY = f"INSERT INTO memories ({SELECT}) VALUES ({','.join('?' * len(COLUMNS))})"
 # A stored memory is updated in place (it keeps its row, and so its place in the table).
 _UPDATE_MEMORY = f"UPDATE memories SET {','.join(f'{c}=?' for c in COLUMNS[3:])} WHERE id=? AND user_id=? AND agent_id=?"
-_INSERT_FTS = "INSERT INTO memories_fts (content, part, memory_id, user_id, agent_id) VALUES (?,?,?,?,?)"
-# The partition's word narrows the scan to its own entries (memory_id is not indexed).
-_DELETE_FTS = "DELETE FROM memories_fts WHERE memories_fts MATCH ? AND memory_id=? AND user_id=? AND agent_id=?"
+_INSERT_FTS = "INSERT INTO memories_fts (rowid, content, memory_id, user_id, agent_id) VALUES (?,?,?,?,?)"
+# The partition's rowid range narrows the scan to its own entries (memory_id is not indexed).
+_DELETE_FTS = "DELETE FROM memories_fts WHERE rowid BETWEEN ? AND ? AND memory_id=? AND user_id=? AND agent_id=?"
 
 Failure = Callable[[BaseException, str], ZenBrainError]  # the store's translation of a failure
 P = ParamSpec("P")
@@ -59,7 +59,8 @@ class SQLiteTransaction:
         self._db = db
         self._lexical_text = lexical_text
         self._fail = fail
-        self._part_numbers = part_numbers  # the store's cache (the rows are never deleted)
+        self._part_numbers = part_numbers  # the store's cache of committed numbers (rows are never deleted)
+        self.new_part_numbers: dict[Partition, int] = {}  # numbers read or given here: cached once committed
         self.touched: set[tuple[str, str, str]] = set()  # (user, agent, memory) rows other indexes must re-read
         self.inserted = 0  # memory rows put
         self.put_ids: list[str] = []  # ids of the memories put, in order (an idempotency record names them)
@@ -67,17 +68,24 @@ class SQLiteTransaction:
         self.scrubbed: bool | None = None  # after commit: whether the scrub completed (None: none ran)
 
     def part_number(self, partition: Partition) -> int:
-        """The partition's number (``lexical.part_word``), given to it on its first write."""
-        number = self._part_numbers.get(partition)
+        """The partition's number (``lexical.entry_range``), given to it on its first write."""
+        number = self._part_numbers.get(partition) or self.new_part_numbers.get(partition)
         if number is None:
             self._db.execute("INSERT OR IGNORE INTO partitions (user_id, agent_id) VALUES (?,?)", partition)
             number = int(self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?",
                                           partition).fetchone()[0])
-            self._part_numbers[partition] = number
+            self.new_part_numbers[partition] = number
         return number
 
-    def _in_part(self, partition: Partition) -> str:
-        return f"part : {part_word(self.part_number(partition))}"
+    def _entry_rowids(self, partition: Partition, n: int) -> list[int]:
+        """``n`` fresh rowids in the partition's range of lexical entries."""
+        number = self.part_number(partition)
+        first = int(self._db.execute("SELECT next_entry FROM partitions WHERE id=?", (number,)).fetchone()[0])
+        lo, hi = entry_range(number)
+        if lo + first + n > hi:
+            raise StorageError(f"partition {partition} has used up its {hi - lo} lexical entries")
+        self._db.execute("UPDATE partitions SET next_entry = next_entry + ? WHERE id=?", (n, number))
+        return [lo + first + i for i in range(n)]
 
     def _changed(self, partition: Partition, memory_ids: Sequence[str]) -> None:
         self.touched.update((partition[0], partition[1], mid) for mid in memory_ids)
@@ -97,14 +105,14 @@ class SQLiteTransaction:
                 old_hashes.update(self._db.execute(
                     f"SELECT id, content_hash FROM memories WHERE user_id=? AND agent_id=? AND id IN ({marks})",
                     (user, agent, *chunk)).fetchall())
-                in_part = self._in_part((user, agent))
-                self._db.executemany(_DELETE_FTS, [(in_part, mid, user, agent) for mid in chunk if mid in old_hashes])
+                lo, hi = entry_range(self.part_number((user, agent)))
+                self._db.executemany(_DELETE_FTS, [(lo, hi, mid, user, agent) for mid in chunk if mid in old_hashes])
         rows = [item_row(i) for i in items]
         self._db.executemany(_INSERT_MEMORY, [r for r, i in zip(rows, items) if i.id not in old_hashes])
         self._db.executemany(_UPDATE_MEMORY, [(*r[3:], *r[:3]) for r, i in zip(rows, items) if i.id in old_hashes])
-        words = {part: part_word(self.part_number(part)) for part in by_part}
-        self._db.executemany(_INSERT_FTS, [(self._lexical_text(i), words[(i.user_id, i.agent_id)], i.id, i.user_id,
-                                            i.agent_id) for i in items])
+        rowids = {part: iter(self._entry_rowids(part, len(ids))) for part, ids in by_part.items()}
+        self._db.executemany(_INSERT_FTS, [(next(rowids[(i.user_id, i.agent_id)]), self._lexical_text(i), i.id,
+                                            i.user_id, i.agent_id) for i in items])
         for item in items:
             old = old_hashes.get(item.id)
             if old is not None and old != item.content_hash:
@@ -151,7 +159,8 @@ class SQLiteTransaction:
                          (memory_id, user, agent)).fetchone()
         out = {"memories": db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?",
                                       (memory_id, user, agent)).rowcount}
-        out["lexical_entries"] = db.execute(_DELETE_FTS, (self._in_part(partition), memory_id, user, agent)).rowcount
+        lo, hi = entry_range(self.part_number(partition))
+        out["lexical_entries"] = db.execute(_DELETE_FTS, (lo, hi, memory_id, user, agent)).rowcount
         out["edges"] = db.execute("DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)",
                                   (user, agent, memory_id, memory_id)).rowcount
         out["history_rows"] = db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?",
