@@ -122,12 +122,12 @@ def free_port() -> int:
 
 
 def start_server(path: Path, embedder: str, workers: int, port: int, max_active: int, max_queued: int,
-                 log: Path) -> subprocess.Popen[bytes]:
+                 max_queue_wait: float, durability: str, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
            "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "zenbrain.server.workers", "--path", str(path), "--embedder", embedder,
            "--workers", str(workers), "--port", str(port), "--max-active", str(max_active),
-           "--max-queued", str(max_queued)]
+           "--max-queued", str(max_queued), "--max-queue-wait", str(max_queue_wait), "--durability", durability]
     proc = subprocess.Popen(cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -218,7 +218,7 @@ class Run:
 
 async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall_share: float, users: int,
                    questions: list[str], new_texts: list[str], client_timeout: float, seed: int,
-                   max_conns: int = 1024) -> Run:
+                   touch: bool = True, max_conns: int = 1024) -> Run:
     rng = random.Random(seed)
     idle: list[Conn] = []
     open_conns = 0
@@ -306,7 +306,7 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
         user = f"user{rng.randrange(users)}"
         if rng.random() < recall_share:
             kind = "recall"
-            raw = http("POST", f"/v1/recall?user_id={user}", {"query": rng.choice(questions), "k": 10})
+            raw = http("POST", f"/v1/recall?user_id={user}", {"query": rng.choice(questions), "k": 10, "touch": touch})
         else:
             kind = "store"
             raw = http("POST", f"/v1/memories?user_id={user}", {"content": rng.choice(new_texts)},
@@ -362,11 +362,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--users", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-active", type=int, default=4, help="requests one worker runs at once")
-    ap.add_argument("--max-queued", type=int, default=32, help="requests one worker queues")
+    ap.add_argument("--max-queued", type=int, default=8, help="requests one worker queues")
+    ap.add_argument("--max-queue-wait", type=float, default=0.25, help="seconds a request may wait in the queue")
+    ap.add_argument("--durability", choices=["full", "process"], default="full",
+                    help="the store's durability (full: fsync at every commit)")
     ap.add_argument("--rates", default="50,100,200", help="requests per second, comma-separated")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--recall-share", type=float, default=0.8)
+    ap.add_argument("--read-only-recall", action="store_true",
+                    help="recall with touch=false (no access bookkeeping written); default: as the API does")
     ap.add_argument("--client-timeout", type=float, default=5.0)
     ap.add_argument("--data", default=None)
     ap.add_argument("--workdir", default="/tmp/zenbrain-load")
@@ -385,9 +390,11 @@ def main(argv: list[str] | None = None) -> int:
     new_texts = varied(turns, 3 * len(turns), seed=7)[len(turns):]
     port = free_port()
     log = work / "server.log"
-    say(f"server: {args.workers} worker(s), embedder {args.embedder}, 127.0.0.1:{port} (log {log}); "
+    say(f"server: {args.workers} worker(s), embedder {args.embedder}, durability {args.durability}, "
+        f"recall touch={not args.read_only_recall}, 127.0.0.1:{port} (log {log}); "
         f"load average {load_average()}")
-    proc = start_server(db, args.embedder, args.workers, port, args.max_active, args.max_queued, log)
+    proc = start_server(db, args.embedder, args.workers, port, args.max_active, args.max_queued, args.max_queue_wait,
+                        args.durability, log)
     out: list[dict[str, Any]] = []
     try:
         try:
@@ -398,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, rate in enumerate(rates):
             before = load_average()
             run = runner(run_rate(port, rate, args.seconds, args.warmup, args.recall_share, args.users, questions,
-                                  new_texts, args.client_timeout, args.seed + i))
+                                  new_texts, args.client_timeout, args.seed + i, touch=not args.read_only_recall))
             s = summarize(run, before, load_average())
             out.append(s)
             say(f"rate {rate:.0f}/s: achieved {s['achieved_per_s']}/s ok, p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms, "

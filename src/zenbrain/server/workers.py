@@ -38,7 +38,7 @@ def app_from_environment() -> FastAPI:
     """The app of one worker process (a uvicorn factory): opens the store named in ``ZENBRAIN_SERVE``
     and closes it when the worker stops."""
     cfg = json.loads(os.environ[ENV])
-    memory = open_memory(cfg["path"], embedder=cfg["embedder"])
+    memory = open_memory(cfg["path"], embedder=cfg["embedder"], durability=cfg.get("durability", "full"))
     activity = ActivityLog(activity_path(cfg["path"]))
     app = create_app(memory, api_keys=cfg.get("api_keys"), activity=activity, limits=Limits(**cfg.get("limits", {})))
     inner = app.router.lifespan_context
@@ -57,7 +57,8 @@ def app_from_environment() -> FastAPI:
 
 
 def serve(path: str, *, embedder: str, host: str = "127.0.0.1", port: int = 8765, workers: int = 1,
-          api_keys: Mapping[str, str] | None = None, limits: Limits | None = None, log_level: str = "warning") -> None:
+          api_keys: Mapping[str, str] | None = None, limits: Limits | None = None, log_level: str = "warning",
+          durability: str = "full") -> None:
     """Serve the store at ``path`` over REST from ``workers`` processes until stopped.
     Without ``api_keys`` only a loopback ``host`` is allowed (anyone reaching the server
     could act as any user)."""
@@ -74,7 +75,7 @@ def serve(path: str, *, embedder: str, host: str = "127.0.0.1", port: int = 8765
             raise ConfigError(f"refusing to serve on {host} without API keys: bind 127.0.0.1 or give api_keys")
 
     os.environ[ENV] = json.dumps({"path": str(path), "embedder": embedder, "api_keys": dict(api_keys or {}) or None,
-                                  "limits": asdict(limits or Limits())})
+                                  "limits": asdict(limits or Limits()), "durability": durability})
     uvicorn.run("zenbrain.server.workers:app_from_environment", factory=True, host=host, port=port, workers=max(1, int(workers)),
                 log_level=log_level, timeout_graceful_shutdown=10, timeout_keep_alive=30)
 
@@ -88,9 +89,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)))
     ap.add_argument("--max-active", type=int, default=Limits.max_active)
     ap.add_argument("--max-queued", type=int, default=Limits.max_queued)
+    ap.add_argument("--max-queue-wait", type=float, default=Limits.max_queue_wait_s)
+    ap.add_argument("--durability", choices=["full", "process"], default="full")
     args = ap.parse_args(argv)
     serve(args.path, embedder=args.embedder, host=args.host, port=args.port, workers=args.workers,
-          limits=Limits(max_active=args.max_active, max_queued=args.max_queued))
+          limits=Limits(max_active=args.max_active, max_queued=args.max_queued, max_queue_wait_s=args.max_queue_wait),
+          durability=args.durability)
 
 
 if __name__ == "__main__":

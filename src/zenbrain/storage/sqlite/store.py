@@ -83,10 +83,17 @@ class SQLiteStore:
 
     ``allow_damaged`` opens a file that fails its integrity check for reading only (to
     salvage it); otherwise opening it raises ``DamagedStoreError``. ``scrub_wait_s``: how
-    long an erasure waits for readers before its scrub is reported pending."""
+    long an erasure waits for readers before its scrub is reported pending.
+    ``durability``: ``"full"`` (default) flushes every commit to disk, so a committed
+    memory survives a power cut; ``"process"`` flushes at checkpoints only: a commit
+    survives a crash of the process but a power cut may undo the last ones, and writers
+    hold the write lock for less time (no fsync inside it)."""
 
     def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0,
-                 allow_damaged: bool = False, scrub_wait_s: float = SCRUB_WAIT_S) -> None:
+                 allow_damaged: bool = False, scrub_wait_s: float = SCRUB_WAIT_S, durability: str = "full") -> None:
+        if durability not in ("full", "process"):
+            raise ConfigError(f"durability must be 'full' or 'process', got {durability!r}")
+        self._synchronous = "FULL" if durability == "full" else "NORMAL"
         self.path = str(path)
         self.embedder_name = embedder_name
         self.dim = int(dim)
@@ -130,7 +137,7 @@ class SQLiteStore:
             if self._shared and mode.lower() != "wal":
                 raise StorageError(f"{self.path}: could not enable WAL (journal_mode={mode})")
             # FULL: a committed memory survives a power cut too, not only a process crash.
-            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(f"PRAGMA synchronous={self._synchronous}")
             # Overwrite deleted content with zeros so erasure also leaves the file.
             self._db.execute("PRAGMA secure_delete=ON")
             if self.opened_unclean:
@@ -335,7 +342,7 @@ class SQLiteStore:
                 raise self._c.fail(exc, "writing") from exc
             finally:
                 if not durable and not self._c.closed:
-                    self._db.execute("PRAGMA synchronous=FULL")
+                    self._db.execute(f"PRAGMA synchronous={self._synchronous}")
             try:
                 if pending:
                     tx.scrubbed = self._scrub(self.scrub_wait_s if tx.erased else 0.0)
