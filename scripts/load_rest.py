@@ -214,6 +214,8 @@ class Run:
     health: list[float] = field(default_factory=list)
     health_failures: int = 0
     saturated: int = 0  # requests the generator could not send (no connection left)
+    stores_ok: int = 0  # stores answered 2xx, warm-up included
+    stores_unanswered: int = 0  # stores without an answer (timeout, broken connection), warm-up included
 
 
 async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall_share: float, users: int,
@@ -264,6 +266,7 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
             except (TimeoutError, ValueError):  # ValueError: no time was left
                 conn.close()
                 open_conns -= 1
+                run.stores_unanswered += kind == "store"
                 if counted:
                     run.results.append(Result(kind, client_timeout, 0))
                 return
@@ -272,10 +275,12 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
                 open_conns -= 1
                 if reused and attempt == 1:
                     continue
+                run.stores_unanswered += kind == "store"
                 if counted:
                     run.results.append(Result(kind, time.perf_counter() - at, -1))
                 return
             idle.append(conn)
+            run.stores_ok += kind == "store" and 200 <= status < 300
             if counted:
                 run.results.append(Result(kind, time.perf_counter() - at, status))
             return
@@ -310,7 +315,7 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
         else:
             kind = "store"
             raw = http("POST", f"/v1/memories?user_id={user}", {"content": rng.choice(new_texts)},
-                       {"Idempotency-Key": uuid.UUID(int=rng.getrandbits(128)).hex})
+                       {"Idempotency-Key": uuid.uuid4().hex})  # unique in every run: a replay would not write
         # Tasks are created a little ahead of their time and sleep until it.
         while at - time.perf_counter() > 0.05:
             await asyncio.sleep(0.01)
@@ -325,11 +330,27 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
     return run
 
 
+def count_memories(port: int, users: int) -> int:
+    """Every user's memory count, through GET /v1/stats (outside any run)."""
+    async def count() -> int:
+        conn = await Conn.open(port)
+        total = 0
+        for u in range(users):
+            status, body = await conn.request(http("GET", f"/v1/stats?user_id=user{u}"))
+            assert status == 200, body
+            total += int(json.loads(body)["memories"])
+        conn.close()
+        return total
+    return asyncio.run(count())
+
+
 def summarize(run: Run, load_before: str, load_after: str) -> dict[str, Any]:
     ok = [r for r in run.results if 200 <= r.status < 300]
     lat = np.array([r.latency for r in ok]) * 1000 if ok else np.array([np.nan])
     statuses = Counter(r.status for r in run.results if not 200 <= r.status < 300)
     health = np.array(run.health) * 1000 if run.health else np.array([np.nan])
+    shed = np.array([r.latency for r in run.results if r.status == 503]) * 1000
+    shed = shed if shed.size else np.array([np.nan])
     by_kind = {k: round(float(np.percentile([r.latency * 1000 for r in ok if r.kind == k], 95)), 1)
                for k in ("recall", "store") if any(r.kind == k for r in ok)}
     return {
@@ -342,6 +363,8 @@ def summarize(run: Run, load_before: str, load_after: str) -> dict[str, Any]:
         "p99_ms": round(float(np.percentile(lat, 99)), 1),
         "p95_ms_by_kind": by_kind,
         "shed_503": statuses.pop(503, 0),
+        "shed_p50_ms": round(float(np.percentile(shed, 50)), 1),
+        "shed_p95_ms": round(float(np.percentile(shed, 95)), 1),
         "client_timeouts": statuses.pop(0, 0),
         "connection_errors": statuses.pop(-1, 0),
         "other_statuses": {str(k): v for k, v in sorted(statuses.items())},
@@ -350,6 +373,8 @@ def summarize(run: Run, load_before: str, load_after: str) -> dict[str, Any]:
         "health_p99_ms": round(float(np.percentile(health, 99)), 1),
         "health_max_ms": round(float(np.max(health)), 1),
         "health_failures": run.health_failures,
+        "stores_acknowledged": run.stores_ok,  # warm-up included, as memories_added counts it
+        "stores_unanswered": run.stores_unanswered,
         "load_before": load_before,
         "load_after": load_after,
     }
@@ -404,15 +429,21 @@ def main(argv: list[str] | None = None) -> int:
             runner = asyncio.run
         for i, rate in enumerate(rates):
             before = load_average()
+            stored_before = count_memories(port, args.users)
             run = runner(run_rate(port, rate, args.seconds, args.warmup, args.recall_share, args.users, questions,
                                   new_texts, args.client_timeout, args.seed + i, touch=not args.read_only_recall))
             s = summarize(run, before, load_average())
+            time.sleep(1)  # stores of the warm-up and of the last requests have finished
+            s["memories_added"] = count_memories(port, args.users) - stored_before
             out.append(s)
             say(f"rate {rate:.0f}/s: achieved {s['achieved_per_s']}/s ok, p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms, "
-                f"p99 {s['p99_ms']} ms {s['p95_ms_by_kind']}; shed 503 {s['shed_503']}, timeouts "
+                f"p99 {s['p99_ms']} ms {s['p95_ms_by_kind']}; shed 503 {s['shed_503']} (answered in p50 "
+                f"{s['shed_p50_ms']} / p95 {s['shed_p95_ms']} ms), timeouts "
                 f"{s['client_timeouts']}, conn errors {s['connection_errors']}, other {s['other_statuses']}; "
                 f"/health p50 {s['health_p50_ms']} ms p99 {s['health_p99_ms']} ms max {s['health_max_ms']} ms "
-                f"failed {s['health_failures']}; load {s['load_before']} -> {s['load_after']}")
+                f"failed {s['health_failures']}; stores acknowledged {s['stores_acknowledged']}, "
+                f"unanswered {s['stores_unanswered']}, memories added {s['memories_added']}; "
+                f"load {s['load_before']} -> {s['load_after']}")
             time.sleep(2)
     finally:
         stop_server(proc)
