@@ -6,6 +6,8 @@ is raised before anything is written, so a failed call changes nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ZenBrainError(Exception):
     """Root of every error raised by zenbrain."""
@@ -52,9 +54,9 @@ class ErasurePendingError(StorageError):
     (another connection still reads an older snapshot). The scrub completes at a later
     write or ``scrub()``; ``receipt`` says what was erased."""
 
-    def __init__(self, message: str, receipt: object = None) -> None:
+    def __init__(self, message: str, receipt: Any) -> None:
         super().__init__(message)
-        self.receipt = receipt
+        self.receipt = receipt  # a zenbrain.ErasureReceipt (not imported here: its module imports this one)
 
 
 class ProviderError(ZenBrainError):

@@ -23,7 +23,7 @@ from ..engine import Engine
 from ..errors import ErasurePendingError
 from ..model import Scope
 from ..state import CONSOLIDATED_INTO, KV_DEBATES, RELATION_EVIDENCE_OF
-from ..storage.base import Filter, Partition
+from ..storage.base import Filter, Partition, Transaction
 from .access import get_own, partition_of
 
 _COUNTS = ("edges", "history_rows", "lexical_entries", "vectors", "requests")
@@ -101,7 +101,7 @@ def forget(engine: Engine, scope: Scope, memory_id: str) -> ErasureReceipt:
                     counts[key] += n
         if len(kept) != len(debates):
             tx.kv_put(part, {KV_DEBATES: kept})
-    return _finish(engine, _receipt((item.id,), tuple(derived), counts, len(debates) - len(kept)))
+    return _finish(tx, _receipt((item.id,), tuple(derived), counts, len(debates) - len(kept)))
 
 
 def forget_scope(engine: Engine, scope: Scope) -> ErasureReceipt:
@@ -116,7 +116,7 @@ def forget_scope(engine: Engine, scope: Scope) -> ErasureReceipt:
                 if key in counts:
                     counts[key] += n
         records = tx.kv_clear(part)  # goals, intentions, topic vectors, debate logs, mechanism state, requests
-    return _finish(engine, _receipt(tuple(ids), (), counts, records))
+    return _finish(tx, _receipt(tuple(ids), (), counts, records))
 
 
 def _receipt(ids: tuple[str, ...], derived: tuple[str, ...], counts: dict[str, int], records: int) -> ErasureReceipt:
@@ -134,10 +134,10 @@ def _named(debate: dict[str, object]) -> set[object]:
     return named
 
 
-def _finish(engine: Engine, receipt: ErasureReceipt) -> ErasureReceipt:
+def _finish(tx: Transaction, receipt: ErasureReceipt) -> ErasureReceipt:
     """The receipt with whether the files are scrubbed (the store scrubbed them after the
     commit, waiting a while for readers); raises ErasurePendingError when they are not."""
-    done = engine.store.scrub(0.0)
+    done = tx.scrubbed is not False  # None: nothing the store keeps in files was erased
     receipt = dataclasses.replace(receipt, scrubbed=done)
     if not done:
         raise ErasurePendingError(

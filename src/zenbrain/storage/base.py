@@ -53,6 +53,11 @@ class StoreStats:
 class Transaction(Protocol):
     """The writes of one operation: everything commits together or not at all."""
 
+    # Set once the outermost transaction has committed: whether erased content is gone
+    # from the store's files too (False: it stays pending until readers of older snapshots
+    # end; the store finishes it later). None while uncommitted or when nothing was erased.
+    scrubbed: bool | None
+
     def put_memories(self, items: Sequence[MemoryItem]) -> None:
         """Write whole memories (insert, or replace the stored row): columns, metadata,
         state, and the lexical entry of the content."""
@@ -175,11 +180,6 @@ class Store(Protocol):
 
     def partitions(self) -> list[Partition]:
         """Every (user, agent) holding memories, for the application's own maintenance."""
-        ...
-
-    def scrub(self, wait_s: float | None = None) -> bool:
-        """Finish removing erased content from the files (a store that keeps none: no-op);
-        True when no erasure is pending."""
         ...
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ...errors import DamagedStoreError, StoreClosedError, ZenBrainError
@@ -138,15 +138,6 @@ class Connections:
                 self.writer.execute("ROLLBACK")
         except sqlite3.Error as exc:
             cause.add_note(f"(the rollback after it failed too: {exc})")
-
-    def with_writer(self, fn: Callable[[sqlite3.Connection], object], doing: str) -> object:
-        """Run ``fn`` on the writer outside any transaction, failures translated."""
-        self.check_open()
-        with self.lock:
-            try:
-                return fn(self.writer)
-            except (sqlite3.Error, UnicodeEncodeError, OverflowError) as exc:
-                raise self.fail(exc, doing) from exc
 
     # -- closing -----------------------------------------------------------------------------
     def close(self, *extra: sqlite3.Connection) -> None:
