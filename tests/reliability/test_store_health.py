@@ -209,3 +209,31 @@ def test_writers_in_four_processes_all_commit_without_waiting_near_the_timeout(t
         for w in range(4):
             assert len(mem.list_memories(Scope(f"w{w}"))) == 25
         assert mem.storage.check().ok
+
+
+def test_reads_of_other_threads_run_while_a_write_is_open(tmp_path: Path) -> None:
+    """Each thread reads on its own connection: a slow write does not hold readers back,
+    and they see the last committed state, not the write in progress."""
+    import threading
+
+    with open_memory(tmp_path / "rw.db", embedder=EMB) as mem:
+        first = mem.store("committed before the slow write", SCOPE)
+        inside, release = threading.Event(), threading.Event()
+
+        def slow_write() -> None:
+            with mem.storage.transaction():
+                inside.set()
+                release.wait(10)
+
+        writer = threading.Thread(target=slow_write)
+        writer.start()
+        assert inside.wait(10)
+        seen: list[object] = []
+        reader = threading.Thread(target=lambda: seen.append((mem.get(first.id, SCOPE).id, mem.stats(SCOPE)["memories"])))
+        t = time.perf_counter()
+        reader.start()
+        reader.join(5)
+        elapsed = time.perf_counter() - t
+        release.set()
+        writer.join(10)
+        assert seen == [(first.id, 1)] and elapsed < 2.0
