@@ -104,16 +104,18 @@ class MemoryCoordinator:
         metadata: dict[str, Any] | None = None,
         event_time: float | None = None,
         importance: float | None = None,
+        supersedes: str | Sequence[str] | None = None,
     ) -> MemoryItem:
-        """Store one memory and return it as stored."""
+        """Store one memory and return it as stored. ``supersedes`` names memories it
+        replaces: they stop holding when it begins and are kept with that valid time."""
         return self.store_many([dict(content=content, kind=kind, layer=layer, metadata=metadata,
-                                     event_time=event_time, importance=importance)], scope)[0]
+                                     event_time=event_time, importance=importance, supersedes=supersedes)], scope)[0]
 
     def store_many(self, records: Sequence[dict[str, Any]], scope: Scope) -> list[MemoryItem]:
         """Store many memories in one transaction with one embedding batch.
 
         Each record is a dict with ``content`` and optional ``kind``, ``layer``,
-        ``metadata``, ``event_time``, ``importance``. All records are validated
+        ``metadata``, ``event_time``, ``importance``, ``speaker``, ``supersedes``. All records are validated
         before anything is written.
         """
         items, self.last_store_report = store.store_many(self.engine, scope, records)
@@ -130,13 +132,18 @@ class MemoryCoordinator:
         time_range: tuple[float | None, float | None] | None = None,
         include_archived: bool = False,
         touch: bool = True,
+        as_of: float | None = None,
+        include_superseded: bool = False,
     ) -> RecallResult:
         """The top-k memories for a query, each with a score breakdown.
 
-        ``touch=False`` makes recall read-only (no access counts, no learning).
+        ``touch=False`` makes recall read-only (no access counts, no learning). Memories a
+        later one superseded are left out: ``as_of=t`` recalls what held at time ``t``
+        instead, ``include_superseded=True`` lets them compete too.
         """
         return recall.recall(self.engine, scope, query, k, layers=check_layers(layers), time_range=time_range,
-                             include_archived=include_archived, touch=touch)
+                             include_archived=include_archived, touch=touch, as_of=as_of,
+                             include_superseded=include_superseded)
 
     def recall_many(self, queries: Sequence[str], scope: Scope, k: int = 10, **options: Any) -> list[RecallResult]:
         """``recall`` for many queries in order, with all their side effects written in one

@@ -229,13 +229,21 @@ def test_create_server_in_process(tmp_path: Path):
 
 async def more_tools(c: Any) -> None:
     """revise, rollback, restore, episodes, intentions, goal, decay, unrelate, end_session."""
+    old = await call(c, "remember", content="The printer code is 4411", event_time=1.6e9)
+    new = await call(c, "remember", content="The new printer code is 9020", event_time=1.65e9, supersedes=[old["id"]])
+    ids = [h["id"] for h in (await call(c, "recall", query="printer code", k=5, touch=False))["hits"]]
+    assert new["id"] in ids and old["id"] not in ids
+    then = (await call(c, "recall", query="printer code", k=5, touch=False, as_of="2020-10-01T00:00:00Z"))["hits"]
+    assert [h["id"] for h in then] == [old["id"]]
     m = await call(c, "remember", content="The team meeting is on Tuesday at ten in room four")
     out = await call(c, "revise", id=m["id"], content="The team meeting is on Wednesday at ten in room four",
                      correction=True)
     assert out["mode"] in {"confirmed", "selective_edit", "integration", "new_episode", "blocked", "protected"}
     assert out["memory"]["id"] == m["id"]
     events = (await call(c, "history", id=m["id"]))["events"]
-    assert events[-1]["action"] == "reconsolidated" and events[-1]["detail"]["mode"] == out["mode"]
+    # a new episode from the correction supersedes the memory after the reconsolidation
+    done = [e for e in events if e["action"] == "reconsolidated"]
+    assert done and done[-1]["detail"]["mode"] == out["mode"]
     before = out["memory"]["content"]
     await call(c, "update_memory", id=m["id"], content="The team meeting is cancelled")
     assert (await call(c, "rollback", id=m["id"]))["content"] == before

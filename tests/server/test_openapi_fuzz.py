@@ -33,6 +33,7 @@ RULES_THE_SCHEMA_CANNOT_STATE = (
     "layer is bound to a session",
     "only a memory of this session can move",
     "cue_embedding must be a finite, non-zero vector",  # a cue with no word the embedder knows
+    "supersedes: no memory",  # an id that names no memory of the scope
 )
 
 

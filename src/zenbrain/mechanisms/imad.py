@@ -259,6 +259,15 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
     return tuple(dict.fromkeys(cues))
 
 
+def replaced_spans(a: str, b: str) -> int:
+    """How many separate stretches of words one statement replaces in the other. One means
+    the two say the same thing but for one slot (an update); more means they speak of
+    different subjects ("room 12 is on floor 3" / "room 14 is on floor 2")."""
+    pa, pb = _parse(a), _parse(b)
+    ops = difflib.SequenceMatcher(None, pa.tokens, pb.tokens, autojunk=False).get_opcodes()
+    return sum(1 for tag, *_ in ops if tag == "replace")
+
+
 def _as_fact(c: Any) -> Fact:
     if isinstance(c, Fact):
         return c

@@ -163,10 +163,13 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         metadata: Metadata = None,
         importance: Importance = None,
         event_time: EventTime = None,
+        supersedes: Annotated[list[str] | None, Field(description="Ids of earlier memories this one replaces (a "
+                                                                  "changed fact): they leave current recall.")] = None,
     ) -> dict[str, Any]:
         """Store one memory. Returns its id, the layer it was stored in and its kind."""
         item = call(lambda: memory.store(content, scope, kind=kind, layer=layer, metadata=metadata,
-                                         event_time=optional_time(event_time, "event_time"), importance=importance))
+                                         event_time=optional_time(event_time, "event_time"), importance=importance,
+                                         supersedes=supersedes or None))
         return {"id": item.id, "layer": item.layer.value, "kind": item.kind.value}
 
     @server.tool(annotations=_WRITE)
@@ -208,11 +211,14 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
                                                               "(default: all).")] = None,
         touch: Annotated[bool, Field(description="Count this recall as a use of the hits (reinforces them); "
                                                  "false makes it read-only.")] = True,
+        as_of: Annotated[float | str | None, Field(description="Recall what held at this time (ISO 8601 or seconds "
+                                                               "since the epoch) instead of what holds now.")] = None,
     ) -> dict[str, Any]:
         """The memories that best answer a query, best first: id, score, layer, kind, content,
         metadata and event_time (seconds since the epoch, or null); and the intentions whose cue
         this query brought up (act on them)."""
-        hits = call(memory.recall, query, scope, k, layers=layers, touch=touch)
+        hits = call(lambda: memory.recall(query, scope, k, layers=layers, touch=touch,
+                                          as_of=optional_time(as_of, "as_of")))
         return json_safe({
             "query_type": hits.query_type,
             "hits": [{"id": h.item.id, "score": float(h.score), "layer": h.item.layer.value, "kind": h.item.kind.value,

@@ -38,6 +38,8 @@ class Filter:
     ids: frozenset[str] | None = None
     sessions: frozenset[str] | None = None  # memories of these sessions (any layer)
     turns: frozenset[tuple[str, int]] | None = None  # memories at these (session, position)
+    # Only what still held at this time: memories superseded at or before it are left out.
+    current_at: float | None = None
 
 
 @dataclass

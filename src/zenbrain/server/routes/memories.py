@@ -48,7 +48,7 @@ def router(api: ApiContext) -> APIRouter:
     def store(body: MemoryRecord, sc: S) -> dict[str, Any]:
         """Store one memory; returns it as stored (id, layer, kind, ...)."""
         return item_dict(call(memory.store, body.content, sc, kind=body.kind, layer=body.layer, metadata=body.metadata,
-                              event_time=body.event_time, importance=body.importance))
+                              event_time=body.event_time, importance=body.importance, supersedes=body.supersedes))
 
     @r.post("/v1/memories/batch", status_code=201, response_model=MemoryList, **api.write(body=True))
     def store_many(body: BatchRequest, sc: S) -> dict[str, Any]:

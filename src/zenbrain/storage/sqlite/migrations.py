@@ -183,4 +183,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE memories_fts_part RENAME TO memories_fts;
         """,
     ),
+    (
+        "0007_valid_time",
+        """
+        -- Valid time: a fact replaced by a later one keeps its row and history and gets the
+        -- time it stopped holding and the memory that replaced it. Current recall reads
+        -- the rows whose valid_until is empty (or later than now).
+        ALTER TABLE memories ADD COLUMN valid_until REAL;
+        ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+        CREATE INDEX memories_superseded ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+        """,
+    ),
 ]

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
@@ -54,7 +55,7 @@ ANALYZE_LIMIT = 1000
 # embeddings table and look memories up by content hash, for a handful of changed ids.
 _INDEX_ROW = (
     "m.id, m.layer, m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at) AS t, "
-    "e.vector, m.position FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.vector_key"
+    "e.vector, m.position, m.valid_until FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.vector_key"
 )
 LEXICAL_EXTRA = "lexical_extra"  # metadata key: words indexed for lexical search beside the content
 # How long an erasure waits for readers of older snapshots before it reports its scrub pending.
@@ -497,7 +498,7 @@ class SQLiteStore:
             mask = idx.mask(layers=flt.layers, contexts=flt.contexts, session_id=flt.session_id,
                             all_sessions=flt.all_sessions, include_archived=flt.include_archived, kinds=flt.kinds,
                             event_after=flt.event_after, event_before=flt.event_before, ids=flt.ids,
-                            sessions=flt.sessions, turns=flt.turns)
+                            sessions=flt.sessions, turns=flt.turns, current_at=flt.current_at)
             return idx.search(query, k, mask, per_layer=per_layer)
 
     def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:
@@ -681,7 +682,8 @@ def _sample_by_rowid(db: sqlite3.Connection, partition: Partition, k: int, rng: 
 
 def _index_row(r: Sequence[Any]) -> Row:
     return Row(id=r[0], layer=Layer(r[1]), context=r[2], session_id=r[3], archived=bool(r[4]), kind=r[5],
-               event_time=r[6], vector=np.frombuffer(r[7], dtype=np.float32), position=r[8])
+               event_time=r[6], vector=np.frombuffer(r[7], dtype=np.float32), position=r[8],
+               valid_until=math.inf if r[9] is None else float(r[9]))
 
 
 def _split_sql(sql: str) -> list[str]:
