@@ -29,10 +29,13 @@ _EXPORTS = {
     "RecallParams": "config",
     "MemoryCoordinator": "coordinator",
     "ConfigError": "errors",
+    "DamagedStoreError": "errors",
+    "ErasurePendingError": "errors",
     "NotFoundError": "errors",
     "ProviderError": "errors",
     "ScopeError": "errors",
     "StorageError": "errors",
+    "StoreClosedError": "errors",
     "UnknownLayerError": "errors",
     "ValidationError": "errors",
     "ZenBrainError": "errors",
@@ -44,6 +47,7 @@ _EXPORTS = {
     "RecallHit": "model",
     "Scope": "model",
     "ScoreBreakdown": "model",
+    "ErasureReceipt": "pipeline.erase",
     "ALL_MECHANISMS": "registry",
     "Mechanisms": "registry",
     "RecallResult": "results",
@@ -56,7 +60,10 @@ __all__ = [
     "Clock",
     "Config",
     "ConfigError",
+    "DamagedStoreError",
     "Edge",
+    "ErasurePendingError",
+    "ErasureReceipt",
     "HistoryEvent",
     "Kind",
     "Layer",
@@ -75,6 +82,7 @@ __all__ = [
     "ScoreBreakdown",
     "SimulatedClock",
     "StorageError",
+    "StoreClosedError",
     "SystemClock",
     "UnknownLayerError",
     "ValidationError",
@@ -105,10 +113,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from .coordinator import MemoryCoordinator
     from .errors import (
         ConfigError,
+        DamagedStoreError,
+        ErasurePendingError,
         NotFoundError,
         ProviderError,
         ScopeError,
         StorageError,
+        StoreClosedError,
         UnknownLayerError,
         ValidationError,
         ZenBrainError,
@@ -123,5 +134,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         Scope,
         ScoreBreakdown,
     )
+    from .pipeline.erase import ErasureReceipt
     from .registry import ALL_MECHANISMS, Mechanisms
     from .results import RecallResult, Report
