@@ -1,11 +1,13 @@
-"""Store upkeep and inspection commands: stats, sleep, decay, review-queue, mechanisms."""
+"""Store upkeep and inspection commands: stats, check, sleep, decay, review-queue, mechanisms."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from ..cli_support import (
+    EXIT_FAILURE,
     EXIT_OK,
     bounded_int,
     command,
@@ -17,12 +19,19 @@ from ..cli_support import (
     print_json,
     store_path,
 )
+from ..errors import ConfigError, StorageError
 from .memory import MAX_LIST
 
 
 def register(subs: Any) -> None:
-    p = command(subs, "stats", cmd_stats, "counts by layer and context, file size, embedder")
+    p = command(subs, "stats", cmd_stats, "counts by layer and context, file size, embedder "
+                "(with --user or --agent: that scope's counts and size)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p = command(subs, "check", cmd_check, "check a store file's integrity (read-only; exit status 1 if damaged)",
+                scope=False)
+    p.add_argument("file", nargs="?", metavar="PATH",
+                   help="the store file (default: --path, $ZENBRAIN_PATH or ~/.zenbrain/memory.db)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
     for name, func, text in (
         ("sleep", cmd_sleep, "offline consolidation: every enabled sleep-time mechanism"),
         ("decay", cmd_decay, "apply forgetting: archive memories whose retrievability fell below threshold"),
@@ -45,7 +54,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         print_json(s)
         return EXIT_OK
-    print(f"store:      {s['path']} ({s['file_bytes'] / 1e6:.2f} MB)")
+    if scoped:  # a scope's own figures: the bytes of its memories, never the whole file's size
+        scope = make_scope(args)
+        print(f"store:      {s['path']}")
+        print(f"scope:      user {scope.user_id}, agent {scope.agent_id} ({s['stored_bytes'] / 1e6:.2f} MB stored)")
+    else:
+        print(f"store:      {s['path']} ({s['file_bytes'] / 1e6:.2f} MB)")
     print(f"embedder:   {s['embedder']} ({s['cached_embeddings']} vectors)")
     print(f"memories:   {s['memories']} ({s['archived']} archived), edges: {s['edges']}")
     if s["by_layer"]:
@@ -54,6 +68,37 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print("by context: " + ", ".join(f"{k}={v}" for k, v in sorted(s["by_context"].items())))
     print("mechanisms off: " + (", ".join(s["mechanisms_off"]) or "none"))
     return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Every integrity check on the file, read-only and without an embedder, so that it also
+    runs on a file the store refuses to open."""
+    from ..storage.sqlite.health import check_file
+
+    path = os.path.expanduser(args.file) if args.file else store_path(args)
+    if args.file and args.path and os.path.abspath(path) != os.path.abspath(store_path(args)):
+        raise ConfigError(f"two store files given: PATH {args.file} and --path {args.path}")
+    if not os.path.exists(path):
+        raise StorageError(f"no memory store at {path}")
+    report = check_file(path)
+    if args.json:
+        print_json(report.as_dict())
+        return EXIT_OK if report.ok else EXIT_FAILURE
+    print(f"store:    {path}")
+    print(f"checks:   {len(report.checks)} in {report.seconds:.2f} s ({', '.join(report.checks) or 'none could run'})")
+    if report.ok:
+        print(f"memories: {report.memories}")
+        if report.scrub_pending:
+            print("erasure:  pending: erased text may still be in the file until the store's next write, "
+                  "open or close finishes it")
+        print("result:   ok")
+        return EXIT_OK
+    print(f"result:   DAMAGED ({len(report.problems)} problem(s))")
+    for problem in report.problems:
+        print(f"  - {one_line(problem, 200)}")
+    print(f"what to do: restore the newest backup, or salvage what is readable with "
+          f"`sqlite3 {path} .recover | sqlite3 recovered.db`")
+    return EXIT_FAILURE
 
 
 def _print_report(report: Any, as_json: bool) -> None:
