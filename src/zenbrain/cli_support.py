@@ -255,15 +255,16 @@ def make_scope(args: argparse.Namespace) -> Scope:
     )
 
 
-def open_store(args: argparse.Namespace, *, create: bool = False) -> MemoryCoordinator:
-    """The store at ``--path`` with the resolved embedder and ``--off`` mechanisms."""
+def open_store(args: argparse.Namespace, *, create: bool = False, durability: str = "full") -> MemoryCoordinator:
+    """The store at ``--path`` with the resolved embedder and ``--off`` mechanisms
+    (``durability``: see ``SQLiteStore``)."""
     from .api import open_memory
 
     path = store_path(args)
     if not create and not os.path.exists(path):
         raise StorageError(f"no memory store at {path}; create one with: zenbrain init --path {path}")
     spec = embedder_spec(args, path)
-    return open_memory(path, embedder=spec, config=make_config(args))
+    return open_memory(path, embedder=spec, config=make_config(args), durability=durability)
 
 
 def cache_dir() -> Path:

@@ -7,6 +7,8 @@ Memory commands work on one SQLite store (``--path``, default ``$ZENBRAIN_PATH``
     zenbrain add "Caroline went to a support group on 7 May 2023" --event-time 2023-05-07
     zenbrain recall "when did Caroline go to the support group?" --why
     zenbrain get ID | forget ID | history ID | stats | sleep | decay | review-queue
+    zenbrain check PATH                             # integrity of a store file (exit 1: damaged)
+    zenbrain serve --workers 2 --durability process  # REST from two processes
     zenbrain mechanisms --off bm25_hybrid,two_factor_hebbian
 
 More commands come from plugins: installed packages that declare an entry point in the

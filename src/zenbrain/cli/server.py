@@ -1,4 +1,4 @@
-"""Server commands: serve (REST over HTTP) and mcp (MCP over stdio)."""
+"""Server commands: serve (REST over HTTP, from one or several processes) and mcp (MCP over stdio)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from typing import Any
 
 from ..cli_support import (
     EXIT_OK,
+    bounded_int,
     command,
+    embedder_spec,
     make_scope,
+    off_names,
     open_store,
     split_list,
     status,
@@ -20,6 +23,7 @@ from ..cli_support import (
 from ..errors import ConfigError
 
 API_KEYS_ENV = "ZENBRAIN_API_KEYS"
+MAX_WORKERS = 64
 
 
 def register(subs: Any) -> None:
@@ -30,7 +34,16 @@ def register(subs: Any) -> None:
     p.add_argument("--api-keys", metavar="FILE",
                    help=f'JSON object of API key -> user id, e.g. {{"k1": "alice"}} (default: ${API_KEYS_ENV} '
                         "as key1:alice,key2:bob; none: the API is open)")
-    p.add_argument("--insecure", action="store_true", help="allow a non-loopback host without API keys")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a non-loopback host without API keys (one process only)")
+    p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=1, metavar="N",
+                   help="worker processes sharing the port and the store file (default 1: this process); "
+                        "each uses a core for its Python work, SQLite runs their reads in parallel and "
+                        "their writes one at a time")
+    p.add_argument("--durability", choices=("full", "process"), default="full",
+                   help="full (default): every commit is flushed to disk and survives a power cut; "
+                        "process: flushed at checkpoints only, a commit survives a crash of the server "
+                        "but not of the machine (faster writes)")
 
     command(subs, "mcp", cmd_mcp,
             "serve this scope's memory to MCP clients over stdio (needs: pip install \"zenbrain[server]\")")
@@ -82,6 +95,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if keys is None and not _is_loopback(args.host) and not args.insecure:
         raise ConfigError(f"refusing to serve on {args.host} without API keys: give --api-keys FILE "
                           f"(or ${API_KEYS_ENV}), bind 127.0.0.1, or pass --insecure")
+    if keys is None and args.workers > 1 and not _is_loopback(args.host):
+        raise ConfigError(f"--insecure serves from one process only: with --workers {args.workers} on {args.host} "
+                          f"give --api-keys FILE (or ${API_KEYS_ENV})")
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be in [0, 65535], got {args.port}")
     try:
@@ -89,14 +105,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from ..server.activity import ActivityLog, activity_path
         from ..server.rest import create_app
+        from ..server.workers import serve
     except ImportError as exc:
         raise ConfigError(f'the REST server needs FastAPI and uvicorn ({exc}): pip install "zenbrain[server]"') from None
-    activity = ActivityLog(activity_path(store_path(args)))
-    with open_store(args, create=True) as mem:
+    path = store_path(args)
+    auth = f"API keys for {len(set(keys.values()))} user(s)" if keys else "no API keys: open to anyone who can reach it"
+    where = (f"zenbrain REST API on http://{args.host}:{args.port} (dashboard at /ui, docs at /docs); "
+             f"store {path}; durability {args.durability}; {auth}")
+    if args.workers > 1:
+        spec = embedder_spec(args, path)
+        # Opened once here: a new store is created (and an old one checked) before any worker starts.
+        with open_store(args, create=True, durability=args.durability):
+            pass
+        status(f"{where}; {args.workers} worker processes")
+        serve(path, embedder=spec, host=args.host, port=args.port, workers=args.workers, api_keys=keys,
+              log_level="info", durability=args.durability, off=sorted(off_names(args)))
+        return EXIT_OK
+    activity = ActivityLog(activity_path(path))
+    with open_store(args, create=True, durability=args.durability) as mem:
         app = create_app(mem, api_keys=keys, activity=activity)
-        auth = f"API keys for {len(set(keys.values()))} user(s)" if keys else "no API keys: open to anyone who can reach it"
-        status(f"zenbrain REST API on http://{args.host}:{args.port} (dashboard at /ui, docs at /docs); "
-               f"store {store_path(args)}; {auth}")
+        status(where)
         try:
             uvicorn.run(app, host=args.host, port=args.port, log_level="info")
         finally:
