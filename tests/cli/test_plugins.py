@@ -56,6 +56,14 @@ def test_the_declared_plugins_add_the_benchmark_and_experiment_commands(monkeypa
     assert "zenbrain demo" in parser.format_help()
 
 
+def test_the_installed_metadata_declares_the_same_plugins():
+    # The commands' other tests run them through this metadata: a stale install (made before
+    # the entry points were declared) lacks the benchmark and experiment commands.
+    installed = {ep.name: ep.value for ep in metadata.entry_points(group=PLUGIN_GROUP)
+                 if ep.dist is None or ep.dist.name == "zenbrain"}
+    assert installed == _declared(), "the installed zenbrain is older than pyproject.toml: pip install -e ."
+
+
 def test_a_plugin_of_another_package_adds_its_command(monkeypatch, tmp_path, capsys):
     (tmp_path / "zb_hello_plugin.py").write_text(
         "from zenbrain.cli_support import command, make_scope\n"
