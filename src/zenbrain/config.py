@@ -17,7 +17,7 @@ from .mechanisms.fsrs_schedule import FsrsParams
 from .mechanisms.ib_budget import IBParams
 from .mechanisms.imad import IMADParams
 from .mechanisms.sleep_selection import SleepParams
-from .mechanisms.spectral import SpectralParams
+from .mechanisms.spectral_params import SpectralParams
 from .mechanisms.two_factor import TwoFactorParams
 from .mechanisms.vmpfc import VmpfcParams
 from .model import Layer, QueryType

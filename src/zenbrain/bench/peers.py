@@ -51,6 +51,7 @@ import numpy as np
 from ..errors import ConfigError, ProviderError
 from ..providers.base import Embedder, normalize_rows
 from .base import Doc
+from .names import PEER_SYSTEMS
 
 __all__ = [
     "INSTALL_HINT",
@@ -64,7 +65,6 @@ __all__ = [
 
 PEERS_EXTRA = "peers"
 INSTALL_HINT = "pip install 'zenbrain[peers]'"
-PEER_SYSTEMS = ("mem0", "mem0-faiss", "chroma")
 _PEER_MODULES = {"mem0": ("mem0", "mem0ai"), "mem0-faiss": ("mem0", "mem0ai"), "chroma": ("chromadb", "chromadb")}
 _MEM0_DIMS = 384
 _PLACEHOLDER_KEY = "sk-offline-placeholder-never-sent"

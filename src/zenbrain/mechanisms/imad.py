@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logsumexp
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
@@ -353,6 +352,9 @@ def arbitrate(
     *, new: Fact, stored: Sequence[Fact], now: float, params: IMADParams = IMADParams()
 ) -> DebateDecision:
     """Evidence-weighted arbitration between the new fact and the stored facts it contradicts."""
+    # scipy is imported where it is used: importing zenbrain stays fast.
+    from scipy.special import expit, logsumexp
+
     if not stored:
         raise ValidationError("arbitration needs at least one stored fact")
     s_new = evidence_score(new, now=now, params=params)

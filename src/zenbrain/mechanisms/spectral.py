@@ -40,8 +40,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, laplacian, reverse_cuthill_mckee
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh, lobpcg
 
-from ..errors import ConfigError, ValidationError
-from ..params import Params, bounded
+from ..errors import ValidationError
+from .spectral_params import SpectralParams
 
 if TYPE_CHECKING:
     from scipy.sparse._base import _spbase
@@ -49,25 +49,6 @@ if TYPE_CHECKING:
 # Any scipy sparse matrix or array (csr, coo, dia, ...): the base class of them all. (The
 # public sp.spmatrix is only a mixin of the matrix classes and lacks their methods.)
 SparseMatrix: TypeAlias = "_spbase"
-
-
-@dataclass(frozen=True)
-class SpectralParams(Params):
-    fragmentation_threshold: float = bounded(0.01, 0.0, 1e6, "lambda_2 below which the graph counts as fragmented")
-    min_weight: float = bounded(0.01, 0.0, 1e6, "floor applied to every edge weight")
-    dense_max_nodes: int = bounded(500, 2, 20_000, "largest graph solved with a dense eigensolver")
-    shift: float = bounded(1e-3, 1e-9, 1.0, "shift-invert offset for the sparse eigensolver (L + shift I is invertible)")
-    max_bridges: int = bounded(1, 0, 1000, "bridges proposed: largest component to each of the next ones")
-    min_bridge_similarity: float = bounded(0.3, -1.0, 1.0, "cosine below which no bridge is proposed")
-    reuse_tolerance: float = bounded(
-        0.01, 0.0, 1.0, "largest relative error of a lambda_2 rescaled from the last one instead of recomputed"
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("dense_max_nodes", "max_bridges"):
-            if int(getattr(self, name)) != getattr(self, name):
-                raise ConfigError(f"SpectralParams.{name} must be an integer")
 
 
 def adjacency(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from typing import Any
@@ -26,7 +26,9 @@ from typing import Any
 from fastapi import FastAPI
 
 from ..api import open_memory
+from ..config import Config
 from ..errors import ConfigError
+from ..registry import Mechanisms
 from .activity import ActivityLog, activity_path
 from .guard import Limits
 from .rest import create_app
@@ -38,7 +40,8 @@ def app_from_environment() -> FastAPI:
     """The app of one worker process (a uvicorn factory): opens the store named in ``ZENBRAIN_SERVE``
     and closes it when the worker stops."""
     cfg = json.loads(os.environ[ENV])
-    memory = open_memory(cfg["path"], embedder=cfg["embedder"], durability=cfg.get("durability", "full"))
+    config = Config(mechanisms=Mechanisms(disabled=frozenset(cfg.get("off", ()))))
+    memory = open_memory(cfg["path"], embedder=cfg["embedder"], config=config, durability=cfg.get("durability", "full"))
     activity = ActivityLog(activity_path(cfg["path"]))
     app = create_app(memory, api_keys=cfg.get("api_keys"), activity=activity, limits=Limits(**cfg.get("limits", {})))
     inner = app.router.lifespan_context
@@ -58,10 +61,10 @@ def app_from_environment() -> FastAPI:
 
 def serve(path: str, *, embedder: str, host: str = "127.0.0.1", port: int = 8765, workers: int = 1,
           api_keys: Mapping[str, str] | None = None, limits: Limits | None = None, log_level: str = "warning",
-          durability: str = "full") -> None:
+          durability: str = "full", off: Sequence[str] = ()) -> None:
     """Serve the store at ``path`` over REST from ``workers`` processes until stopped.
     Without ``api_keys`` only a loopback ``host`` is allowed (anyone reaching the server
-    could act as any user)."""
+    could act as any user). ``off``: mechanisms switched off by name."""
     import ipaddress
 
     import uvicorn
@@ -75,7 +78,8 @@ def serve(path: str, *, embedder: str, host: str = "127.0.0.1", port: int = 8765
             raise ConfigError(f"refusing to serve on {host} without API keys: bind 127.0.0.1 or give api_keys")
 
     os.environ[ENV] = json.dumps({"path": str(path), "embedder": embedder, "api_keys": dict(api_keys or {}) or None,
-                                  "limits": asdict(limits or Limits()), "durability": durability})
+                                  "limits": asdict(limits or Limits()), "durability": durability,
+                                  "off": sorted(off)})
     uvicorn.run("zenbrain.server.workers:app_from_environment", factory=True, host=host, port=port, workers=max(1, int(workers)),
                 log_level=log_level, timeout_graceful_shutdown=10, timeout_keep_alive=30)
 

@@ -68,7 +68,7 @@ def data_file() -> str:
 
 
 def embedder() -> Any:
-    from zenbrain.cli import CACHE_FILE, cache_dir
+    from zenbrain.cli_support import CACHE_FILE, cache_dir
     from zenbrain.providers.cache import CachedEmbedder
     from zenbrain.providers.factory import make_embedder
 

@@ -89,8 +89,12 @@ def quick_check(db: sqlite3.Connection) -> list[str]:
     return [] if rows == ["ok"] else rows
 
 
-def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | None) -> CheckReport:
-    """Every check on an open connection (it writes nothing)."""
+def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | None, *,
+                     fts_db: sqlite3.Connection | None = None, fts_check: bool = True) -> CheckReport:
+    """Every check on an open connection (it writes nothing). FTS5 runs its own check as an
+    INSERT, which SQLite refuses on a read-only connection: ``fts_db`` (a writable connection
+    to the same file) runs it then, in a write transaction that is rolled back; without one a
+    read-only file skips that check (``fts_check=False``)."""
     t0 = time.perf_counter()
     report = CheckReport(path=path, ok=True)
 
@@ -107,7 +111,14 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
         return [] if rows == ["ok"] else rows
 
     def fts() -> list[str]:
-        db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")  # raises on a problem
+        if fts_db is None:
+            db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")  # raises on a problem
+            return []
+        fts_db.execute("BEGIN IMMEDIATE")
+        try:
+            fts_db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+        finally:
+            fts_db.execute("ROLLBACK")
         return []
 
     def counted(sql: str, what: str, *args: Any) -> Any:
@@ -118,7 +129,8 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
 
     run("sqlite integrity_check", integrity)
     if not report.problems:  # the checks below read the tables; on a broken file they only add noise
-        run("fts5 integrity-check", fts)
+        if fts_check:
+            run("fts5 integrity-check", fts)
         run("lexical entries of every memory", counted(
             "SELECT COUNT(*) FROM memories WHERE id NOT IN (SELECT memory_id FROM memories_fts)",
             "memories without a lexical entry"))
@@ -164,7 +176,19 @@ def check_file(path: str | os.PathLike[str]) -> CheckReport:
         except sqlite3.DatabaseError as exc:
             return CheckReport(path=path, ok=False, problems=[f"not a readable zenbrain store: {exc}"],
                                checks=["open"])
-        return check_connection(db, path, embedder)
+        # FTS5's check needs a writable connection; it is closed while this read-only one still
+        # holds the file (in WAL mode a reader keeps a shared lock), so closing it checkpoints nothing.
+        writer = None
+        if os.access(path, os.W_OK):
+            try:
+                writer = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None, timeout=30.0)
+            except sqlite3.Error:
+                writer = None
+        try:
+            return check_connection(db, path, embedder, fts_db=writer, fts_check=writer is not None)
+        finally:
+            if writer is not None:
+                writer.close()
     finally:
         db.close()
 
