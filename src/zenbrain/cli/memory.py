@@ -39,6 +39,7 @@ def register(subs: Any) -> None:
     p.add_argument("--meta", metavar="JSON", help='metadata as a JSON object, e.g. \'{"source": "chat"}\'')
     p.add_argument("--event-time", metavar="TIME", help="when it happened: ISO 8601 (2023-05-08T13:56Z; no zone = UTC) or seconds since the epoch")
     p.add_argument("--importance", metavar="X", type=float, help="importance in [0, 1] (default 0.5)")
+    p.add_argument("--supersedes", metavar="ID[,ID]", help="ids of earlier memories this one replaces")
     p.add_argument("--json", action="store_true", help="print the stored memory as JSON")
 
     p = command(subs, "recall", cmd_recall, "the memories that best answer a query")
@@ -48,6 +49,8 @@ def register(subs: Any) -> None:
     p.add_argument("--why", action="store_true", help="show each hit's score breakdown")
     p.add_argument("--json", action="store_true", help="print the hits as JSON")
     p.add_argument("--no-touch", action="store_true", help="read-only recall: no access counts, no learning")
+    p.add_argument("--as-of", metavar="TIME", help="recall what held at this time (ISO 8601 or epoch seconds)")
+    p.add_argument("--include-superseded", action="store_true", help="let memories a later one replaced compete")
 
     for name, func, text in (
         ("get", cmd_get, "show one memory"),
@@ -180,6 +183,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         item = mem.store(
             _text_arg(args.text, "TEXT"), scope, kind=args.kind, layer=args.layer, metadata=meta,
             event_time=event_time, importance=args.importance,
+            supersedes=[x.strip() for x in args.supersedes.split(",") if x.strip()] if args.supersedes else None,
         )
     if args.json:
         print_json(_item_dict(item))
@@ -194,7 +198,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     scope = make_scope(args)
     layers = [x.strip() for x in args.layers.split(",") if x.strip()] if args.layers else None
     with open_store(args) as mem:
-        hits = mem.recall(args.query, scope, k=args.k, layers=layers, touch=not args.no_touch)
+        hits = mem.recall(args.query, scope, k=args.k, layers=layers, touch=not args.no_touch,
+                          as_of=_parse_time(args.as_of, "--as-of"), include_superseded=args.include_superseded)
     if args.json:
         print_json({
             "query": args.query,
