@@ -113,8 +113,10 @@ def test_llm_extraction_adds_then_supersedes_over_http(open_store, server, provi
     second = add_messages(m, CONVO_2, ALICE, extractor=extractor)
     assert "Alice lives in Berlin" in server.requests_to(path)[-1].body["messages"][-1]["content"]
     [updated] = second.updated
-    assert updated.id == first.added[0].id and updated.content == "Alice lives in Paris" and updated.version == 2
-    assert [e.action for e in m.history(updated.id, ALICE)][-1] == "updated"
+    old = first.added[0]
+    assert updated.content == "Alice lives in Paris" and second.replaced == {updated.id: old.id}
+    assert m.get(old.id, ALICE).superseded_by == updated.id  # kept, with the time it stopped holding
+    assert [e.action for e in m.history(old.id, ALICE)][-1] == "superseded"
     assert [d.reason for d in second.ignored] == ["already stored"] and not second.added
     chat.close()
 

@@ -99,17 +99,23 @@ def test_a_conversation_becomes_episodes_and_durable_memories(open_store):
 
 
 def test_a_new_value_supersedes_the_stored_one_and_keeps_its_history(open_store):
-    m = open_store(clock=SimulatedClock(MAY1))
+    clock = SimulatedClock(MAY1)
+    m = open_store(clock=clock)
     first = add_messages(m, [{"role": "user", "content": "I live in Berlin. My favorite color is blue. I love green tea."}], ALICE)
     berlin = next(a for a in first.added if "Berlin" in a.content)
+    clock.advance(days=40)
     second = add_messages(m, [{"role": "user", "content": "I moved to Paris last month. I love green tea."}], ALICE)
-    assert [u.id for u in second.updated] == [berlin.id]
-    now = m.get(berlin.id, ALICE)
-    assert now.content == "I moved to Paris last month." and now.version == 2
-    assert now.metadata["supersedes"] == "I live in Berlin."
+    [paris] = second.updated
+    assert paris.content == "I moved to Paris last month." and second.replaced == {paris.id: berlin.id}
+    assert paris.metadata["supersedes"] == "I live in Berlin."
+    assert m.get(berlin.id, ALICE).superseded_by == paris.id  # the old value stays, with its valid time
     assert [d.text for d in second.ignored] == ["I love green tea."]  # already stored
     assert not second.added
-    assert m.rollback(berlin.id, ALICE).content == "I live in Berlin."
+    now_ids = [h.id for h in m.recall("where do I live?", ALICE, k=10, layers=[paris.layer], touch=False)]
+    then_ids = [h.id for h in m.recall("where do I live?", ALICE, k=10, layers=[paris.layer], touch=False,
+                                       as_of=paris.valid_from - 1)]
+    assert paris.id in now_ids and berlin.id not in now_ids
+    assert berlin.id in then_ids and paris.id not in then_ids
     # Within one conversation the last value wins.
     third = add_messages(m, [{"role": "user", "content": "My favorite color is green. Actually my favorite color is red."}],
                          ALICE)

@@ -10,10 +10,10 @@ Given chat messages and a scope it
    new (add), a new value of a stored one (update) or nothing new (ignore);
 4. writes, in one transaction with one embedding batch, every turn of the chosen roles as
    an episode (``"speaker: text"``; metadata ``speaker``, ``role``, ``turn``, ``session``,
-   ``source``; the turn's timestamp as ``event_time``) together with the added memories;
-   then each update through ``memory.update`` (the old version stays in the memory's
-   history, ``rollback`` restores it), then each plan with a time or a cue through
-   ``memory.intend``.
+   ``source``; the turn's timestamp as ``event_time``) together with the added memories
+   and the updates: an update is a new memory that supersedes the stored one (which is
+   kept, with the time it stopped holding, for ``recall(as_of=...)`` and the history);
+   then each plan with a time or a cue through ``memory.intend``.
 
 Bad input raises a :class:`~zenbrain.errors.ValidationError` before anything is written.
 """
@@ -45,7 +45,8 @@ class IngestResult:
 
     episodes: list[MemoryItem] = field(default_factory=list)
     added: list[MemoryItem] = field(default_factory=list)
-    updated: list[MemoryItem] = field(default_factory=list)
+    updated: list[MemoryItem] = field(default_factory=list)  # new memories that replace stored ones
+    replaced: dict[str, str] = field(default_factory=dict)  # new memory id -> the id it superseded
     ignored: list[Decision] = field(default_factory=list)
     intentions: list[dict[str, Any]] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
@@ -58,7 +59,8 @@ class IngestResult:
         return {
             "episodes": [m.id for m in self.episodes],
             "added": [{"id": m.id, "content": m.content, "layer": m.layer.value} for m in self.added],
-            "updated": [{"id": m.id, "content": m.content, "version": m.version} for m in self.updated],
+            "updated": [{"id": m.id, "content": m.content, "supersedes": self.replaced.get(m.id)}
+                        for m in self.updated],
             "ignored": [{"text": d.text, "reason": d.reason} for d in self.ignored],
             "intentions": [{k: v for k, v in i.items() if k != "cue_embedding"} for i in self.intentions],
             "extractor": self.extractor,
@@ -142,22 +144,29 @@ def add_messages(
             event_time=t.timestamp if t.timestamp is not None else now,
             metadata={**base, "speaker": t.speaker, "role": t.role, "turn": t.index},
         ))
-    adds = [d for d in decisions if d.action == "add"]
-    for d in adds:
-        records.append(dict(content=d.text, kind=TYPES[d.type], importance=_IMPORTANCE[d.type],
-                            event_time=_event_time(d, by_index, now), metadata=_metadata(d, base, by_index, extractor)))
+    writes = [d for d in decisions if d.action in ("add", "update")]
+    targets = {m.id: m for m in related}
+    for d in writes:
+        rec = dict(content=d.text, kind=TYPES[d.type], importance=_IMPORTANCE[d.type],
+                   event_time=_event_time(d, by_index, now), metadata=_metadata(d, base, by_index, extractor))
+        old = targets.get(d.target_id or "") if d.action == "update" else None
+        # A value told about a time before the stored one began cannot replace it: it is
+        # added, and the store step dates it (it ends where the stored one begins).
+        if old is not None and old.valid_until is None and (rec["event_time"] is None or rec["event_time"] >= old.valid_from):
+            rec["supersedes"] = old.id
+            rec["metadata"]["supersedes"] = old.content
+        records.append(rec)
     stored = memory.store_many(records, scope) if records else []
-    result = IngestResult(episodes=stored[: len(episode_turns)], added=stored[len(episode_turns):],
-                          decisions=decisions, extractor=extractor.name, usage=extraction.usage,
-                          model=extraction.model, cost_usd=extraction.cost_usd)
-    for d in decisions:
-        if d.action == "update":
-            assert d.target_id is not None
-            old = memory.get(d.target_id, scope)
-            meta = {**old.metadata, **_metadata(d, base, by_index, extractor), "supersedes": old.content}
-            result.updated.append(memory.update(d.target_id, scope, content=d.text, metadata=meta))
-        elif d.action == "ignore":
-            result.ignored.append(d)
+    written = stored[len(episode_turns):]
+    result = IngestResult(episodes=stored[: len(episode_turns)], decisions=decisions, extractor=extractor.name,
+                          usage=extraction.usage, model=extraction.model, cost_usd=extraction.cost_usd)
+    for rec, item in zip(records[len(episode_turns):], written):
+        if "supersedes" in rec:
+            result.updated.append(item)
+            result.replaced[item.id] = rec["supersedes"]
+        else:
+            result.added.append(item)
+    result.ignored = [d for d in decisions if d.action == "ignore"]
     for d in decisions:
         if d.type == "plan" and d.action != "ignore" and (d.due_at is not None or d.cue):
             result.intentions.append(memory.intend(d.text, scope, cue=d.cue or None, due_at=d.due_at))
