@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..engine import Engine
-from ..mechanisms import bayesian, imad, two_factor
+from ..mechanisms import bayesian, emotional, imad, two_factor
 from ..model import Edge, HistoryEvent, Kind, Layer, MemoryItem
 from ..state import (
     KV_DEBATES,
@@ -28,6 +28,7 @@ from ..state import (
     RELATION_SIMILAR,
     RELATION_SUPPORTS,
     RELATION_TEMPORAL,
+    SIGNIFICANCE,
 )
 from ..storage.base import Filter, Partition, Transaction
 from .llm import run_dialogue
@@ -55,18 +56,38 @@ def plan_links(engine: Engine, part: Partition, items: list[MemoryItem], vecs: n
     Bayesian handling of new facts. Changes the new items' confidences and metadata."""
     plan = LinkPlan()
     template = two_factor.new_edge(params=engine.config.params.two_factor_hebbian)
-    _association_edges(engine, part, items, vecs, now, plan, template)
+    if engine.on("two_factor_hebbian"):  # associations are Two-Factor synapses: none without it
+        _association_edges(engine, part, items, vecs, now, plan, edge_templates(engine, items))
     facts = [(row, i) for row, i in enumerate(items) if i.layer is Layer.SEMANTIC and i.kind is not Kind.SCHEMA]
     if facts and (engine.on("imad_debate") or engine.on("bayesian_confidence")):
         _check_facts(engine, part, facts, vecs, now, plan, template)
     return plan
 
 
+def edge_templates(engine: Engine, items: list[MemoryItem]) -> dict[str, tuple[float, float, int]]:
+    """The initial (weight, variance, count) of the association edges each new memory makes:
+    Two-Factor's new edge scaled by the memory's emotional encoding multiplier (when
+    emotional tagging is on), so an arousing memory's links start stronger and decay slower."""
+    tp = engine.config.params.two_factor_hebbian
+    if not engine.on("emotional_tagging"):
+        plain = two_factor.new_edge(params=tp)
+        return {i.id: plain for i in items}
+    mult = np.atleast_1d(emotional.encoding_multiplier(
+        arousal=np.fromiter((i.arousal for i in items), float, len(items)),
+        significance=np.fromiter((float(i.state.get(SIGNIFICANCE, 0.0)) for i in items), float, len(items)),
+        params=engine.config.params.emotional_tagging))
+    return {i.id: two_factor.new_edge(params=tp, encoding_multiplier=float(m)) for i, m in zip(items, mult.tolist())}
+
+
+def _stronger(template: tuple[float, float, int]) -> tuple[float, float]:
+    return template[0], -template[1]
+
+
 def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem], vecs: np.ndarray, now: float,
-                       plan: LinkPlan, template: tuple[float, float, int]) -> None:
-    # Consecutive memories of one batch were active together.
+                       plan: LinkPlan, templates: dict[str, tuple[float, float, int]]) -> None:
+    # Consecutive memories of one batch were active together; the more emotional one sets the edge.
     for a, b in itertools.pairwise(items):
-        plan.add(a.id, b.id, RELATION_TEMPORAL, template, now)
+        plan.add(a.id, b.id, RELATION_TEMPORAL, max(templates[a.id], templates[b.id], key=_stronger), now)
     # Recently active memories are co-active with the new ones.
     recent = engine.store.query(part, Filter(session_id=items[0].session_id, contexts=frozenset({items[0].context})),
                                 order_by="last_access", descending=True, limit=engine.config.links.recent_window)
@@ -82,7 +103,7 @@ def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem],
     for item, cols, vals in zip(items, order.tolist(), np.take_along_axis(sims, order, axis=1).tolist()):
         for j, v in zip(cols, vals):
             if v >= lp.link_min_similarity:
-                plan.add(item.id, pool_ids[j], RELATION_SIMILAR, template, now)
+                plan.add(item.id, pool_ids[j], RELATION_SIMILAR, templates[item.id], now)
     # Shared named entities link facts across time.
     by_entity: dict[str, list[str]] = {}
     for r in recent:
@@ -91,7 +112,7 @@ def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem],
     for item in items:
         for e in item.metadata.get(META_ENTITIES, []):
             for other in by_entity.get(e, [])[:lp.links_per_item]:
-                plan.add(item.id, other, RELATION_SHARES_ENTITY, template, now)
+                plan.add(item.id, other, RELATION_SHARES_ENTITY, templates[item.id], now)
             by_entity.setdefault(e, []).append(item.id)
 
 

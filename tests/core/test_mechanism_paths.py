@@ -1,0 +1,121 @@
+"""Mechanisms whose output must reach the data path: each test runs the public API with the
+mechanism on and off (or with and without the signal it reads) and asserts the difference
+it makes downstream, not only that it wrote something."""
+
+from __future__ import annotations
+
+import pytest
+from core_helpers import DIM, T0
+
+from zenbrain import Scope, SimulatedClock
+from zenbrain.api import open_memory
+from zenbrain.config import Config
+from zenbrain.mechanisms import emotional, two_factor
+from zenbrain.providers.hashing import HashingEmbedder
+from zenbrain.state import RELATION_SHARES_ENTITY, RELATION_SIMILAR, RELATION_TEMPORAL
+
+SCOPE = Scope("alice", "assistant")
+PART = (SCOPE.user_id, SCOPE.agent_id)
+ASSOCIATIONS = {RELATION_TEMPORAL, RELATION_SIMILAR, RELATION_SHARES_ENTITY}
+
+
+@pytest.fixture
+def opened(tmp_path):
+    """``opened(config, label)`` -> (coordinator, clock), each label its own store."""
+    made = []
+
+    def make(config: Config | None = None, label: str = "run"):
+        clock = SimulatedClock(T0)
+        mem = open_memory(str(tmp_path / f"{label}.db"), embedder=HashingEmbedder(DIM), clock=clock,
+                          config=config or Config())
+        made.append(mem)
+        return mem, clock
+
+    yield make
+    for m in made:
+        m.close()
+
+
+# ----------------------------------------------------------------------------- store-time edges
+EMOTIONAL = "The terrible car accident left me terrified and devastated!"
+NEUTRAL = "The car was parked near the office building."
+CALM = "The red car was parked behind the office building."
+
+
+def _edges(mem):
+    return {(e.src, e.dst, e.relation): e for e in mem.storage.edges(PART)}
+
+
+def test_emotional_arousal_scales_the_initial_weight_of_store_time_edges(opened):
+    """On: the edge an arousing memory makes at store time starts at weight x m and variance
+    / m, m its emotional encoding multiplier; two neutral memories link at the Two-Factor
+    defaults. Off: every new edge starts at the defaults."""
+    w0, v0, _ = two_factor.new_edge()
+    m = emotional.tag(EMOTIONAL).encoding_multiplier
+    assert m > 1.2
+
+    def run(config, label):
+        mem, _ = opened(config, label)
+        emo, neutral = mem.store_many([dict(content=EMOTIONAL), dict(content=NEUTRAL)], SCOPE)
+        calm = mem.store(CALM, SCOPE)
+        return _edges(mem), emo, neutral, calm
+
+    edges, emo, neutral, calm = run(Config(), "on")
+    hot = edges[(emo.id, neutral.id, RELATION_TEMPORAL)]
+    assert hot.weight == pytest.approx(w0 * m) and hot.variance == pytest.approx(v0 / m)
+    cool = [e for (a, _b, rel), e in edges.items() if a == calm.id and rel in ASSOCIATIONS]
+    assert cool and all(e.weight == pytest.approx(w0) and e.variance == pytest.approx(v0) for e in cool)
+
+    edges_off, emo, neutral, _ = run(Config().without("emotional_tagging"), "off")
+    plain = edges_off[(emo.id, neutral.id, RELATION_TEMPORAL)]
+    assert (plain.weight, plain.variance) == (pytest.approx(w0), pytest.approx(v0))
+
+
+def test_an_emotional_edge_outlasts_a_neutral_one_under_two_factor_decay():
+    """Lower variance is higher importance, so the emotional edge also decays more slowly."""
+    w_hot, v_hot, _ = two_factor.new_edge(encoding_multiplier=1.4)
+    w_cold, v_cold, _ = two_factor.new_edge()
+    (hot, _), (cold, _) = (two_factor.decay(w, v, days=30.0) for w, v in ((w_hot, v_hot), (w_cold, v_cold)))
+    assert hot / w_hot > cold / w_cold
+
+
+def test_new_edge_refuses_a_multiplier_below_one():
+    from zenbrain.errors import ValidationError
+
+    with pytest.raises(ValidationError):
+        two_factor.new_edge(encoding_multiplier=0.5)
+
+
+def test_two_factor_off_makes_no_store_time_association_edges(opened):
+    """Off: storing related memories (one batch, similar content, a shared name) creates no
+    temporal, similar or shared-entity edge; on: it creates all three kinds."""
+
+    def run(config, label):
+        mem, _ = opened(config, label)
+        mem.store("Alice Walker moved to Berlin in spring", SCOPE, kind="fact")
+        mem.store_many([dict(content="Alice Walker works at the Berlin observatory", kind="fact"),
+                        dict(content="The observatory in Berlin opens at night")], SCOPE)
+        mem.store("The observatory in Berlin opens every night", SCOPE)
+        return {rel for (_a, _b, rel) in _edges(mem)}
+
+    assert ASSOCIATIONS <= run(Config(), "on")
+    assert not ASSOCIATIONS & run(Config().without("two_factor_hebbian"), "off")
+
+
+# ----------------------------------------------------------------------------- novelty window
+def test_a_novelty_window_multiplies_encoding_strength(opened):
+    """The MetacognitiveMonitor's boost b after a surprise multiplies the encoding strength
+    (strength x (1 + b)), as every other encoding factor does."""
+
+    def run(config, label):
+        mem, clock = opened(config, label)
+        mem.store("Quarterly tax forms are filed in April", SCOPE)
+        clock.advance(hours=1)
+        mem.recall("purple elephant umbrella", SCOPE, k=1)  # nothing matches: a surprise
+        clock.advance(seconds=60)
+        return mem.store("The bakery on the corner sells rye bread", SCOPE)
+
+    on = run(Config(), "on")
+    off = run(Config().without("metacognitive_monitor"), "off")
+    boost = 0.2 * (1.0 - 60.0 / 600.0)
+    assert on.strength == pytest.approx(off.strength * (1.0 + boost))
