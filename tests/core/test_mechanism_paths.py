@@ -119,3 +119,84 @@ def test_a_novelty_window_multiplies_encoding_strength(opened):
     off = run(Config().without("metacognitive_monitor"), "off")
     boost = 0.2 * (1.0 - 60.0 / 600.0)
     assert on.strength == pytest.approx(off.strength * (1.0 + boost))
+
+
+# ----------------------------------------------------------------------------- sleep LTP / LTD
+USEFUL = "The deploy script fixed the broken build on the staging server"
+DULL = "The weather was grey and windy on Monday afternoon"
+OTHER = "We ordered pizza for the team lunch on Friday"
+
+
+def _sleep_scene(mem, clock):
+    useful, dull, _ = mem.store_many([dict(content=t, layer="episodic") for t in (USEFUL, DULL, OTHER)], SCOPE)
+    mem.record_outcome(useful.id, SCOPE, True)
+    mem.record_outcome(useful.id, SCOPE, True)
+    clock.advance(hours=2)
+    return useful.id, dull.id
+
+
+def _archive_day(mem, clock, mid, days=40):
+    """The first whole day on which decay archives the memory (None: not within ``days``)."""
+    for day in range(1, days + 1):
+        clock.advance(days=1)
+        rep = mem.decay(SCOPE)
+        if mid in rep.stages["archive"]["ids"]:
+            return day
+    return None
+
+
+@pytest.mark.parametrize("forgetting", ["ebbinghaus", "default"])
+def test_sleep_ltp_and_ltd_reach_retrievability_ranking_and_archiving(opened, forgetting):
+    """A rewarded episode strengthened by sleep (LTP) keeps a longer stability, ranks higher
+    later and (Ebbinghaus forgetting only) is archived later than in the same run without
+    Simulation-Selection sleep; an unused one (LTD) fades sooner. With TripleCopy on as
+    well (the default), its copies follow the same factor."""
+    base = Config().without("triple_copy") if forgetting == "ebbinghaus" else Config()
+
+    def run(config, label):
+        mem, clock = opened(config, label)
+        useful, dull = _sleep_scene(mem, clock)
+        rep = mem.sleep(SCOPE, detail=True)
+        clock.advance(days=2)
+        hits = mem.recall("deploy script build staging", SCOPE, k=3, touch=False)
+        (hit,) = [h for h in hits if h.item.id == useful]
+        out = dict(rep=rep, useful=mem.get(useful, SCOPE), dull=mem.get(dull, SCOPE), hit=hit)
+        out["archived_useful"] = _archive_day(mem, clock, useful)
+        return out
+
+    on, off = run(base, "on"), run(base.without("simulation_selection_sleep"), "off")
+    sel = on["rep"].stages["simulation_selection_sleep"]
+    assert on["useful"].id in sel["ltp"] and on["dull"].id in sel["ltd"]
+    factor_up = on["useful"].strength / off["useful"].strength
+    factor_down = on["dull"].strength / off["dull"].strength
+    assert factor_up > 1.0 > factor_down
+    assert on["useful"].stability == pytest.approx(off["useful"].stability * factor_up)
+    assert on["dull"].stability == pytest.approx(off["dull"].stability * factor_down)
+    assert on["hit"].why.retrievability > off["hit"].why.retrievability
+    assert on["hit"].score > off["hit"].score
+    if forgetting == "ebbinghaus":
+        assert off["archived_useful"] is not None
+        assert on["archived_useful"] is None or on["archived_useful"] > off["archived_useful"]
+    else:  # TripleCopy's consolidated deep copy keeps it either way; its copies follow the factor
+        for name, f in (("useful", factor_up), ("dull", factor_down)):
+            s0_on, s0_off = on[name].state["copies"]["s0"], off[name].state["copies"]["s0"]
+            assert s0_on == pytest.approx(min(1.0, s0_off * f))
+        assert on["dull"].state["copies"]["s0"] < off["dull"].state["copies"]["s0"]
+
+
+def test_sleep_ltd_archives_an_unused_episode_sooner(opened):
+    base = Config().without("triple_copy")
+
+    def run(config, label):
+        mem, clock = opened(config, label)
+        _, dull = _sleep_scene(mem, clock)
+        mem.sleep(SCOPE)
+        return _archive_day(mem, clock, dull)
+
+    on, off = run(base, "on"), run(base.without("simulation_selection_sleep"), "off")
+    assert off is not None and on is not None and on < off
+    mem, clock = opened(base, "history")
+    _, dull = _sleep_scene(mem, clock)
+    mem.sleep(SCOPE)
+    (ev,) = [e for e in mem.history(dull, SCOPE) if e.action == "replayed"]
+    assert ev.detail["action"] == "ltd" and ev.detail["stability"][1] < ev.detail["stability"][0]
