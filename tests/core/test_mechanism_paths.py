@@ -200,3 +200,34 @@ def test_sleep_ltd_archives_an_unused_episode_sooner(opened):
     mem.sleep(SCOPE)
     (ev,) = [e for e in mem.history(dull, SCOPE) if e.action == "replayed"]
     assert ev.detail["action"] == "ltd" and ev.detail["stability"][1] < ev.detail["stability"][0]
+
+
+# ----------------------------------------------------------------------------- counterfactual surprise
+BUILD_FAILED = "The deploy script failed to fix the broken build on the staging server"
+BUILD_FIXED = "The deploy script fixed the broken build on the staging server at night"
+
+
+def test_a_recalled_episode_that_then_fails_is_replayed_as_a_counterfactual(opened):
+    """Real use only: an episode recalled four times (a spaced hour apart) and then used
+    without success is a surprising failure, |delta_TD| = max(confidence 0.5, usage 4/5) - 0
+    = 0.8 > failed_td 0.6, so sleep recombines it with its similar successful neighbour.
+    Never recalled, the same failure predicts nothing (|delta_TD| = 0.5) and no
+    counterfactual is generated."""
+
+    def run(label, recalls):
+        mem, clock = opened(Config(), label)
+        failed, fixed = mem.store_many([dict(content=BUILD_FAILED, layer="episodic"),
+                                        dict(content=BUILD_FIXED, layer="episodic")], SCOPE)
+        for _ in range(recalls):
+            clock.advance(hours=2)
+            assert failed.id in {h.item.id for h in mem.recall("deploy script broken build staging", SCOPE, k=3)}
+        mem.record_outcome(failed.id, SCOPE, False)
+        mem.record_outcome(fixed.id, SCOPE, True)
+        clock.advance(hours=2)
+        return failed.id, fixed.id, mem.sleep(SCOPE).stages["simulation_selection_sleep"]
+
+    failed, fixed, used = run("recalled", 4)
+    (cf,) = used["counterfactuals"]
+    assert (cf["source_id"], cf["neighbour_id"]) == (failed, fixed)
+    _, _, unused = run("never_recalled", 0)
+    assert unused["counterfactuals"] == []

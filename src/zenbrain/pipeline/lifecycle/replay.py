@@ -37,8 +37,14 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
 
     reward: ``metadata.reward`` if set, else the success rate of recorded outcomes
     (state ``outcomes``), else usage, ``min(1, recalls / reward_saturation)``.
-    |delta_TD|: ``metadata.td_error`` if set, else the gap between the reward and what
-    the memory's confidence predicted, ``|reward - alpha / (alpha + beta)|``.
+    |delta_TD|: ``metadata.td_error`` if set, else the gap between the reward and what the
+    memory predicted. Without outcomes that prediction is its confidence,
+    ``alpha / (alpha + beta)``. Once outcomes are recorded, being recalled again and again
+    predicted a good outcome too, so the prediction is the larger of the confidence and
+    the usage reward: an episode recalled five times that then fails is a surprising
+    failure (|delta_TD| = 1), while one that was never recalled or believed in is not.
+    (With the confidence alone, 0.5 by default, a failure's |delta_TD| stays at or below
+    0.5 and never reaches ``failed_td``.)
     """
     # Python floats per item (the same double arithmetic as on array elements, less overhead).
     reward: list[float] = []
@@ -48,20 +54,23 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
         meta = it.metadata
         r = meta.get(META_REWARD)
         out = it.state.get(OUTCOMES)
+        usage = min(1.0, it.access_count / saturation)
+        predicted = it.confidence
         if isinstance(r, (int, float)) and not isinstance(r, bool):
             rv = float(r)
         elif isinstance(out, dict) and int(out.get("ok", 0)) + int(out.get("fail", 0)) > 0:
             ok, fail = int(out.get("ok", 0)), int(out.get("fail", 0))
             rv = ok / (ok + fail)
+            predicted = max(predicted, usage)
         else:
-            rv = min(1.0, it.access_count / saturation)
+            rv = usage
         rk = float(min(1.0, max(0.0, rv)))
         reward.append(rk)
         t = meta.get(META_TD_ERROR)
         if isinstance(t, (int, float)) and not isinstance(t, bool):
             td.append(min(1.0, abs(float(t))))
         else:
-            td.append(abs(rk - it.confidence))
+            td.append(abs(rk - predicted))
     return np.array(reward, dtype=float).reshape(-1), np.array(td, dtype=float).reshape(-1)
 
 
