@@ -11,8 +11,15 @@ from zenbrain import Scope, SimulatedClock
 from zenbrain.api import open_memory
 from zenbrain.config import Config
 from zenbrain.mechanisms import emotional, two_factor
+from zenbrain.pipeline import monitor_log
+from zenbrain.pma import hyperagent, metacognition
 from zenbrain.providers.hashing import HashingEmbedder
-from zenbrain.state import RELATION_SHARES_ENTITY, RELATION_SIMILAR, RELATION_TEMPORAL
+from zenbrain.state import (
+    KV_HYPER,
+    RELATION_SHARES_ENTITY,
+    RELATION_SIMILAR,
+    RELATION_TEMPORAL,
+)
 
 SCOPE = Scope("alice", "assistant")
 PART = (SCOPE.user_id, SCOPE.agent_id)
@@ -231,3 +238,154 @@ def test_a_recalled_episode_that_then_fails_is_replayed_as_a_counterfactual(open
     assert (cf["source_id"], cf["neighbour_id"]) == (failed, fixed)
     _, _, unused = run("never_recalled", 0)
     assert unused["counterfactuals"] == []
+
+
+# ----------------------------------------------------------------------------- MetacognitiveMonitor
+def _signals(mem, clock):
+    return metacognition.signals(monitor_log.load(mem.storage, PART), now=clock.now())
+
+
+def test_the_monitors_hit_is_feedback_on_a_recalled_memory(opened):
+    """A recall that returned memories is no hit by itself: it counts once feedback on one
+    of its results arrives (a review Good or better, a successful outcome), and a review
+    Again makes it a miss. Every piece of feedback carries the memory's predicted
+    retrievability and whether it was remembered, so calibration has data; every recall
+    carries the recent share of its results and of its candidates."""
+    mem, clock = opened(Config(), "monitor")
+    tea, bread = mem.store_many([dict(content="Alice drinks green tea every morning"),
+                                 dict(content="The bakery sells rye bread on Fridays")], SCOPE)
+    clock.advance(hours=2)
+    assert tea.id in {h.item.id for h in mem.recall("What does Alice drink in the morning?", SCOPE, k=2)}
+    sig = _signals(mem, clock)
+    assert sig.n_retrievals == 1 and sig.n_rated == 0 and sig.hit_rate is None  # not known yet
+    (logged,) = monitor_log.load(mem.storage, PART).retrievals
+    assert logged.used is None and tea.id in logged.ids
+    assert logged.recent_share == 1.0 and logged.recent_base == 1.0
+
+    mem.review(tea.id, SCOPE, "good")
+    sig = _signals(mem, clock)
+    assert sig.n_rated == 1 and sig.hit_rate == 1.0
+    (fb,) = monitor_log.load(mem.storage, PART).feedback
+    assert fb.used and fb.correct and 0.0 < fb.confidence <= 1.0 and sig.n_calibrated == 1
+
+    clock.advance(hours=2)
+    mem.recall("What does Alice drink in the morning?", SCOPE, k=2)
+    mem.review(tea.id, SCOPE, "again")
+    assert _signals(mem, clock).hit_rate == pytest.approx(1 / 2)
+    clock.advance(hours=2)
+    assert bread.id in {h.item.id for h in mem.recall("rye bread at the bakery", SCOPE, k=2)}
+    mem.record_outcome(bread.id, SCOPE, True)
+    sig = _signals(mem, clock)
+    assert sig.n_rated == 3 and sig.hit_rate == pytest.approx(2 / 3)
+
+
+def test_revisions_and_debates_are_logged_as_evidence_decisions(opened):
+    """Confirming a memory is confirming evidence, accepted; a new fact that loses an iMAD
+    debate against the stored facts it contradicts is contradicting evidence, refused."""
+    mem, clock = opened(Config(), "evidence")
+    berlin, _ = mem.store_many([dict(content="Alice lives in Berlin", layer="semantic"),
+                                dict(content="Alice lives in Berlin today", layer="semantic")], SCOPE)
+    clock.advance(hours=1)
+    paris = mem.store("Alice lives in Paris", SCOPE, layer="semantic")
+    assert paris.metadata.get("disputed") is True
+    assert mem.revise(berlin.id, SCOPE, "Alice lives in Berlin")["mode"] == "confirmed"
+    evidence = monitor_log.load(mem.storage, PART).evidence
+    assert [(e.confirming, e.accepted) for e in evidence] == [(False, False), (True, True)]
+    sig = _signals(mem, clock)
+    assert sig.confirm_accept_rate == 1.0 and sig.contradict_accept_rate == 0.0
+
+
+# ----------------------------------------------------------------------------- HyperAgent
+def test_the_hyperagent_shortens_review_intervals_after_overconfident_reviews(opened):
+    """Real use only: twelve memories, each recalled and then reviewed Again while the
+    library predicted it fully retrievable (R ~ 1). The monitor sees an overconfident
+    calibration (ECE > 0.1), sleep's HyperAgent moves review_interval_factor from 1 to 0.9,
+    and the next review's interval is 0.9 times the one of the same run without it."""
+    topics = ["tea", "bread", "train", "garden", "piano", "invoice", "dentist", "bicycle", "museum", "football",
+              "printer", "passport"]
+
+    def run(config, label):
+        mem, clock = opened(config, label)
+        items = mem.store_many([dict(content=f"Alice talked about the {t} on day {i}") for i, t in enumerate(topics)],
+                               SCOPE)
+        for it, t in zip(items, topics):
+            clock.advance(minutes=5)
+            assert it.id in {h.item.id for h in mem.recall(f"the {t}", SCOPE, k=3)}
+            mem.review(it.id, SCOPE, "again")
+        stage = mem.sleep(SCOPE).stages["metacognitive_hyperagent"]
+        clock.advance(hours=1)
+        probe = mem.store("The quarterly report is due at the end of March", SCOPE)
+        clock.advance(hours=1)
+        reviewed = mem.review(probe.id, SCOPE, "good")
+        return stage, reviewed.state["due_at"] - clock.now()
+
+    stage, interval = run(Config(), "on")
+    _, plain = run(Config().without("metacognitive_hyperagent"), "off")
+    assert "calibration" in stage["signals"]["alerts"]
+    (change,) = [c for c in stage["changes"] if c["name"] == "review_interval_factor"]
+    assert change["old"] == 1.0 and change["new"] == pytest.approx(0.9)
+    assert interval == pytest.approx(0.9 * plain)
+
+
+def _set_tuned(mem, **values):
+    state = hyperagent.initial_state(values=values)
+    with mem.storage.transaction() as tx:
+        tx.kv_put(PART, {KV_HYPER: state.to_dict()})
+
+
+def _probe_lexical_weight(mem, clock):
+    mem.store_many([dict(content="The invoice for the printer arrived on Tuesday"),
+                    dict(content="Alice paid the printer bill"), dict(content="The new invoice template is ready")], SCOPE)
+    clock.advance(hours=1)
+    return [h.score for h in mem.recall("printer invoice", SCOPE, k=3, touch=False)]
+
+
+def _probe_review_interval_factor(mem, clock):
+    m = mem.store("The quarterly report is due at the end of March", SCOPE)
+    clock.advance(hours=1)
+    return mem.review(m.id, SCOPE, "good").state["due_at"] - clock.now()
+
+
+def _probe_retrievability_floor(mem, clock):
+    mem.store("The invoice for the printer arrived on Tuesday", SCOPE)
+    clock.advance(days=20)
+    (h,) = mem.recall("printer invoice", SCOPE, k=1, touch=False)
+    return h.why.retrievability
+
+
+def _probe_contradiction_weight(mem, clock):
+    m = mem.store("Alice lives in Berlin", SCOPE, layer="semantic")
+    return mem.record_evidence(m.id, SCOPE, supports=False, strength=1.0).conf_beta
+
+
+PROBES = {
+    "lexical_weight": (0.0, _probe_lexical_weight),
+    "review_interval_factor": (0.5, _probe_review_interval_factor),
+    "retrievability_floor": (0.5, _probe_retrievability_floor),
+    "contradiction_weight": (2.0, _probe_contradiction_weight),
+}
+
+
+def test_every_hyperagent_tunable_has_a_probe():
+    assert set(PROBES) == set(hyperagent.TUNABLES)
+
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_every_hyperagent_tunable_has_a_consumer(opened, name):
+    """The value the HyperAgent stores for each tunable changes what the engine does; with
+    the HyperAgent off the stored value is ignored."""
+    value, probe = PROBES[name]
+
+    def run(config, label):
+        mem, clock = opened(config, label)
+        _set_tuned(mem, **{name: value})
+        return probe(mem, clock)
+
+    on, off = run(Config(), "on"), run(Config().without("metacognitive_hyperagent"), "off")
+    assert on != pytest.approx(off)
+    if name == "review_interval_factor":
+        assert on == pytest.approx(0.5 * off)
+    elif name == "retrievability_floor":
+        assert on == pytest.approx(0.5 + 0.5 * off)
+    elif name == "contradiction_weight":
+        assert (on, off) == (3.0, 2.0)

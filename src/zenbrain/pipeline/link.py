@@ -19,6 +19,7 @@ import numpy as np
 from ..engine import Engine
 from ..mechanisms import bayesian, emotional, imad, two_factor
 from ..model import Edge, HistoryEvent, Kind, Layer, MemoryItem
+from ..pma import metacognition
 from ..state import (
     KV_DEBATES,
     META_DISPUTED,
@@ -31,7 +32,9 @@ from ..state import (
     SIGNIFICANCE,
 )
 from ..storage.base import Filter, Partition, Transaction
+from . import monitor_log
 from .llm import run_dialogue
+from .tuned import tuned
 
 
 @dataclass
@@ -120,6 +123,7 @@ def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryI
                  plan: LinkPlan, template: tuple[float, float, int]) -> None:
     ip = engine.config.params.imad_debate
     lp = engine.config.links
+    weight = tuned(engine, part, "contradiction_weight", 1.0)  # the HyperAgent's, against confirmation bias
     flt = Filter(layers=frozenset({Layer.SEMANTIC}), contexts=frozenset({facts[0][1].context}))
     for row, item in facts:
         near = [(mid, s) for mid, s in engine.store.vector_search(part, vecs[row], lp.fact_neighbours, flt)
@@ -143,10 +147,10 @@ def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryI
         if engine.on("imad_debate") and imad.needs_debate(contradictions, params=ip):
             new_fact = imad.Fact(item.id, item.content, vecs[row], item.conf_alpha, item.conf_beta, 0, now)
             losers_pool = [f for f in cands if f.id in contra_ids]
-            decision = decide(engine, new_fact, losers_pool, now, ip)
+            decision = decide(engine, new_fact, losers_pool, now, ip, weight)
             post = {f.id: plan.confidences.get(f.id, (f.alpha, f.beta)) for f in losers_pool}
             post[item.id] = (item.conf_alpha, item.conf_beta)
-            for mid, (a, b) in imad.loser_updates(decision, post, params=ip).items():
+            for mid, (a, b) in imad.loser_updates(decision, post, params=ip, contradiction_weight=weight).items():
                 if mid == item.id:
                     item.conf_alpha, item.conf_beta = float(a), float(b)
                     item.metadata[META_DISPUTED] = True
@@ -164,11 +168,12 @@ def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryI
 
 
 def decide(engine: Engine, new: imad.Fact, stored: list[imad.Fact], now: float,
-           params: imad.IMADParams) -> imad.DebateDecision:
+           params: imad.IMADParams, contradiction_weight: float = 1.0) -> imad.DebateDecision:
     """The debate's decision: through the chat model when there is one, else arbitration."""
     if engine.chat is None:
-        return imad.arbitrate(new=new, stored=stored, now=now, params=params)
-    return run_dialogue(engine.chat, imad.debate(new=new, stored=stored, now=now, params=params),
+        return imad.arbitrate(new=new, stored=stored, now=now, params=params, contradiction_weight=contradiction_weight)
+    return run_dialogue(engine.chat, imad.debate(new=new, stored=stored, now=now, params=params,
+                                                 contradiction_weight=contradiction_weight),
                         max_tokens=int(params.llm_max_tokens), temperature=float(params.llm_temperature))
 
 
@@ -180,5 +185,11 @@ def write_links(engine: Engine, tx: Transaction, part: Partition, plan: LinkPlan
         log = engine.store.kv_get(part, KV_DEBATES) or []
         tx.kv_put(part, {KV_DEBATES: (log + plan.debates)[-engine.config.links.debate_log_size:]})
         tx.log(part, [HistoryEvent(d["new_id"], d["at"], "debated", d) for d in plan.debates])
+        if engine.on("metacognitive_monitor"):
+            # A debated fact is contradicting evidence; it is accepted unless the stored facts win.
+            decisions = [metacognition.evidence_event(at=d["at"], confirming=False, accepted=d["verdict"] != "keep_old")
+                         for d in plan.debates]
+            tx.kv_put(part, monitor_log.appended(engine.store, part, engine.config.params.metacognitive_monitor,
+                                                 evidence=decisions))
     if plan.edges:
         tx.put_edges(part, list(plan.edges.values()))

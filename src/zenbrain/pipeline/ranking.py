@@ -15,6 +15,7 @@ from ..retrieval.query import QueryInfo
 from ..state import KV_COMPOSITIONAL, PRIORITY, RELATION_CONTRADICTS
 from ..storage.base import Partition
 from .retrievability import retrievability
+from .tuned import tuned
 
 
 def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, window: bool = True) -> None:
@@ -76,12 +77,13 @@ def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int
             h.why.hebbian_boost = float(two_factor.recall_boost(w, var, params=tp))
 
 
-def retrievability_weight(engine: Engine, hits: list[RecallHit], now: float) -> None:
-    """Faded memories rank lower: score x (floor + (1 - floor) R)."""
+def retrievability_weight(engine: Engine, part: Partition, hits: list[RecallHit], now: float) -> None:
+    """Faded memories rank lower: score x (floor + (1 - floor) R); the HyperAgent raises the
+    floor when recall favours recent memories beyond their share of the candidates."""
     if not hits:
         return
     r = retrievability(engine, [h.item for h in hits], now)
-    floor = engine.config.recall.retrievability_floor
+    floor = tuned(engine, part, "retrievability_floor", engine.config.recall.retrievability_floor)
     for h, ri in zip(hits, r.tolist()):
         h.why.retrievability = floor + (1.0 - floor) * ri
 

@@ -191,7 +191,7 @@ def recall(
     # 3. Ranking factors.
     ranking.temporal_adjust(engine, hits, info, window=not window_ranked)
     ranking.hebbian_boost(engine, part, hits, k)
-    ranking.retrievability_weight(engine, hits, now)
+    ranking.retrievability_weight(engine, part, hits, now)
     ranking.priority_weight(engine, hits)
     for h in hits:
         b = h.why
@@ -211,7 +211,7 @@ def recall(
             break
 
     # 5. Side effects.
-    extra = after_recall(engine, part, scope, query, qvec, out, now) if touch else {}
+    extra = after_recall(engine, part, scope, query, qvec, out, now, pool) if touch else {}
     return RecallResult(
         out,
         query_type=info.type,
