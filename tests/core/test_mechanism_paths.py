@@ -9,7 +9,7 @@ from core_helpers import DIM, T0
 
 from zenbrain import Scope, SimulatedClock
 from zenbrain.api import open_memory
-from zenbrain.config import Config
+from zenbrain.config import Config, RecallParams
 from zenbrain.mechanisms import emotional, two_factor
 from zenbrain.pipeline import monitor_log
 from zenbrain.pma import hyperagent, metacognition
@@ -389,3 +389,54 @@ def test_every_hyperagent_tunable_has_a_consumer(opened, name):
         assert on == pytest.approx(0.5 + 0.5 * off)
     elif name == "contradiction_weight":
         assert (on, off) == (3.0, 2.0)
+
+
+# ----------------------------------------------------------------------------- contested facts
+def test_confidence_orders_the_sides_of_a_contradiction_and_spares_uncontested_facts(opened):
+    """Two facts that contradict each other (a contradicts edge): the one evidence backs
+    ranks above the one evidence speaks against, though the query matches the latter a
+    little better; with bayesian_confidence off their fused order stands. An uncontested
+    fact keeps belief 1 and, matching better, stays first."""
+
+    def run(config, label):
+        mem, clock = opened(config, label)
+        berlin = mem.store("Alice lives in Berlin", SCOPE, layer="semantic")
+        paris = mem.store("Alice lives in Paris", SCOPE, layer="semantic")
+        bakery = mem.store("Alice works at the bakery", SCOPE, layer="semantic")
+        mem.record_evidence(berlin.id, SCOPE, supports=True, strength=5)
+        mem.record_evidence(paris.id, SCOPE, supports=False, strength=5)
+        clock.advance(hours=1)
+        city = {h.item.id: h for h in mem.recall("Which city does Alice live in", SCOPE, k=3, touch=False)}
+        work = mem.recall("Where does Alice work", SCOPE, k=3, touch=False)
+        return berlin.id, paris.id, bakery.id, city, work
+
+    berlin, paris, bakery, city, work = run(Config(), "on")
+    assert city[paris].why.fused > city[berlin].why.fused
+    assert city[berlin].score > city[paris].score
+    assert city[berlin].why.belief == pytest.approx(1 - 0.3 * (1 - 6 / 7))
+    assert city[paris].why.belief == pytest.approx(1 - 0.3 * (1 - 1 / 7))
+    assert work[0].item.id == bakery and work[0].why.belief == 1.0
+    _, _, _, plain, _ = run(Config().without("bayesian_confidence"), "off")
+    ranked = sorted(plain.values(), key=lambda h: -h.score)
+    assert ranked[0].item.content.endswith("Paris") and all(h.why.belief == 1.0 for h in ranked)
+
+
+def test_a_fact_that_lost_a_debate_gives_up_the_disputed_penalty(opened):
+    """The new fact that loses an iMAD debate is flagged disputed: its belief factor is
+    1 - 0.3 (1 - c) - 0.1; with the penalty set to 0 only its confidence counts."""
+
+    def run(config, label):
+        mem, clock = opened(config, label)
+        mem.store_many([dict(content="Alice lives in Berlin", layer="semantic"),
+                        dict(content="Alice lives in Berlin today", layer="semantic")], SCOPE)
+        clock.advance(hours=1)
+        paris = mem.store("Alice lives in Paris", SCOPE, layer="semantic")
+        hits = {h.item.id: h for h in mem.recall("Which city does Alice live in", SCOPE, k=3, touch=False)}
+        return paris, hits[paris.id]
+
+    paris, hit = run(Config(), "on")
+    assert paris.metadata["disputed"] is True
+    assert hit.why.belief == pytest.approx(1 - 0.3 * (1 - paris.confidence) - 0.1)
+    _, lenient = run(Config(recall=RecallParams(disputed_penalty=0.0)), "lenient")
+    assert lenient.why.belief == pytest.approx(1 - 0.3 * (1 - paris.confidence))
+    assert hit.score < lenient.score

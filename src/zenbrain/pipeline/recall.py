@@ -8,7 +8,7 @@ read-only) let being recalled change the memories.
    a preference for the speakers the query names and for memories of the time it names;
    then the query type's layer weight (and the cross-context weight).
 3. Ranking factors (``ranking``): recency direction, the Two-Factor boost,
-   retrievability, priority.
+   retrievability, priority, and the belief in contested facts.
 4. De-duplication of near-identical content, the top k kept.
 5. Side effects (``recall_effects``), in one transaction.
 """
@@ -193,9 +193,10 @@ def recall(
     ranking.hebbian_boost(engine, part, hits, k)
     ranking.retrievability_weight(engine, part, hits, now)
     ranking.priority_weight(engine, hits)
+    ranking.belief_weight(engine, part, hits)
     for h in hits:
         b = h.why
-        h.score = b.final = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority
+        h.score = b.final = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority * b.belief
     hits.sort(key=lambda h: (-h.score, h.item.id))
 
     # 4. De-duplicate near-identical content, keep the better one.
