@@ -13,10 +13,13 @@ from .config import Config, LayerParams, RecallParams
 from .coordinator import MemoryCoordinator
 from .errors import (
     ConfigError,
+    DamagedStoreError,
+    ErasurePendingError,
     NotFoundError,
     ProviderError,
     ScopeError,
     StorageError,
+    StoreClosedError,
     UnknownLayerError,
     ValidationError,
     ZenBrainError,
@@ -31,6 +34,7 @@ from .model import (
     Scope,
     ScoreBreakdown,
 )
+from .pipeline.erase import ErasureReceipt
 from .registry import ALL_MECHANISMS, Mechanisms
 from .results import RecallResult, Report
 
@@ -42,7 +46,10 @@ __all__ = [
     "Clock",
     "Config",
     "ConfigError",
+    "DamagedStoreError",
     "Edge",
+    "ErasurePendingError",
+    "ErasureReceipt",
     "HistoryEvent",
     "Kind",
     "Layer",
@@ -61,6 +68,7 @@ __all__ = [
     "ScoreBreakdown",
     "SimulatedClock",
     "StorageError",
+    "StoreClosedError",
     "SystemClock",
     "UnknownLayerError",
     "ValidationError",

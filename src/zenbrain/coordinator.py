@@ -32,18 +32,20 @@ from .pipeline import (
     workspace,
 )
 from .pipeline.access import get_visible, partition_of, read_filter
+from .pipeline.erase import ErasureReceipt
 from .pipeline.retrievability import retrievability
 from .providers.base import ChatModel, Embedder
 from .results import RecallResult, Report
 from .storage.base import Store
-from .validation import check_number
+from .validation import check_layers, check_number
 
 
 def _check_limit(limit: Any) -> int | None:
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValidationError(f"limit must be a positive integer or None, got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 2**62:
+        shown = "an integer beyond 2**62" if isinstance(limit, int) and limit > 2**62 else repr(limit)[:60]
+        raise ValidationError(f"limit must be a positive integer or None, got {shown}")
     return limit
 
 
@@ -133,7 +135,7 @@ class MemoryCoordinator:
 
         ``touch=False`` makes recall read-only (no access counts, no learning).
         """
-        return recall.recall(self.engine, scope, query, k, layers=layers, time_range=time_range,
+        return recall.recall(self.engine, scope, query, k, layers=check_layers(layers), time_range=time_range,
                              include_archived=include_archived, touch=touch)
 
     def recall_many(self, queries: Sequence[str], scope: Scope, k: int = 10, **options: Any) -> list[RecallResult]:
@@ -194,13 +196,16 @@ class MemoryCoordinator:
         copy with fresh ids)."""
         return portability.import_records(self.engine, scope, lines, new_ids=new_ids)
 
-    def forget(self, memory_id: str, scope: Scope) -> None:
+    def forget(self, memory_id: str, scope: Scope) -> ErasureReceipt:
         """Erase a memory: its row, text, vector (unless shared), lexical entry, edges,
-        history and snapshots, and memories derived from it. Nothing stays readable."""
-        erase.forget(self.engine, scope, memory_id)
+        history and snapshots, and memories derived from it. Nothing stays readable, and
+        the receipt lists what was removed. Raises ``ErasurePendingError`` (carrying the
+        receipt) if another connection's old snapshot keeps the text in the files for now."""
+        return erase.forget(self.engine, scope, memory_id)
 
-    def forget_scope(self, scope: Scope) -> int:
-        """Erase every memory of the scope's user and agent (all sessions and contexts)."""
+    def forget_scope(self, scope: Scope) -> ErasureReceipt:
+        """Erase every memory of the scope's user and agent (all sessions and contexts);
+        the receipt lists them (see ``forget``)."""
         return erase.forget_scope(self.engine, scope)
 
     def contexts(self, scope: Scope) -> list[str]:
@@ -252,6 +257,8 @@ class MemoryCoordinator:
         """A memory's retrievability at each time of ``at`` if it is not used in between:
         the function decay archives by, evaluated without changing the memory."""
         item = get_visible(self.engine, scope, memory_id)
+        if isinstance(at, (str, bytes, dict)) or not isinstance(at, Iterable):
+            raise ValidationError(f"at must be a sequence of times, got {type(at).__name__}")
         times = [check_number("time", t) for t in at]
         return [float(retrievability(self.engine, [item], t)[0]) for t in times]
 
@@ -307,11 +314,17 @@ class MemoryCoordinator:
 
     # ------------------------------------------------------------------ the store
     def stats(self, scope: Scope | None = None) -> dict[str, Any]:
+        """Counts of what ``scope`` may read, computed over its own rows only (how many
+        vectors its memories use, how many bytes they hold): nothing in them depends on
+        another user's memories. Without a scope, the whole file's counts and size, for
+        the operator."""
         store_ = self.engine.store
         if scope is None:
             s = store_.stats(None)
+            size: dict[str, int] = {"file_bytes": s.file_bytes}
         else:
             s = store_.stats(partition_of(scope), read_filter(self.engine, scope, include_archived=True))
+            size = {"stored_bytes": s.stored_bytes}
         return {
             "memories": s.memories,
             "archived": s.archived,
@@ -319,7 +332,7 @@ class MemoryCoordinator:
             "by_layer": s.by_layer,
             "by_context": s.by_context,
             "cached_embeddings": s.cached_embeddings,
-            "file_bytes": s.file_bytes,
+            **size,
             "embedder": self.engine.embedder.name,
             "mechanisms_off": sorted(self.engine.config.mechanisms.disabled),
         }

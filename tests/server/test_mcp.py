@@ -121,7 +121,9 @@ def test_stdio_tools_store_recall_relate_and_report_errors(tmp_path: Path):
             stats = await call(s, "stats")
             assert stats["memories"] == 2 and stats["scope"]["user_id"] == "alice"
 
-            assert await call(s, "forget", id=a["id"]) == {"forgotten": a["id"]}
+            gone = await call(s, "forget", id=a["id"])
+            assert gone["forgotten"] == a["id"] and gone["receipt"]["memory_ids"] == [a["id"]]
+            assert gone["receipt"]["scrubbed"] is True
             assert f"no memory {a['id']!r} in this scope" in await error(s, "get_memory", id=a["id"])
             assert "content is empty" in await error(s, "remember", content="")
             assert "unknown kind" in await error(s, "remember", content="x", kind="gossip")
@@ -194,6 +196,16 @@ def test_create_server_in_process(tmp_path: Path):
             assert (await call(c, "review", id=m["id"], grade="good"))["id"] == m["id"]
             assert "unknown feedback" in await error(c, "review", id=m["id"], grade="splendid")
             assert "event_time must be ISO 8601" in await error(c, "remember", content="x", event_time="someday")
+            # Strict arguments: unknown names, wrong types and out-of-range numbers are named in one line.
+            text = await error(c, "remember", content="x", importanse=0.9)
+            assert "unknown argument(s) 'importanse'" in text and "importance" in text and "http" not in text
+            assert "k:" in await error(c, "recall", query="report", k=10**9)
+            assert "limit:" in await error(c, "episodes", limit=10**12)
+            text = await error(c, "remember_many", memories=[{"content": "fine"}, {"content": "   "}])
+            assert "memories[1]: content is empty" in text
+            assert "memories[0]" in await error(c, "remember_many", memories=[{"content": "x", "colour": "red"}])
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert tools["remember"].input_schema["additionalProperties"] is False
             assert (await call(c, "sleep"))["operation"] == "sleep"
             ctx = await call(c, "assemble_prompt", query="when is the quarterly report due?", budget_tokens=200)
             assert "Monday" in ctx["text"] and ctx["tokens"] <= 200

@@ -38,11 +38,14 @@ RULES_THE_SCHEMA_CANNOT_STATE = (
 
 @schemathesis.check
 def valid_requests_are_accepted(ctx: Any, response: Any, case: Any) -> bool | None:
-    """positive_data_acceptance, except for the cross-field rules above."""
+    """positive_data_acceptance, except for the cross-field rules above, and an
+    Idempotency-Key the generator reused for another request (a rule across requests)."""
     if response.status_code == 400:
         message = (response.json() or {}).get("message", "")
         if any(rule in message for rule in RULES_THE_SCHEMA_CANNOT_STATE):
             return None
+    if response.status_code == 422 and (response.json() or {}).get("error") == "IdempotencyKeyReused":
+        return None
     return positive_data_acceptance(ctx, response, case)
 
 

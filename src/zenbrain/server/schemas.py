@@ -363,8 +363,24 @@ class GoalOut(_Out):
     goal: str
 
 
+class ReceiptOut(_Out):
+    """What an erasure removed (``zenbrain.ErasureReceipt``)."""
+
+    memory_ids: list[str] = Field(description="The memories erased as asked.")
+    derived_ids: list[str] = Field(description="Memories derived from them (schemas abstracted from erased episodes).")
+    edges: int
+    history_rows: int
+    lexical_entries: int
+    vectors: int = Field(description="Vectors this scope's memories no longer use.")
+    records: int = Field(description="Partition records or debate-log entries naming an erased memory.")
+    requests: int = Field(description="Idempotency records of requests that wrote or returned an erased memory.")
+    scrubbed: bool = Field(description="The erased text is gone from the database file and its WAL (false: pending "
+                                       "until another reader of the file ends; the store finishes it at its next write).")
+
+
 class ForgottenOut(_Out):
     forgotten: int = Field(description="How many memories were erased.")
+    receipt: ReceiptOut
 
 
 class StatsOut(_Out):
@@ -373,8 +389,8 @@ class StatsOut(_Out):
     edges: int
     by_layer: dict[str, int]
     by_context: dict[str, int]
-    cached_embeddings: int
-    file_bytes: int
+    cached_embeddings: int = Field(description="The distinct vectors the scope's memories use.")
+    stored_bytes: int = Field(description="Bytes of the scope's memories: text, metadata, state and vectors.")
     embedder: str
     mechanisms_off: list[str]
 

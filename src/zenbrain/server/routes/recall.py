@@ -51,9 +51,11 @@ def router(api: ApiContext) -> APIRouter:
 
     @r.post("/v1/recall/batch", response_model=RecallBatchOut, responses=api.errors(body=True))
     def recall_batch(body: RecallBatchRequest, sc: S) -> dict[str, Any]:
-        """Recall for many queries, in order; one result per query, as from /v1/recall."""
-        results = call(memory.recall_many, body.queries, sc, body.k, layers=body.layers, time_range=body.time_range,
-                       include_archived=body.include_archived, touch=body.touch)
+        """Recall for many queries, in order; one result per query, as from /v1/recall. Each
+        query runs as its own operation, so a batch never holds other requests back for
+        long; the batch stops (503) if its deadline passes before every query ran."""
+        results = [call(memory.recall, q, sc, body.k, layers=body.layers, time_range=body.time_range,
+                        include_archived=body.include_archived, touch=body.touch) for q in body.queries]
         return {"results": [recall_dict(q, res) for q, res in zip(body.queries, results)]}
 
     @r.get("/v1/episodes", response_model=MemoryList, responses=api.errors())
