@@ -25,7 +25,7 @@ from ..state import (
     REVIEW_TOPIC,
     encode_vec,
 )
-from ..storage.base import Partition
+from ..storage.base import Partition, Transaction
 from ..validation import check_number
 from . import monitor_log
 from .access import check_id, check_own, get_own, partition_of, read_filter, visible
@@ -34,16 +34,22 @@ from .retrievability import retrievability
 from .tuned import tuned
 
 
-def monitor_feedback(engine: Engine, part: Partition, items: Sequence[MemoryItem], used: Sequence[bool],
-                     correct: Sequence[bool | None], now: float) -> dict[str, Any]:
-    """The kv writes that log feedback on ``items`` (before they change) in the monitor, for
-    the caller's transaction; the confidence of each is its retrievability R now."""
+def feedback_events(engine: Engine, items: Sequence[MemoryItem], used: Sequence[bool],
+                    correct: Sequence[bool | None], now: float) -> list[metacognition.FeedbackEvent]:
+    """The monitor's feedback events for ``items``, taken before they change: the confidence
+    of each is its retrievability R now (none while the monitor is off)."""
     if not engine.on("metacognitive_monitor") or not items:
-        return {}
+        return []
     r = retrievability(engine, items, now)
-    events = [metacognition.feedback_event(at=now, memory_id=i.id, used=u, correct=c, confidence=float(ri))
-              for i, u, c, ri in zip(items, used, correct, r.tolist())]
-    return monitor_log.appended(engine.store, part, engine.config.params.metacognitive_monitor, feedback=events)
+    return [metacognition.feedback_event(at=now, memory_id=i.id, used=u, correct=c, confidence=float(ri))
+            for i, u, c, ri in zip(items, used, correct, r.tolist())]
+
+
+def write_feedback(engine: Engine, tx: Transaction, part: Partition, events: list[metacognition.FeedbackEvent]) -> None:
+    """Append feedback events to the monitor's log inside the caller's transaction."""
+    if events:
+        tx.kv_put(part, monitor_log.appended(engine.store, part, engine.config.params.metacognitive_monitor,
+                                             feedback=events))
 
 
 def review_many(engine: Engine, scope: Scope, reviews: Sequence[tuple[str, int | str]]) -> list[MemoryItem]:
@@ -67,8 +73,7 @@ def review_many(engine: Engine, scope: Scope, reviews: Sequence[tuple[str, int |
 
     topic = topic_vector(engine, part) if engine.on("fsrs") and engine.on("vmpfc_fsrs") else None
     # Good or Easy: the memory served; Hard or better: it was recalled (an FSRS success).
-    monitor_kv = monitor_feedback(engine, part, items, [int(r) >= 3 for r in ratings], [int(r) >= 2 for r in ratings],
-                                  now)
+    events = feedback_events(engine, items, [int(r) >= 3 for r in ratings], [int(r) >= 2 for r in ratings], now)
     interval_factor = tuned(engine, part, "review_interval_factor", 1.0)
     ebb_p = engine.config.params.ebbinghaus_decay
     fsrs_p = engine.config.params.fsrs
@@ -99,8 +104,7 @@ def review_many(engine: Engine, scope: Scope, reviews: Sequence[tuple[str, int |
             tx.update_states(part, {i.id: i.state for i in items})
             tx.log(part, [HistoryEvent(i.id, now, "reviewed", {"rating": int(r), "due_at": i.state.get(DUE_AT)})
                           for i, r in zip(items, ratings)])
-            if monitor_kv:
-                tx.kv_put(part, monitor_kv)
+            write_feedback(engine, tx, part, events)
     return items
 
 
@@ -111,7 +115,7 @@ def record_outcome(engine: Engine, scope: Scope, memory_id: str, success: bool) 
     item = get_own(engine, scope, memory_id)
     part = partition_of(scope)
     now = engine.clock.now()
-    monitor_kv = monitor_feedback(engine, part, [item], [success], [success], now)
+    events = feedback_events(engine, [item], [success], [success], now)
     st = item.state.copy()
     outcomes = dict(st.get(OUTCOMES, {"ok": 0, "fail": 0}))
     outcomes["ok" if success else "fail"] += 1
@@ -128,8 +132,7 @@ def record_outcome(engine: Engine, scope: Scope, memory_id: str, success: bool) 
         tx.update_columns(part, [item.id], strength=[item.strength], stability=[item.stability], last_access=[now])
         tx.update_states(part, {item.id: st})
         tx.log(part, [HistoryEvent(item.id, now, "used", {"success": success, "outcomes": outcomes})])
-        if monitor_kv:
-            tx.kv_put(part, monitor_kv)
+        write_feedback(engine, tx, part, events)
     return item
 
 
@@ -147,7 +150,7 @@ def record_evidence(engine: Engine, scope: Scope, memory_id: str, *, supports: b
     now = engine.clock.now()
     before = (item.conf_alpha, item.conf_beta)
     weight = 1.0 if supports else tuned(engine, part, "contradiction_weight", 1.0)
-    monitor_kv = monitor_feedback(engine, part, [item], [supports], [None], now)
+    events = feedback_events(engine, [item], [supports], [None], now)
     item.conf_alpha, item.conf_beta = bayesian.observe(item.conf_alpha, item.conf_beta, supports=supports,
                                                        strength=strength * weight)
     with engine.store.transaction() as tx:
@@ -155,8 +158,7 @@ def record_evidence(engine: Engine, scope: Scope, memory_id: str, *, supports: b
         tx.log(part, [HistoryEvent(item.id, now, "evidence", {"supports": supports, "strength": strength,
                                                                "weight": weight, "before": list(before),
                                                                "after": [item.conf_alpha, item.conf_beta]})])
-        if monitor_kv:
-            tx.kv_put(part, monitor_kv)
+        write_feedback(engine, tx, part, events)
     return item
 
 
