@@ -74,6 +74,8 @@ class RecallParams(Params):
     boost_pool: int = bounded(3, 1, 100, "the Two-Factor boost reads edges among the top (boost_pool x k) candidates")
     coactive_top: int = bounded(5, 2, 100, "top hits of one recall whose pairwise co-recall edges learn")
     topic_rate: float = bounded(0.2, 0.0, 1.0, "how fast the partition's topic vector follows new queries")
+    contested_weight: float = bounded(0.3, 0.0, 0.5, "a contested fact's score x (1 - w (1 - confidence))")
+    disputed_penalty: float = bounded(0.1, 0.0, 0.3, "score share given up by a fact that lost an iMAD debate")
     # The fusion recipe (zenbrain.retrieval.fusion.RECIPES): how dense and lexical evidence
     # are combined, and how conversation turns are indexed when they are stored.
     recipe: str = "conversation"

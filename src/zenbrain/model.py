@@ -180,6 +180,7 @@ class ScoreBreakdown:
     retrievability: float = 1.0
     priority: float = 1.0
     temporal: float = 1.0
+    belief: float = 1.0  # a contested fact's confidence and iMAD verdict (1 when uncontested)
     other: dict[str, float] = field(default_factory=dict)
     final: float = 0.0
 
@@ -193,6 +194,7 @@ class ScoreBreakdown:
             "retrievability": self.retrievability,
             "priority": self.priority,
             "temporal": self.temporal,
+            "belief": self.belief,
         }
         out.update(self.other)
         out["final"] = self.final

@@ -58,3 +58,15 @@ def test_since_reads_only_recent_segments_and_legacy_values_are_read_first():
 def test_surprises_below_the_threshold_leave_no_event():
     assert mc.surprise_event(at=1.0, pe=0.5) is None
     assert monitor_log.appended(_store(), PART, mc.DEFAULT_PARAMS) == {}
+
+
+def test_a_recalls_ids_and_feedback_survive_the_store_and_rate_it():
+    store = _store()
+    _append(store, mc.DEFAULT_PARAMS, retrievals=[mc.retrieval_event(at=1.0, returned=2, used=None, ids=["a", "b"])])
+    _append(store, mc.DEFAULT_PARAMS, feedback=[mc.feedback_event(at=2.0, memory_id="b", used=True, correct=True,
+                                                                   confidence=0.9)])
+    state = monitor_log.load(store, PART)
+    assert state.retrievals[0].ids == ("a", "b") and state.retrievals[0].used is None
+    assert state.feedback == (mc.FeedbackEvent(at=2.0, memory_id="b", used=True, correct=True, confidence=0.9),)
+    sig = mc.signals(state, now=3.0)
+    assert sig.hit_rate == 1.0 and sig.n_calibrated == 1

@@ -174,8 +174,8 @@ def test_neuromodulator_revision_uses_the_configured_parameters(open_coord):
 
 def test_metacognitive_monitor_logs_recalls_and_boosts_encoding_after_a_surprise(open_coord):
     """On: every recall is logged; a recall whose best hit matches poorly (PE > 0.7) opens a
-    novelty window, and a memory stored 60 s later is encoded 0.2 * (1 - 60/600) = 0.18
-    stronger. Off: nothing is logged and the later memory gets no boost."""
+    novelty window, and a memory stored 60 s later is encoded 1 + 0.2 * (1 - 60/600) = 1.18
+    times stronger. Off: nothing is logged and the later memory gets no boost."""
 
     def scenario(coord, clock):
         part = (SCOPE.user_id, SCOPE.agent_id)
@@ -195,7 +195,7 @@ def test_metacognitive_monitor_logs_recalls_and_boosts_encoding_after_a_surprise
     assert len(state.surprises) == 1
     assert state.surprises[0].pe == pytest.approx(1.0 - on["top_dense"])
     boost = 0.2 * (1.0 - 60.0 / 600.0)
-    assert on["later"].strength == pytest.approx(off["later"].strength + boost)
+    assert on["later"].strength == pytest.approx(off["later"].strength * (1.0 + boost))
 
     assert off["log"] == metacognition.MonitorState()
 
@@ -212,7 +212,7 @@ def test_metacognitive_novelty_boost_uses_the_configured_parameters(open_coord):
         return dict(later=coord.store("The bakery on the corner sells rye bread", SCOPE))
 
     on, off = run_both(open_coord, "metacognitive_monitor", scenario, base=base)
-    assert on["later"].strength == pytest.approx(off["later"].strength + 0.3 * (1.0 - 60.0 / 600.0))
+    assert on["later"].strength == pytest.approx(off["later"].strength * (1.0 + 0.3 * (1.0 - 60.0 / 600.0)))
 
 
 # ----------------------------------------------------------------------------- scheduling

@@ -246,6 +246,18 @@ def test_loser_updates_add_contradicting_evidence():
     assert ups == {"new": (1.0, 3.0)}
 
 
+def test_contradiction_weight_weighs_the_new_facts_odds_and_the_losers_penalty():
+    """w multiplies the contradicting side: + log w on the new fact's score, w x loser_penalty."""
+    base = I.arbitrate(new=NEW, stored=OLD, now=NOW)
+    heavy = I.arbitrate(new=NEW, stored=OLD, now=NOW, contradiction_weight=3.0)
+    assert heavy.scores["new"] == pytest.approx(base.scores["new"] + math.log(3.0))
+    assert heavy.scores["stored"] == pytest.approx(base.scores["stored"])
+    ups = I.loser_updates(base, {"new": (1.0, 1.0)}, params=I.IMADParams(loser_penalty=2.0), contradiction_weight=1.5)
+    assert ups == {"new": (1.0, 4.0)}
+    with pytest.raises(ValidationError):
+        I.arbitrate(new=NEW, stored=OLD, now=NOW, contradiction_weight=0.0)
+
+
 def test_fact_from_memory_item():
     item = MemoryItem(
         id="m1", user_id="u", agent_id="a", session_id=None, context="default", layer=Layer.SEMANTIC,

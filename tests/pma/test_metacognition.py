@@ -15,6 +15,7 @@ from zenbrain.pma.metacognition import (
     MonitorState,
     calibration,
     log_evidence,
+    log_feedback,
     log_prediction_error,
     log_retrieval,
     novelty_boost,
@@ -80,6 +81,36 @@ def test_recency_bias_and_efficiency():
     assert {"recency_bias", "retrieval_efficiency"} <= sig.alert_kinds()
 
 
+def test_feedback_rates_the_latest_recall_that_returned_the_memory():
+    """A recall logged with used=None is not counted until feedback on one of its results
+    arrives within the feedback window; the feedback goes to the latest recall before it
+    that returned the memory; a recall that returned nothing is a miss at once."""
+    s = MonitorState()
+    s = log_retrieval(s, at=T0, returned=2, used=None, ids=["a", "b"])
+    s = log_retrieval(s, at=T0 + 10, returned=2, used=None, ids=["a", "c"], query_kind="keyword")
+    s = log_retrieval(s, at=T0 + 20, returned=0, used=0)
+    sig = signals(s, now=T0 + 30)
+    assert sig.n_retrievals == 3 and sig.n_rated == 1 and sig.hit_rate == 0.0  # only the empty recall is known
+    s = log_feedback(s, at=T0 + 40, memory_id="a", used=True)  # credited to the recall at T0 + 10
+    s = log_feedback(s, at=T0 + 41, memory_id="b", used=False)  # rates the first recall: a miss
+    sig = signals(s, now=T0 + 50)
+    assert sig.n_rated == 3 and sig.hit_rate == pytest.approx(1 / 3)
+    assert sig.efficiency_by_kind["keyword"].hit_rate == 1.0
+    assert sig.usage_rate == pytest.approx(1 / 4)
+    late = log_feedback(s, at=T0 + 2 * DAY, memory_id="c", used=True)  # beyond the window: rates nothing
+    assert signals(late, now=T0 + 2 * DAY).hit_rate == pytest.approx(1 / 3)
+
+
+def test_feedback_confidence_and_correctness_are_calibrated():
+    s = MonitorState()
+    for i in range(12):
+        s = log_feedback(s, at=T0 + i, memory_id=f"m{i}", used=False, correct=False, confidence=0.95)
+    s = log_feedback(s, at=T0 + 20, memory_id="x", used=True)  # no confidence: not a calibration pair
+    sig = signals(s, now=T0 + 30)
+    assert sig.n_calibrated == 12 and sig.ece == pytest.approx(0.95) and sig.overconfidence == pytest.approx(0.95)
+    assert "calibration" in sig.alert_kinds()
+
+
 def test_calibration_by_hand():
     c = [0.9, 0.9, 0.9, 0.9, 0.2, 0.2]
     y = [1, 1, 0, 0, 0, 1]
@@ -110,7 +141,9 @@ def test_novelty_window_linear_decay():
 def test_window_prune_and_round_trip():
     s = MonitorState()
     s = log_retrieval(s, at=T0 - 40 * DAY, returned=2, used=0)
-    s = log_retrieval(s, at=T0, returned=2, used=2, confidence=0.7, correct=True, recent_share=0.5, recent_base=0.5)
+    s = log_retrieval(s, at=T0, returned=2, used=2, confidence=0.7, correct=True, recent_share=0.5, recent_base=0.5,
+                      ids=["a", "b"])
+    s = log_feedback(s, at=T0, memory_id="a", used=True, correct=True, confidence=0.5)
     s = log_evidence(s, at=T0 - 31 * DAY, confirming=True, accepted=True)
     s = log_prediction_error(s, at=T0, pe=0.95)
     assert signals(s, now=T0).n_retrievals == 1

@@ -147,14 +147,16 @@ def add_messages(
     writes = [d for d in decisions if d.action in ("add", "update")]
     targets = {m.id: m for m in related}
     for d in writes:
-        rec = dict(content=d.text, kind=TYPES[d.type], importance=_IMPORTANCE[d.type],
-                   event_time=_event_time(d, by_index, now), metadata=_metadata(d, base, by_index, extractor))
+        when = _event_time(d, by_index, now)
+        meta = _metadata(d, base, by_index, extractor)
+        rec: dict[str, Any] = dict(content=d.text, kind=TYPES[d.type], importance=_IMPORTANCE[d.type],
+                                   event_time=when, metadata=meta)
         old = targets.get(d.target_id or "") if d.action == "update" else None
         # A value told about a time before the stored one began cannot replace it: it is
         # added, and the store step dates it (it ends where the stored one begins).
-        if old is not None and old.valid_until is None and (rec["event_time"] is None or rec["event_time"] >= old.valid_from):
+        if old is not None and old.valid_until is None and (when is None or when >= old.valid_from):
             rec["supersedes"] = old.id
-            rec["metadata"]["supersedes"] = old.content
+            meta["supersedes"] = old.content
         records.append(rec)
     stored = memory.store_many(records, scope) if records else []
     written = stored[len(episode_turns):]

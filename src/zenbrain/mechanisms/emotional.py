@@ -295,6 +295,18 @@ def decay_multiplier(
     return m
 
 
+def encoding_multiplier(*, arousal: Any, significance: Any = 0.0, params: EmotionalParams = DEFAULTS) -> Any:
+    """1 + encoding_boost * (w_arousal * arousal + w_significance * significance), the tag's
+    ``encoding_multiplier`` recomputed from stored arousal and significance; vectorised.
+
+    Where a memory's links are made, it scales the initial Two-Factor edge (paper, after
+    McGaugh 2004: arousal raises initial edge weights and lowers their decay)."""
+    a = np.clip(np.asarray(arousal, dtype=float), 0.0, 1.0)
+    s = np.clip(np.asarray(significance, dtype=float), 0.0, 1.0)
+    m = 1.0 + params.encoding_boost * (params.w_arousal * a + params.w_significance * s)
+    return m.item() if np.ndim(m) == 0 else m
+
+
 def tag(text: str, *, params: EmotionalParams = DEFAULTS) -> EmotionalTag:
     """Valence, arousal, significance and the multipliers derived from them for one text."""
     if not isinstance(text, str):
@@ -434,6 +446,7 @@ __all__ = [
     "EmotionalParams",
     "EmotionalTag",
     "decay_multiplier",
+    "encoding_multiplier",
     "tag",
     "tag_many",
 ]

@@ -29,6 +29,10 @@ without one, or when the model fails, evidence-weighted arbitration compares
 
 of the new fact with the log-sum-exp of the stored facts' scores (independent witnesses
 add up): a difference beyond ``margin`` decides, otherwise the verdict is ``merge``.
+``contradiction_weight`` w (1 by default; the metacognitive HyperAgent raises it against a
+confirmation bias) weighs the contradicting side: the new fact's odds count w times
+(+ log w on its score) and each loser gets w times ``loser_penalty`` contradicting
+pseudo-observations.
 """
 
 from __future__ import annotations
@@ -348,16 +352,25 @@ def _decision(verdict: str, new: Fact, old: Sequence[Fact]) -> tuple[list[str], 
     return [new.id, *old_ids], []
 
 
+def _weight(contradiction_weight: float) -> float:
+    w = float(contradiction_weight)
+    if not (math.isfinite(w) and w > 0):
+        raise ValidationError(f"contradiction_weight must be a positive number, got {contradiction_weight!r}")
+    return w
+
+
 def arbitrate(
-    *, new: Fact, stored: Sequence[Fact], now: float, params: IMADParams = IMADParams()
+    *, new: Fact, stored: Sequence[Fact], now: float, params: IMADParams = IMADParams(),
+    contradiction_weight: float = 1.0,
 ) -> DebateDecision:
-    """Evidence-weighted arbitration between the new fact and the stored facts it contradicts."""
+    """Evidence-weighted arbitration between the new fact and the stored facts it contradicts
+    (the new fact's odds weighted by ``contradiction_weight``)."""
     # scipy is imported where it is used: importing zenbrain stays fast.
     from scipy.special import expit, logsumexp
 
     if not stored:
         raise ValidationError("arbitration needs at least one stored fact")
-    s_new = evidence_score(new, now=now, params=params)
+    s_new = evidence_score(new, now=now, params=params) + math.log(_weight(contradiction_weight))
     s_old_each = np.array([evidence_score(f, now=now, params=params) for f in stored])
     s_old = float(logsumexp(s_old_each))
     diff = s_new - s_old
@@ -410,6 +423,7 @@ def debate(
     stored: Sequence[Fact],
     now: float,
     params: IMADParams = IMADParams(),
+    contradiction_weight: float = 1.0,
 ) -> Dialogue:
     """A debate between a new fact and the stored facts it contradicts, as a dialogue with a
     chat model: each step yields the messages of one turn (proponent, opponent, judge, up to
@@ -420,10 +434,10 @@ def debate(
     ``arbitrate``."""
     if not stored:
         raise ValidationError("debate needs at least one stored fact")
-    return _debate(new, list(stored), now, params)
+    return _debate(new, list(stored), now, params, _weight(contradiction_weight))
 
 
-def _debate(new: Fact, stored: list[Fact], now: float, params: IMADParams) -> Dialogue:
+def _debate(new: Fact, stored: list[Fact], now: float, params: IMADParams, weight: float) -> Dialogue:
     case = "NEW statement: " + _describe(new, now) + "\nSTORED statements it contradicts:\n" + "\n".join(
         f"- [{f.id}] " + _describe(f, now) for f in stored
     )
@@ -447,7 +461,7 @@ def _debate(new: Fact, stored: list[Fact], now: float, params: IMADParams) -> Di
                     f"\n\nYour turn as {role}.")
             reply = yield [{"role": "system", "content": roles[role]}, {"role": "user", "content": user}]
             if isinstance(reply, BaseException):
-                return _fallback(new, stored, now, params, transcript, f"{type(reply).__name__}: {reply}")
+                return _fallback(new, stored, now, params, weight, transcript, f"{type(reply).__name__}: {reply}")
             transcript.append({"speaker": role, "round": str(rnd), "content": str(reply)})
         verdict = parse_verdict(transcript[-1]["content"])
         if verdict is None:
@@ -458,12 +472,12 @@ def _debate(new: Fact, stored: list[Fact], now: float, params: IMADParams) -> Di
             m = re.search(r"reason\s*[:=]\s*(.+)", transcript[-1]["content"], re.IGNORECASE)
             rationale = m.group(1).strip() if m else transcript[-1]["content"].strip()[:500]
             return DebateDecision(verdict, winners, losers, rationale, transcript, "llm")
-    return _fallback(new, stored, now, params, transcript, failure)
+    return _fallback(new, stored, now, params, weight, transcript, failure)
 
 
-def _fallback(new: Fact, stored: Sequence[Fact], now: float, params: IMADParams, transcript: list[dict[str, str]],
-              failure: str) -> DebateDecision:
-    decision = arbitrate(new=new, stored=stored, now=now, params=params)
+def _fallback(new: Fact, stored: Sequence[Fact], now: float, params: IMADParams, weight: float,
+              transcript: list[dict[str, str]], failure: str) -> DebateDecision:
+    decision = arbitrate(new=new, stored=stored, now=now, params=params, contradiction_weight=weight)
     decision.method = "arbitration_fallback"
     decision.transcript = transcript
     decision.rationale = f"chat debate unusable ({failure}); {decision.rationale}"
@@ -471,15 +485,18 @@ def _fallback(new: Fact, stored: Sequence[Fact], now: float, params: IMADParams,
 
 
 def loser_updates(
-    decision: DebateDecision, facts: Mapping[str, tuple[float, float]], *, params: IMADParams = IMADParams()
+    decision: DebateDecision, facts: Mapping[str, tuple[float, float]], *, params: IMADParams = IMADParams(),
+    contradiction_weight: float = 1.0,
 ) -> dict[str, tuple[float, float]]:
     """New (alpha, beta) for each loser found in ``facts``: one contradicting observation of
-    weight ``loser_penalty``. Winners and 'merge' verdicts leave confidences unchanged."""
+    weight ``contradiction_weight * loser_penalty``. Winners and 'merge' verdicts leave
+    confidences unchanged."""
     out = {}
+    strength = params.loser_penalty * _weight(contradiction_weight)
     for fid in decision.loser_ids:
         if fid in facts:
             a, b = facts[fid]
-            out[fid] = bayesian.observe(a, b, supports=False, strength=params.loser_penalty)
+            out[fid] = bayesian.observe(a, b, supports=False, strength=strength)
     return out
 
 

@@ -26,7 +26,7 @@ LTD; in between: skipped. At most ``max_ltp`` candidates (highest TAG first) get
 when that cap is positive.
 
 LTP / LTD act on a real episode's strength (+0.10 / -0.05, within [strength_floor,
-strength_cap]) and on all its edges (+-, summed over both endpoints). A selected
+strength_cap]; ``trace_factor`` says how that moves its forgetting) and on all its edges (+-, summed over both endpoints). A selected
 counterfactual strengthens its bridge edge (or proposes a new one of weight Delta_LTP); an
 unselected one is skipped, not depressed, since LTD would weaken a real edge on the
 evidence of something that never happened. When edge variances are given, each edge's summed change
@@ -161,6 +161,23 @@ def tag_score(
     wsum = params.w_td + params.w_reward + params.w_novelty
     base = (params.w_td * td + params.w_reward * r + params.w_novelty * n) / wsum
     return np.clip((1.0 - params.w_emotion) * base + params.w_emotion * e, 0.0, 1.0)
+
+
+def trace_factor(*, old_strength: Any, new_strength: Any) -> Any:
+    """How far LTP / LTD moves a replayed memory's forgetting: new strength / old strength.
+
+    A trace's time constant is taken to be proportional to its strength, so the caller
+    multiplies the memory's Ebbinghaus stability (and TripleCopy's encoding strength) by
+    this factor: LTP (+0.10) from strength 0.6 lengthens it by 1/6, LTD (-0.05) shortens
+    it by 1/12. The same Delta_LTP gains a weak (at-risk) memory more than a strong one,
+    as the paper's sleep table reports. Strengths must be positive (``strength_floor``
+    keeps them so); vectorised."""
+    o = np.asarray(old_strength, dtype=float)
+    n = np.asarray(new_strength, dtype=float)
+    if np.any(~np.isfinite(o)) or np.any(o <= 0.0) or np.any(~np.isfinite(n)) or np.any(n < 0.0):
+        raise ValidationError("strengths must be finite, old ones positive and new ones non-negative")
+    f = n / o
+    return f.item() if np.ndim(f) == 0 else f
 
 
 def _vec(name: str, value: Any, n: int) -> np.ndarray:
@@ -421,4 +438,5 @@ __all__ = [
     "novelty",
     "plan_sleep",
     "tag_score",
+    "trace_factor",
 ]

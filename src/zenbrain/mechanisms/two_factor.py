@@ -18,22 +18,24 @@ Decay (sleep / decay()): r_eff = r / (1 + gain * I); w' = w (1 - r_eff)^days; ed
 that fall below ``prune_threshold`` are reported for pruning (the paper prunes; the
 authors' code floors at 0.05 and keeps dead edges forever).
 
-Recall boost: 1 + alpha_boost * w / (w + w_half) * I^0.1, in [1, 1 + alpha_boost *
-min_variance^-0.1) = [1, 1.317) by default. The saturating w / (w + w_half) replaces
-the raw weight of the paper (which would give boosts up to 1 + 0.2 * 10 * 1.58) and
-the plain w / w_max (under which a fresh edge of weight 1 would boost by only 2%).
+Recall boost: 1 + boost_alpha * w / (w + w_half) * I^0.1, in [1, 1 + boost_alpha *
+min_variance^-0.1) = [1, 1.317) by default; ``boost_alpha`` is the paper's alpha_boost
+(0.2). The saturating w / (w + w_half) replaces the raw weight of the paper (which
+would give boosts up to 1 + 0.2 * 10 * 1.58) and the plain w / w_max (under which a
+fresh edge of weight 1 would boost by only 2%).
 
 All functions broadcast over numpy arrays of edges and return floats for scalars.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
 
 
@@ -53,7 +55,7 @@ class TwoFactorParams(Params):
     decay_rate: float = bounded(0.02, 0.0, 1.0, "base weight decay per day (authors' production rate)")
     decay_importance_gain: float = bounded(0.1, 0.0, 10.0, "r_eff = r / (1 + gain * I)")
     prune_threshold: float = bounded(0.05, 0.0, 100.0, "decayed edges below this weight are pruned")
-    boost_alpha: float = bounded(0.2, 0.0, 2.0, "alpha_boost of the recall boost")
+    boost_alpha: float = bounded(0.2, 0.0, 2.0, "the paper's alpha_boost: recall boost = 1 + boost_alpha * f(w) * I^0.1")
     boost_half_weight: float = bounded(1.0, 0.01, 100.0, "weight at which the boost is half its maximum")
     boost_importance_exponent: float = bounded(0.1, 0.0, 1.0, "exponent of I in the recall boost")
     legacy_variance_slope: float = bounded(0.5, 0.0, 10.0, "legacy sigma^2 = 1 / (1 + slope * w)")
@@ -77,9 +79,21 @@ def _out(x: np.ndarray, *inputs: Any) -> Any:
     return x
 
 
-def new_edge(*, params: TwoFactorParams = DEFAULTS) -> tuple[float, float, int]:
-    """(weight, variance, count) of a freshly created edge."""
-    return params.initial_weight, params.initial_variance, 0
+def new_edge(*, params: TwoFactorParams = DEFAULTS, encoding_multiplier: float = 1.0) -> tuple[float, float, int]:
+    """(weight, variance, count) of a freshly created edge.
+
+    ``encoding_multiplier`` m >= 1 (emotional tagging's, of the memory being encoded):
+    weight x m and variance / m, within [min_weight, max_weight] and >= min_variance, so
+    an emotional memory's associations start stronger and, with importance 1 / variance,
+    decay more slowly (paper: arousal "boosts initial edge weights and reduces
+    variance-based decay")."""
+    m = float(encoding_multiplier)
+    if not (math.isfinite(m) and m >= 1.0):
+        raise ValidationError(f"encoding_multiplier must be a finite number >= 1, got {encoding_multiplier!r}")
+    if m == 1.0:
+        return params.initial_weight, params.initial_variance, 0
+    weight = min(params.max_weight, max(params.min_weight, params.initial_weight * m))
+    return weight, max(params.min_variance, params.initial_variance / m), 0
 
 
 def importance(variance: Any) -> Any:

@@ -104,7 +104,7 @@ def prepare(engine: Engine, part: Partition, items: list[MemoryItem], vecs: np.n
         monitor = monitor_log.load(engine.store, part, mp, kinds=("surprises",), since=now - mp.novelty_window_s)
         if monitor.surprises:
             boost = metacognition.novelty_boost(monitor, now=now, params=mp)
-            strength = strength + boost  # a novelty window after a surprise boosts encoding
+            strength = strength * (1.0 + boost)  # a novelty window after a surprise boosts encoding
 
     strength = np.clip(strength, 0.05, 1.0)
     s0 = engine.config.params.ebbinghaus_decay.default_stability

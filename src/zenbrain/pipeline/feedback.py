@@ -1,4 +1,10 @@
-"""Feedback on memories: reviews, outcomes of use, evidence, and the review queue."""
+"""Feedback on memories: reviews, outcomes of use, evidence, and the review queue.
+
+Each piece of feedback is also a line in the MetacognitiveMonitor's log: whether the
+memory was used (reviewed Good or Easy, a successful outcome, supporting evidence),
+whether it was remembered correctly, and how retrievable the library predicted it to be
+just before. The monitor credits it to the latest recall that returned the memory.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from ..engine import Engine
 from ..errors import ValidationError
 from ..mechanisms import bayesian, ebbinghaus, fsrs_schedule
 from ..model import HistoryEvent, Layer, MemoryItem, Scope
-from ..pma import triple_copy
+from ..pma import metacognition, triple_copy
 from ..state import (
     COPIES,
     DUE_AT,
@@ -19,9 +25,31 @@ from ..state import (
     REVIEW_TOPIC,
     encode_vec,
 )
+from ..storage.base import Partition, Transaction
 from ..validation import check_number
+from . import monitor_log
 from .access import check_id, check_own, get_own, partition_of, read_filter, visible
-from .recall_effects import topic_vector, vmpfc_adjust
+from .recall_effects import scaled_due, topic_vector, vmpfc_adjust
+from .retrievability import retrievability
+from .tuned import tuned
+
+
+def feedback_events(engine: Engine, items: Sequence[MemoryItem], used: Sequence[bool],
+                    correct: Sequence[bool | None], now: float) -> list[metacognition.FeedbackEvent]:
+    """The monitor's feedback events for ``items``, taken before they change: the confidence
+    of each is its retrievability R now (none while the monitor is off)."""
+    if not engine.on("metacognitive_monitor") or not items:
+        return []
+    r = retrievability(engine, items, now)
+    return [metacognition.feedback_event(at=now, memory_id=i.id, used=u, correct=c, confidence=float(ri))
+            for i, u, c, ri in zip(items, used, correct, r.tolist())]
+
+
+def write_feedback(engine: Engine, tx: Transaction, part: Partition, events: list[metacognition.FeedbackEvent]) -> None:
+    """Append feedback events to the monitor's log inside the caller's transaction."""
+    if events:
+        tx.kv_put(part, monitor_log.appended(engine.store, part, engine.config.params.metacognitive_monitor,
+                                             feedback=events))
 
 
 def review_many(engine: Engine, scope: Scope, reviews: Sequence[tuple[str, int | str]]) -> list[MemoryItem]:
@@ -44,6 +72,9 @@ def review_many(engine: Engine, scope: Scope, reviews: Sequence[tuple[str, int |
     ratings = [fsrs_schedule.grade_from_feedback(g) for _, g in pairs]  # bad grades fail before any write
 
     topic = topic_vector(engine, part) if engine.on("fsrs") and engine.on("vmpfc_fsrs") else None
+    # Good or Easy: the memory served; Hard or better: it was recalled (an FSRS success).
+    events = feedback_events(engine, items, [int(r) >= 3 for r in ratings], [int(r) >= 2 for r in ratings], now)
+    interval_factor = tuned(engine, part, "review_interval_factor", 1.0)
     ebb_p = engine.config.params.ebbinghaus_decay
     fsrs_p = engine.config.params.fsrs
     vm_p = engine.config.params.vmpfc_fsrs
@@ -58,6 +89,7 @@ def review_many(engine: Engine, scope: Scope, reviews: Sequence[tuple[str, int |
             if topic is not None:
                 card, due = vmpfc_adjust(st, card, due, topic, now, vm_p)
                 st[REVIEW_TOPIC] = encode_vec(topic)
+            card, due = scaled_due(card, due, now, interval_factor)
             st[FSRS] = card
             st[DUE_AT] = due
         if engine.on("triple_copy") and COPIES in st and success:
@@ -72,6 +104,7 @@ def review_many(engine: Engine, scope: Scope, reviews: Sequence[tuple[str, int |
             tx.update_states(part, {i.id: i.state for i in items})
             tx.log(part, [HistoryEvent(i.id, now, "reviewed", {"rating": int(r), "due_at": i.state.get(DUE_AT)})
                           for i, r in zip(items, ratings)])
+            write_feedback(engine, tx, part, events)
     return items
 
 
@@ -82,6 +115,7 @@ def record_outcome(engine: Engine, scope: Scope, memory_id: str, success: bool) 
     item = get_own(engine, scope, memory_id)
     part = partition_of(scope)
     now = engine.clock.now()
+    events = feedback_events(engine, [item], [success], [success], now)
     st = item.state.copy()
     outcomes = dict(st.get(OUTCOMES, {"ok": 0, "fail": 0}))
     outcomes["ok" if success else "fail"] += 1
@@ -98,13 +132,16 @@ def record_outcome(engine: Engine, scope: Scope, memory_id: str, success: bool) 
         tx.update_columns(part, [item.id], strength=[item.strength], stability=[item.stability], last_access=[now])
         tx.update_states(part, {item.id: st})
         tx.log(part, [HistoryEvent(item.id, now, "used", {"success": success, "outcomes": outcomes})])
+        write_feedback(engine, tx, part, events)
     return item
 
 
 def record_evidence(engine: Engine, scope: Scope, memory_id: str, *, supports: bool, strength: float) -> MemoryItem:
     """Evidence for or against a memory being true: a conjugate update of its Beta
     confidence, recorded whether or not ``bayesian_confidence`` is on (it is the memory's
-    evidence; the mechanism decides what the library infers and propagates)."""
+    evidence; the mechanism decides what the library infers and propagates). Evidence
+    against counts ``contradiction_weight`` times its strength (1 until the HyperAgent
+    moves it against a confirmation bias)."""
     if not isinstance(supports, bool):
         raise ValidationError("supports must be True or False")
     strength = check_number("strength", strength, 0.0, 1e6)
@@ -112,13 +149,16 @@ def record_evidence(engine: Engine, scope: Scope, memory_id: str, *, supports: b
     part = partition_of(scope)
     now = engine.clock.now()
     before = (item.conf_alpha, item.conf_beta)
+    weight = 1.0 if supports else tuned(engine, part, "contradiction_weight", 1.0)
+    events = feedback_events(engine, [item], [supports], [None], now)
     item.conf_alpha, item.conf_beta = bayesian.observe(item.conf_alpha, item.conf_beta, supports=supports,
-                                                       strength=strength)
+                                                       strength=strength * weight)
     with engine.store.transaction() as tx:
         tx.update_columns(part, [item.id], conf_alpha=[item.conf_alpha], conf_beta=[item.conf_beta])
         tx.log(part, [HistoryEvent(item.id, now, "evidence", {"supports": supports, "strength": strength,
-                                                               "before": list(before),
+                                                               "weight": weight, "before": list(before),
                                                                "after": [item.conf_alpha, item.conf_beta]})])
+        write_feedback(engine, tx, part, events)
     return item
 
 

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from ..engine import Engine
-from ..mechanisms import bayesian, imad, two_factor
+from ..mechanisms import bayesian, emotional, imad, two_factor
 from ..model import Edge, HistoryEvent, Kind, Layer, MemoryItem
+from ..pma import metacognition
 from ..state import (
     KV_DEBATES,
     META_DISPUTED,
@@ -29,9 +30,12 @@ from ..state import (
     RELATION_SIMILAR,
     RELATION_SUPPORTS,
     RELATION_TEMPORAL,
+    SIGNIFICANCE,
 )
 from ..storage.base import Filter, Partition, Transaction
+from . import monitor_log
 from .llm import run_dialogue
+from .tuned import tuned
 
 
 @dataclass
@@ -64,18 +68,38 @@ def plan_links(engine: Engine, part: Partition, items: list[MemoryItem], vecs: n
     Bayesian handling of new facts. Changes the new items' confidences and metadata."""
     plan = LinkPlan(made_at=now)
     template = two_factor.new_edge(params=engine.config.params.two_factor_hebbian)
-    _association_edges(engine, part, items, vecs, now, plan, template)
+    if engine.on("two_factor_hebbian"):  # associations are Two-Factor synapses: none without it
+        _association_edges(engine, part, items, vecs, now, plan, edge_templates(engine, items))
     facts = [(row, i) for row, i in enumerate(items) if i.layer is Layer.SEMANTIC and i.kind is not Kind.SCHEMA]
     if facts and (engine.on("imad_debate") or engine.on("bayesian_confidence")):
         _check_facts(engine, part, facts, vecs, now, plan, template)
     return plan
 
 
+def edge_templates(engine: Engine, items: list[MemoryItem]) -> dict[str, tuple[float, float, int]]:
+    """The initial (weight, variance, count) of the association edges each new memory makes:
+    Two-Factor's new edge scaled by the memory's emotional encoding multiplier (when
+    emotional tagging is on), so an arousing memory's links start stronger and decay slower."""
+    tp = engine.config.params.two_factor_hebbian
+    if not engine.on("emotional_tagging"):
+        plain = two_factor.new_edge(params=tp)
+        return {i.id: plain for i in items}
+    mult = np.atleast_1d(emotional.encoding_multiplier(
+        arousal=np.fromiter((i.arousal for i in items), float, len(items)),
+        significance=np.fromiter((float(i.state.get(SIGNIFICANCE, 0.0)) for i in items), float, len(items)),
+        params=engine.config.params.emotional_tagging))
+    return {i.id: two_factor.new_edge(params=tp, encoding_multiplier=float(m)) for i, m in zip(items, mult.tolist())}
+
+
+def _stronger(template: tuple[float, float, int]) -> tuple[float, float]:
+    return template[0], -template[1]
+
+
 def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem], vecs: np.ndarray, now: float,
-                       plan: LinkPlan, template: tuple[float, float, int]) -> None:
-    # Consecutive memories of one batch were active together.
+                       plan: LinkPlan, templates: dict[str, tuple[float, float, int]]) -> None:
+    # Consecutive memories of one batch were active together; the more emotional one sets the edge.
     for a, b in itertools.pairwise(items):
-        plan.add(a.id, b.id, RELATION_TEMPORAL, template, now)
+        plan.add(a.id, b.id, RELATION_TEMPORAL, max(templates[a.id], templates[b.id], key=_stronger), now)
     # Recently active memories are co-active with the new ones.
     recent = engine.store.query(part, Filter(session_id=items[0].session_id, contexts=frozenset({items[0].context})),
                                 order_by="last_access", descending=True, limit=engine.config.links.recent_window)
@@ -91,7 +115,7 @@ def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem],
     for item, cols, vals in zip(items, order.tolist(), np.take_along_axis(sims, order, axis=1).tolist()):
         for j, v in zip(cols, vals):
             if v >= lp.link_min_similarity:
-                plan.add(item.id, pool_ids[j], RELATION_SIMILAR, template, now)
+                plan.add(item.id, pool_ids[j], RELATION_SIMILAR, templates[item.id], now)
     # Shared named entities link facts across time.
     by_entity: dict[str, list[str]] = {}
     for r in recent:
@@ -100,7 +124,7 @@ def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem],
     for item in items:
         for e in item.metadata.get(META_ENTITIES, []):
             for other in by_entity.get(e, [])[:lp.links_per_item]:
-                plan.add(item.id, other, RELATION_SHARES_ENTITY, template, now)
+                plan.add(item.id, other, RELATION_SHARES_ENTITY, templates[item.id], now)
             by_entity.setdefault(e, []).append(item.id)
 
 
@@ -108,6 +132,7 @@ def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryI
                  plan: LinkPlan, template: tuple[float, float, int]) -> None:
     ip = engine.config.params.imad_debate
     lp = engine.config.links
+    weight = tuned(engine, part, "contradiction_weight", 1.0)  # the HyperAgent's, against confirmation bias
     flt = Filter(layers=frozenset({Layer.SEMANTIC}), contexts=frozenset({facts[0][1].context}))
     for row, item in facts:
         near = [(mid, s) for mid, s in engine.store.vector_search(part, vecs[row], lp.fact_neighbours, flt)
@@ -139,12 +164,12 @@ def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryI
         if engine.on("imad_debate") and imad.needs_debate(contradictions, params=ip):
             new_fact = imad.Fact(item.id, item.content, vecs[row], item.conf_alpha, item.conf_beta, 0, now)
             losers_pool = [f for f in cands if f.id in {c.id for c in contradictions}]
-            decision = decide(engine, new_fact, losers_pool, now, ip)
+            decision = decide(engine, new_fact, losers_pool, now, ip, weight)
             if decision.verdict != "accept_new":
                 undo()
             post = {f.id: plan.confidences.get(f.id, (f.alpha, f.beta)) for f in losers_pool}
             post[item.id] = (item.conf_alpha, item.conf_beta)
-            for mid, (a, b) in imad.loser_updates(decision, post, params=ip).items():
+            for mid, (a, b) in imad.loser_updates(decision, post, params=ip, contradiction_weight=weight).items():
                 if mid == item.id:
                     item.conf_alpha, item.conf_beta = float(a), float(b)
                     item.metadata[META_DISPUTED] = True
@@ -188,11 +213,12 @@ def _supersede(item: MemoryItem, changes: list[MemoryItem], plan: LinkPlan) -> C
 
 
 def decide(engine: Engine, new: imad.Fact, stored: list[imad.Fact], now: float,
-           params: imad.IMADParams) -> imad.DebateDecision:
+           params: imad.IMADParams, contradiction_weight: float = 1.0) -> imad.DebateDecision:
     """The debate's decision: through the chat model when there is one, else arbitration."""
     if engine.chat is None:
-        return imad.arbitrate(new=new, stored=stored, now=now, params=params)
-    return run_dialogue(engine.chat, imad.debate(new=new, stored=stored, now=now, params=params),
+        return imad.arbitrate(new=new, stored=stored, now=now, params=params, contradiction_weight=contradiction_weight)
+    return run_dialogue(engine.chat, imad.debate(new=new, stored=stored, now=now, params=params,
+                                                 contradiction_weight=contradiction_weight),
                         max_tokens=int(params.llm_max_tokens), temperature=float(params.llm_temperature))
 
 
@@ -204,6 +230,12 @@ def write_links(engine: Engine, tx: Transaction, part: Partition, plan: LinkPlan
         log = engine.store.kv_get(part, KV_DEBATES) or []
         tx.kv_put(part, {KV_DEBATES: (log + plan.debates)[-engine.config.links.debate_log_size:]})
         tx.log(part, [HistoryEvent(d["new_id"], d["at"], "debated", d) for d in plan.debates])
+        if engine.on("metacognitive_monitor"):
+            # A debated fact is contradicting evidence; it is accepted unless the stored facts win.
+            decisions = [metacognition.evidence_event(at=d["at"], confirming=False, accepted=d["verdict"] != "keep_old")
+                         for d in plan.debates]
+            tx.kv_put(part, monitor_log.appended(engine.store, part, engine.config.params.metacognitive_monitor,
+                                                 evidence=decisions))
     if plan.edges:
         tx.put_edges(part, list(plan.edges.values()))
     for old, (new, at) in plan.superseded.items():

@@ -12,7 +12,7 @@ single key ``metacognition`` are read as the oldest part of the log.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..pma import metacognition as mc
@@ -20,17 +20,19 @@ from ..state import KV_METACOG
 from ..storage.base import Partition, Store
 
 SEGMENT = 64
-KINDS = ("retrievals", "evidence", "surprises")
-_EVENT = {"retrievals": mc.RetrievalOutcome, "evidence": mc.EvidenceDecision, "surprises": mc.SurpriseEvent}
+KINDS = ("retrievals", "evidence", "surprises", "feedback")
+_EVENT: dict[str, Callable[..., MonitorEvent]] = {
+    "evidence": mc.EvidenceDecision, "surprises": mc.SurpriseEvent, "feedback": mc.FeedbackEvent}
 HEAD_KEY = f"{KV_METACOG}:head"
 
 
-MonitorEvent = mc.RetrievalOutcome | mc.EvidenceDecision | mc.SurpriseEvent
+MonitorEvent = mc.RetrievalOutcome | mc.EvidenceDecision | mc.SurpriseEvent | mc.FeedbackEvent
 
 
-def _row(ev: MonitorEvent) -> dict[str, Any]:
-    """An event as its segment stores it."""
-    return dict(vars(ev))
+def _event(kind: str, row: Mapping[str, Any]) -> MonitorEvent:
+    if kind == "retrievals":
+        return mc.retrieval_from_row(row)
+    return _EVENT[kind](**row)
 
 
 def ring_size(params: mc.MetacognitionParams) -> int:
@@ -68,20 +70,21 @@ def load(storage: Store, part: Partition, params: mc.MetacognitionParams = mc.DE
                     break
         older = legacy.get(kind, ()) if isinstance(legacy, Mapping) else ()
         rows_all = [*older, *(r for rows in reversed(segments) for r in rows)]
-        cls = _EVENT[kind]
-        out[kind] = tuple(cls(**r) for r in rows_all[-int(params.max_events):])
-    return mc.MonitorState(out["retrievals"], out["evidence"], out["surprises"])
+        out[kind] = tuple(_event(kind, r) for r in rows_all[-int(params.max_events):])
+    return mc.MonitorState(out["retrievals"], out["evidence"], out["surprises"], out["feedback"])
 
 
 def appended(storage: Store, part: Partition, params: mc.MetacognitionParams = mc.DEFAULT_PARAMS, *,
              retrievals: Iterable[mc.RetrievalOutcome] = (), evidence: Iterable[mc.EvidenceDecision] = (),
-             surprises: Iterable[mc.SurpriseEvent] = (), head: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             surprises: Iterable[mc.SurpriseEvent] = (), feedback: Iterable[mc.FeedbackEvent] = (),
+             head: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The kv writes that append these events: ``{key: value}``, for the caller to put in
     its own transaction (so the log changes together with what it describes).
 
     ``head``: the stored value of ``HEAD_KEY`` when the caller has read it already
     (None: read here)."""
-    new: dict[str, list[MonitorEvent]] = {"retrievals": list(retrievals), "evidence": list(evidence), "surprises": list(surprises)}
+    new: dict[str, list[MonitorEvent]] = {"retrievals": list(retrievals), "evidence": list(evidence),
+                                          "surprises": list(surprises), "feedback": list(feedback)}
     if not any(new.values()):
         return {}
     if head is None:
@@ -99,7 +102,7 @@ def appended(storage: Store, part: Partition, params: mc.MetacognitionParams = m
             if n >= SEGMENT:
                 writes[_segment_key(kind, seg, ring)] = current
                 seg, n, current = seg + 1, 0, []
-            current.append(_row(ev))
+            current.append(mc.event_row(ev))
             n += 1
         writes[_segment_key(kind, seg, ring)] = current
         head[kind] = {"seg": seg, "n": n}

@@ -10,12 +10,13 @@ import numpy as np
 
 from ..engine import Engine
 from ..mechanisms import compositional, imad, two_factor
-from ..model import MemoryItem, RecallHit
+from ..model import Layer, MemoryItem, RecallHit
 from ..retrieval.query import QueryInfo
-from ..state import KV_COMPOSITIONAL, PRIORITY, RELATION_CONTRADICTS
+from ..state import KV_COMPOSITIONAL, META_DISPUTED, PRIORITY, RELATION_CONTRADICTS
 from ..storage.base import Partition
 from ..text import token_set
 from .retrievability import retrievability
+from .tuned import tuned
 
 
 def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, window: bool = True) -> None:
@@ -100,14 +101,39 @@ def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], quer
     return [h for h in hits if h.item.id not in drop]
 
 
-def retrievability_weight(engine: Engine, hits: list[RecallHit], now: float) -> None:
-    """Faded memories rank lower: score x (floor + (1 - floor) R)."""
+def retrievability_weight(engine: Engine, part: Partition, hits: list[RecallHit], now: float) -> None:
+    """Faded memories rank lower: score x (floor + (1 - floor) R); the HyperAgent raises the
+    floor when recall favours recent memories beyond their share of the candidates."""
     if not hits:
         return
     r = retrievability(engine, [h.item for h in hits], now)
-    floor = engine.config.recall.retrievability_floor
+    floor = tuned(engine, part, "retrievability_floor", engine.config.recall.retrievability_floor)
     for h, ri in zip(hits, r.tolist()):
         h.why.retrievability = floor + (1.0 - floor) * ri
+
+
+def belief_weight(engine: Engine, part: Partition, hits: list[RecallHit]) -> None:
+    """A contested fact (one end of a ``contradicts`` edge, or the loser of an iMAD debate)
+    ranks by how far it is believed: score x (1 - w_c (1 - c) - w_d [disputed]), c its
+    Bayesian confidence (with ``bayesian_confidence`` on), [disputed] 1 when it lost a
+    debate (with ``imad_debate`` on). The factor is at most 1 and an uncontested fact
+    keeps 1, so it reorders the sides of a contradiction and never lifts a contested fact
+    over an uncontested match."""
+    use_conf, use_dispute = engine.on("bayesian_confidence"), engine.on("imad_debate")
+    facts = [h for h in hits if h.item.layer is Layer.SEMANTIC] if use_conf or use_dispute else []
+    if not facts:
+        return
+    ids = {h.item.id for h in facts}
+    contested = {end for e in engine.store.edges(part, ids) if e.relation == RELATION_CONTRADICTS
+                 for end in (e.src, e.dst)}
+    rp = engine.config.recall
+    for h in facts:
+        disputed = use_dispute and bool(h.item.metadata.get(META_DISPUTED))
+        if h.item.id not in contested and not disputed:
+            continue
+        drop = (rp.contested_weight * (1.0 - h.item.confidence) if use_conf else 0.0) + (
+            rp.disputed_penalty if disputed else 0.0)
+        h.why.belief = 1.0 - drop
 
 
 def priority_weight(engine: Engine, hits: list[RecallHit]) -> None:

@@ -8,7 +8,7 @@ read-only) let being recalled change the memories.
    a preference for the speakers the query names and for memories of the time it names;
    then the query type's layer weight (and the cross-context weight).
 3. Ranking factors (``ranking``): recency direction, the Two-Factor boost,
-   retrievability, priority.
+   retrievability, priority, and the belief in contested facts.
 4. De-duplication of near-identical content, the top k kept.
 5. Side effects (``recall_effects``), in one transaction.
 """
@@ -202,11 +202,12 @@ def recall(
     # 3. Ranking factors.
     ranking.temporal_adjust(engine, hits, info, window=not window_ranked)
     ranking.hebbian_boost(engine, part, hits, k)
-    ranking.retrievability_weight(engine, hits, now)
+    ranking.retrievability_weight(engine, part, hits, now)
     ranking.priority_weight(engine, hits)
+    ranking.belief_weight(engine, part, hits)
     for h in hits:
         b = h.why
-        h.score = b.final = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority
+        h.score = b.final = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority * b.belief
     hits.sort(key=lambda h: (-h.score, h.item.id))
     if only_current:
         hits = ranking.drop_superseded(engine, part, hits, query)
@@ -224,7 +225,7 @@ def recall(
             break
 
     # 5. Side effects.
-    extra = after_recall(engine, part, scope, query, qvec, out, now) if touch else {}
+    extra = after_recall(engine, part, scope, query, qvec, out, now, pool) if touch else {}
     return RecallResult(
         out,
         query_type=info.type,

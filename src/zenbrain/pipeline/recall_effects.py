@@ -12,6 +12,7 @@ the queries.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from ..clock import HOUR
 from ..engine import Engine
 from ..mechanisms import ebbinghaus, fsrs_schedule, two_factor, vmpfc
-from ..model import Edge, Layer, RecallHit, Scope
+from ..model import Edge, Layer, MemoryItem, RecallHit, Scope
 from ..pma import (
     metacognition,
     neuromodulator,
@@ -67,10 +68,19 @@ def vmpfc_adjust(st: MemoryState, card: Any, due: float, topic: np.ndarray, now:
     return fsrs_schedule.with_due(card, due), due
 
 
+def scaled_due(card: Any, due: float, now: float, factor: float) -> tuple[Any, float]:
+    """An FSRS interval scaled by the HyperAgent's ``review_interval_factor``."""
+    if factor == 1.0:
+        return card, due
+    due = now + (due - now) * factor
+    return fsrs_schedule.with_due(card, due), due
+
+
 def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec: np.ndarray,
-                 hits: list[RecallHit], now: float) -> dict[str, Any]:
+                 hits: list[RecallHit], now: float, candidates: Sequence[MemoryItem] = ()) -> dict[str, Any]:
     """Write what this recall changes, in one transaction; returns what the caller reports
-    (the intentions the query fired)."""
+    (the intentions the query fired). ``candidates``: the memories the hits were chosen
+    from (the monitor compares their recent share with the hits')."""
     info: dict[str, Any] = {}
     prev = topic_vector(engine, part)
     rate = engine.config.recall.topic_rate
@@ -103,9 +113,7 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
             card, due = fsrs_schedule.review(st.get(FSRS), rating, now, params=fsrs_p)
             if use_vm:
                 card, due = vmpfc_adjust(st, card, due, topic, now, vm_p)
-            if interval_factor != 1.0:
-                due = now + (due - now) * interval_factor
-                card = fsrs_schedule.with_due(card, due)
+            card, due = scaled_due(card, due, now, interval_factor)
             st[FSRS] = card
             st[DUE_AT] = due
             st[REVIEW_TOPIC] = topic_text
@@ -126,10 +134,14 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
                                            params=engine.config.params.neuromodulator).to_dict()
     if engine.on("metacognitive_monitor"):
         mp = engine.config.params.metacognitive_monitor
-        top_score = hits[0].score if hits else 0.0
-        # "Used" proxy until feedback arrives: hits scoring at least half the best one.
-        used = sum(1 for h in hits if h.score >= 0.5 * top_score) if top_score > 0 else 0
-        retrieval = metacognition.retrieval_event(at=now, returned=len(hits), used=used, query_kind=query_kind(hits))
+        # Which results were used is not known yet: feedback on them rates this recall later
+        # (``metacognition.resolve_use``); a recall that returned nothing is a miss now.
+        retrieval = metacognition.retrieval_event(
+            at=now, returned=len(hits), used=None if hits else 0, query_kind=query_kind(hits),
+            ids=[h.item.id for h in hits],
+            recent_share=metacognition.recent_share([h.item.created_at for h in hits], now=now, params=mp),
+            recent_base=metacognition.recent_share([c.created_at for c in candidates], now=now, params=mp),
+            params=mp)
         surprise = (metacognition.surprise_event(at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)), params=mp)
                     if hits else None)
         kv.update(monitor_log.appended(engine.store, part, mp, retrievals=[retrieval],

@@ -129,10 +129,28 @@ def revise(engine: Engine, scope: Scope, memory_id: str, new_content: str, *, co
     if engine.on("metacognitive_monitor"):
         mp = engine.config.params.metacognitive_monitor
         surprise = metacognition.surprise_event(at=now, pe=float(plan.pe_eff), params=mp)
-        if surprise is not None:
+        decision = evidence_decision(plan, now)
+        if surprise is not None or decision is not None:
             with engine.store.transaction() as tx:
-                tx.kv_put(part, monitor_log.appended(engine.store, part, mp, surprises=[surprise]))
+                tx.kv_put(part, monitor_log.appended(engine.store, part, mp,
+                                                     surprises=[surprise] if surprise is not None else [],
+                                                     evidence=[decision] if decision is not None else []))
     return {"mode": plan.mode, "memory": item, "new_memory": new_memory, "plan": detail}
+
+
+def evidence_decision(plan: reconsolidation.ReconsolidationPlan, now: float) -> metacognition.EvidenceDecision | None:
+    """What a revision tells the monitor about how evidence was treated: new content that
+    matches the memory is confirming evidence, accepted; differing content is contradicting
+    evidence, accepted when the memory changed (edited, integrated, superseded by a
+    correction) and refused when the memory was not labile or the StabilityProtector kept
+    it; a new episode beside the memory (PE too high to be about it) is neither."""
+    if plan.mode == reconsolidation.CONFIRMED:
+        return metacognition.evidence_event(at=now, confirming=True, accepted=True)
+    if plan.mode in (reconsolidation.BLOCKED, reconsolidation.PROTECTED):
+        return metacognition.evidence_event(at=now, confirming=False, accepted=False)
+    if plan.new_content is not None or plan.supersede_old:
+        return metacognition.evidence_event(at=now, confirming=False, accepted=True)
+    return None
 
 
 def rollback(engine: Engine, scope: Scope, memory_id: str) -> MemoryItem:

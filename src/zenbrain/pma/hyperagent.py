@@ -14,8 +14,8 @@ semantic recalls miss, keyword   -0.05                                        ``
 ones not
 ECE > threshold, overconfident   x 0.9 (review sooner)                        ``review_interval_factor``
 ECE > threshold, underconfident  / 0.9 (review later)                         ``review_interval_factor``
-recency bias > threshold         x 1.25 (look further back)                   ``recency_window_days``
-recency bias < -threshold        x 0.8                                        ``recency_window_days``
+recency bias > threshold         +0.1 (faded memories compete more)           ``retrievability_floor``
+recency bias < -threshold        -0.1                                         ``retrievability_floor``
 confirmation bias > threshold    +0.1 (weigh contradicting evidence more)     ``contradiction_weight``
 confirmation bias < -threshold   -0.1                                         ``contradiction_weight``
 ===============================  ==========================================  =========================
@@ -24,7 +24,15 @@ Every value is clamped to its tunable's bounds, a parameter changes at most once
 per ``cooldown_s`` (so the monitor can see the effect of a change before the next
 one), and every change is logged as a :class:`ParamChange`. Rules only fire on a
 detected problem; there is no "relax back" rule, which would undo the fix as soon
-as it worked and oscillate. The coordinator maps the names onto its own knobs.
+as it worked and oscillate.
+
+Each tunable has one consumer in the engine (``pipeline.tuned``): ``lexical_weight``
+the BM25 share in recall fusion; ``review_interval_factor`` every FSRS interval set by
+a recall or a review; ``retrievability_floor`` the recall score factor
+``floor + (1 - floor) R`` (recent memories are the retrievable ones, so a higher
+floor lets faded ones compete); ``contradiction_weight`` contradicting evidence in
+confidence updates (``record_evidence`` against a memory, iMAD arbitration and its
+loser penalty).
 """
 
 from __future__ import annotations
@@ -69,7 +77,8 @@ TUNABLES: Mapping[str, Tunable] = {
     for t in (
         Tunable("lexical_weight", 0.3, 0.0, 0.8, 0.05, False, "weight of the lexical (BM25) score in recall fusion"),
         Tunable("review_interval_factor", 1.0, 0.3, 2.0, 1 / 0.9, True, "multiplier on scheduled review intervals"),
-        Tunable("recency_window_days", 7.0, 1.0, 90.0, 1.25, True, "horizon of the recency boost in recall (days)"),
+        Tunable("retrievability_floor", 0.0, 0.0, 0.9, 0.1, False,
+                "recall score factor floor + (1 - floor) R: how much faded memories keep"),
         Tunable("contradiction_weight", 1.0, 0.5, 3.0, 0.1, False,
                 "weight of contradicting evidence in confidence updates"),
     )
@@ -81,7 +90,7 @@ class HyperAgentParams(Params):
     efficiency_target: float = bounded(0.5, 0.0, 1.0, "hit rate below which a query kind counts as missing")
     calibration_threshold: float = bounded(0.1, 0.0, 1.0, "ECE above which review intervals move")
     bias_threshold: float = bounded(0.15, 0.0, 1.0, "|confirmation bias| above which the evidence weight moves")
-    recency_threshold: float = bounded(0.15, 0.0, 1.0, "|recency bias| above which the recency window moves")
+    recency_threshold: float = bounded(0.15, 0.0, 1.0, "|recency bias| above which the retrievability floor moves")
     min_samples: int = bounded(10, 1, 100000, "observations a signal needs before a rule may fire")
     cooldown_s: float = bounded(86400.0, 0.0, 365 * 86400.0, "minimum time between two changes of one parameter")
     max_log: int = bounded(1000, 1, 1_000_000, "number of most recent changes kept in the state")
@@ -118,6 +127,14 @@ class HyperAgentState:
     def to_dict(self) -> dict[str, Any]:
         return {"values": dict(self.values), "last_changed": dict(self.last_changed),
                 "log": [asdict(c) for c in self.log]}
+
+    def aligned(self, defaults: Mapping[str, float], tunables: Mapping[str, Tunable] = TUNABLES) -> HyperAgentState:
+        """This state over exactly ``tunables``: a value for a tunable it lacks (stored before
+        that tunable existed) from ``defaults`` or the tunable's default, and none for names
+        that are no longer tunables."""
+        values = {name: float(self.values.get(name, defaults.get(name, t.default))) for name, t in tunables.items()}
+        last = {k: v for k, v in self.last_changed.items() if k in tunables}
+        return HyperAgentState(values=values, last_changed=last, log=self.log)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HyperAgentState:
@@ -167,9 +184,9 @@ def _proposals(signals: MetacognitiveSignals, params: HyperAgentParams) -> list[
 
     if signals.recency_bias is not None and signals.n_retrievals >= n:
         if signals.recency_bias > params.recency_threshold:
-            out.append(("recency_window_days", +1, f"recency bias {signals.recency_bias:+.2f}"))
+            out.append(("retrievability_floor", +1, f"recency bias {signals.recency_bias:+.2f}"))
         elif signals.recency_bias < -params.recency_threshold:
-            out.append(("recency_window_days", -1, f"recency bias {signals.recency_bias:+.2f}"))
+            out.append(("retrievability_floor", -1, f"recency bias {signals.recency_bias:+.2f}"))
 
     cb = signals.confirmation_bias
     if cb is not None and signals.n_evidence >= 2 * n:

@@ -2,12 +2,22 @@
 
 The monitor is an event log (plain data) plus pure functions that read it:
 
-* retrieval outcomes: how many results a recall returned and how many were used,
-  the stated confidence of the answer and whether it proved correct, and the share
-  of recent memories among the results vs among the candidates;
+* retrieval outcomes: how many results a recall returned, which (the ids of the
+  first ``logged_ids``), how many were used (None while that is not known yet), the
+  stated confidence of the answer and whether it proved correct, and the share of
+  recent memories (younger than ``recency_horizon_s``) among the results vs among the
+  candidates;
+* feedback on a memory: whether it was used (reviewed Good or Easy, a successful
+  outcome, supporting evidence), whether it proved correct, and the confidence the
+  library had in it at that moment (its predicted retrievability);
 * evidence decisions: a piece of evidence that confirms or contradicts a memory,
   and whether it was accepted;
 * prediction errors above 0.7, which open novelty windows.
+
+A recall whose ``used`` is None is resolved by feedback: feedback on one of its
+results within ``feedback_window_s`` after it (credited to the latest such recall)
+rates it, and the results that feedback marked used are its used ones. A recall
+nobody rated is left out of the efficiency signals; an empty recall is a miss.
 
 Signals over a sliding window (30 days):
 
@@ -20,11 +30,12 @@ Signals over a sliding window (30 days):
   share among the candidates); flagged above 0.15. Positive: recall favours the
   recent beyond what the store offers. (The authors compare accept rates of the
   last 7 days with older ones, which is drift, not recency bias);
-* retrieval efficiency = hit rate (share of recalls with at least one used
+* retrieval efficiency = hit rate (share of rated recalls with at least one used
   result) and usage rate (used / returned), overall and per query kind; flagged
   when the hit rate falls below 0.5;
 * calibration = Brier score and expected calibration error (10 equal-width bins)
-  of stated confidence against observed correctness; flagged when ECE > 0.1;
+  of stated confidence against observed correctness (retrieval outcomes that carry
+  both, and feedback with a confidence and a correctness); flagged when ECE > 0.1;
 * novelty window: for 10 minutes after a PE > 0.7 the encoding boost is
   ``0.2 * (1 - elapsed / 10 min)``.
 
@@ -34,7 +45,8 @@ Every signal needs ``min_samples`` observations before it can raise an alert.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,10 +71,13 @@ class MetacognitionParams(Params):
     novelty_window_s: float = bounded(600.0, 0.0, 86400.0, "length of a novelty window (s)")
     novelty_boost: float = bounded(0.2, 0.0, 1.0, "encoding boost at the start of a novelty window")
     max_events: int = bounded(10000, 10, 10_000_000, "per kind of event, older entries beyond this are dropped")
+    recency_horizon_s: float = bounded(7 * DAY, 60.0, 3650 * DAY, "memories younger than this count as recent")
+    feedback_window_s: float = bounded(DAY, 1.0, 365 * DAY, "feedback this soon after a recall rates it")
+    logged_ids: int = bounded(20, 0, 1000, "a recall's first results whose feedback rates it")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("calibration_bins", "min_samples", "max_events"):
+        for name in ("calibration_bins", "min_samples", "max_events", "logged_ids"):
             if int(getattr(self, name)) != getattr(self, name):
                 raise ConfigError(f"MetacognitionParams.{name} must be a whole number")
 
@@ -75,11 +90,21 @@ class RetrievalOutcome:
     at: float
     query_kind: str = "general"
     returned: int = 0
-    used: int = 0
+    used: int | None = 0  # None: the recall's results were not rated (yet)
     confidence: float | None = None  # stated confidence of the answer built on the recall
     correct: bool | None = None  # observed correctness of that answer
     recent_share: float | None = None  # share of returned memories younger than the recency horizon
     recent_base: float | None = None  # share of candidate memories younger than that horizon
+    ids: tuple[str, ...] = ()  # the first results, whose feedback rates the recall
+
+
+@dataclass(frozen=True)
+class FeedbackEvent:
+    at: float
+    memory_id: str
+    used: bool  # the memory served: reviewed Good or Easy, a successful outcome, supporting evidence
+    correct: bool | None = None  # it was remembered correctly (an FSRS success: Hard or better; an outcome)
+    confidence: float | None = None  # the library's confidence in it then (predicted retrievability)
 
 
 @dataclass(frozen=True)
@@ -100,22 +125,49 @@ class MonitorState:
     retrievals: tuple[RetrievalOutcome, ...] = ()
     evidence: tuple[EvidenceDecision, ...] = ()
     surprises: tuple[SurpriseEvent, ...] = ()
+    feedback: tuple[FeedbackEvent, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         # vars() instead of asdict(): the log is flat and serialised after every recall.
         return {
-            "retrievals": [dict(vars(r)) for r in self.retrievals],
+            "retrievals": [event_row(r) for r in self.retrievals],
             "evidence": [dict(vars(e)) for e in self.evidence],
             "surprises": [dict(vars(s)) for s in self.surprises],
+            "feedback": [dict(vars(f)) for f in self.feedback],
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MonitorState:
         return cls(
-            retrievals=tuple(RetrievalOutcome(**r) for r in data.get("retrievals", ())),
+            retrievals=tuple(retrieval_from_row(r) for r in data.get("retrievals", ())),
             evidence=tuple(EvidenceDecision(**e) for e in data.get("evidence", ())),
             surprises=tuple(SurpriseEvent(**s) for s in data.get("surprises", ())),
+            feedback=tuple(FeedbackEvent(**f) for f in data.get("feedback", ())),
         )
+
+    def with_events(self, *, retrievals: Iterable[RetrievalOutcome] = (), evidence: Iterable[EvidenceDecision] = (),
+                    surprises: Iterable[SurpriseEvent] = (), feedback: Iterable[FeedbackEvent] = ()) -> MonitorState:
+        """This log with events appended."""
+        return MonitorState((*self.retrievals, *retrievals), (*self.evidence, *evidence),
+                            (*self.surprises, *surprises), (*self.feedback, *feedback))
+
+    def trimmed(self, max_events: int) -> MonitorState:
+        """The newest ``max_events`` events of each kind."""
+        n = int(max_events)
+        return MonitorState(self.retrievals[-n:], self.evidence[-n:], self.surprises[-n:], self.feedback[-n:])
+
+
+def event_row(ev: Any) -> dict[str, Any]:
+    """An event as plain data (the ids of a retrieval as a list)."""
+    row = dict(vars(ev))
+    if "ids" in row:
+        row["ids"] = list(row["ids"])
+    return row
+
+
+def retrieval_from_row(row: Mapping[str, Any]) -> RetrievalOutcome:
+    """A retrieval outcome from its stored row (rows written before ``ids`` existed have none)."""
+    return RetrievalOutcome(**{**row, "ids": tuple(row.get("ids", ()))})
 
 
 @dataclass(frozen=True)
@@ -151,6 +203,7 @@ class MetacognitiveSignals:
     n_calibrated: int
     novelty_boost: float
     alerts: tuple[Alert, ...] = field(default=())
+    n_rated: int = 0  # recalls whose use is known (feedback arrived, or it returned nothing)
 
     def alert_kinds(self) -> frozenset[str]:
         return frozenset(a.kind for a in self.alerts)
@@ -176,47 +229,80 @@ def log_retrieval(
     *,
     at: float,
     returned: int,
-    used: int,
+    used: int | None,
     query_kind: str = "general",
     confidence: float | None = None,
     correct: bool | None = None,
     recent_share: float | None = None,
     recent_base: float | None = None,
+    ids: Iterable[str] = (),
     params: MetacognitionParams = DEFAULT_PARAMS,
 ) -> MonitorState:
-    """Record the outcome of one recall (call when the caller knows which results it used)."""
+    """Record the outcome of one recall (``used=None`` until feedback on ``ids`` rates it)."""
     ev = retrieval_event(at=at, returned=returned, used=used, query_kind=query_kind, confidence=confidence,
-                         correct=correct, recent_share=recent_share, recent_base=recent_base)
-    return MonitorState((*state.retrievals, ev)[-params.max_events :], state.evidence, state.surprises)
+                         correct=correct, recent_share=recent_share, recent_base=recent_base, ids=ids, params=params)
+    return state.with_events(retrievals=[ev]).trimmed(params.max_events)
 
 
 def retrieval_event(
     *,
     at: float,
     returned: int,
-    used: int,
+    used: int | None,
     query_kind: str = "general",
     confidence: float | None = None,
     correct: bool | None = None,
     recent_share: float | None = None,
     recent_base: float | None = None,
+    ids: Iterable[str] = (),
+    params: MetacognitionParams = DEFAULT_PARAMS,
 ) -> RetrievalOutcome:
-    """One validated retrieval outcome (what ``log_retrieval`` appends)."""
-    if returned < 0 or used < 0 or used > returned:
+    """One validated retrieval outcome (what ``log_retrieval`` appends); ``used=None``: not
+    known yet. Only the first ``logged_ids`` of ``ids`` are kept."""
+    if returned < 0 or (used is not None and (used < 0 or used > returned)):
         raise ValidationError(f"need 0 <= used <= returned, got used={used}, returned={returned}")
     return RetrievalOutcome(
-        at=_finite("at", at), query_kind=str(query_kind), returned=int(returned), used=int(used),
+        at=_finite("at", at), query_kind=str(query_kind), returned=int(returned),
+        used=None if used is None else int(used),
         confidence=_unit("confidence", confidence), correct=None if correct is None else bool(correct),
         recent_share=_unit("recent_share", recent_share), recent_base=_unit("recent_base", recent_base),
+        ids=tuple(str(i) for i in ids)[: int(params.logged_ids)],
     )
+
+
+def feedback_event(*, at: float, memory_id: str, used: bool, correct: bool | None = None,
+                   confidence: float | None = None) -> FeedbackEvent:
+    """One validated piece of feedback on a memory (what ``log_feedback`` appends)."""
+    return FeedbackEvent(at=_finite("at", at), memory_id=str(memory_id), used=bool(used),
+                         correct=None if correct is None else bool(correct), confidence=_unit("confidence", confidence))
+
+
+def log_feedback(state: MonitorState, *, at: float, memory_id: str, used: bool, correct: bool | None = None,
+                 confidence: float | None = None, params: MetacognitionParams = DEFAULT_PARAMS) -> MonitorState:
+    """Record feedback on a memory: it rates the latest recall that returned it (if recent)."""
+    ev = feedback_event(at=at, memory_id=memory_id, used=used, correct=correct, confidence=confidence)
+    return state.with_events(feedback=[ev]).trimmed(params.max_events)
 
 
 def log_evidence(
     state: MonitorState, *, at: float, confirming: bool, accepted: bool, params: MetacognitionParams = DEFAULT_PARAMS
 ) -> MonitorState:
     """Record whether a confirming or contradicting piece of evidence was accepted."""
-    ev = EvidenceDecision(at=_finite("at", at), confirming=bool(confirming), accepted=bool(accepted))
-    return MonitorState(state.retrievals, (*state.evidence, ev)[-params.max_events :], state.surprises)
+    ev = evidence_event(at=at, confirming=confirming, accepted=accepted)
+    return state.with_events(evidence=[ev]).trimmed(params.max_events)
+
+
+def evidence_event(*, at: float, confirming: bool, accepted: bool) -> EvidenceDecision:
+    """One validated evidence decision (what ``log_evidence`` appends)."""
+    return EvidenceDecision(at=_finite("at", at), confirming=bool(confirming), accepted=bool(accepted))
+
+
+def recent_share(created_at: Any, *, now: float, params: MetacognitionParams = DEFAULT_PARAMS) -> float | None:
+    """Share of memories created within ``recency_horizon_s`` before ``now`` (None for none)."""
+    t = np.asarray(created_at, dtype=float).reshape(-1)
+    if t.size == 0:
+        return None
+    return float(np.mean(t >= now - params.recency_horizon_s))
 
 
 def log_prediction_error(
@@ -226,7 +312,7 @@ def log_prediction_error(
     ev = surprise_event(at=at, pe=pe, params=params)
     if ev is None:
         return state
-    return MonitorState(state.retrievals, state.evidence, (*state.surprises, ev)[-params.max_events :])
+    return state.with_events(surprises=[ev]).trimmed(params.max_events)
 
 
 def surprise_event(*, at: float, pe: float, params: MetacognitionParams = DEFAULT_PARAMS) -> SurpriseEvent | None:
@@ -244,6 +330,7 @@ def prune(state: MonitorState, *, now: float, params: MetacognitionParams = DEFA
         tuple(r for r in state.retrievals if r.at >= lo),
         tuple(e for e in state.evidence if e.at >= lo),
         tuple(s for s in state.surprises if s.at >= now - params.novelty_window_s),
+        tuple(f for f in state.feedback if f.at >= lo),
     )
 
 
@@ -274,11 +361,41 @@ def calibration(confidence: Any, correct: Any, *, bins: int = 10) -> tuple[float
     return brier, float(ece)
 
 
+def resolve_use(retrievals: list[RetrievalOutcome], feedback: Iterable[FeedbackEvent], *,
+                window_s: float) -> list[int | None]:
+    """How many results of each recall (in time order) were used: its own ``used`` when
+    logged, else the number of its results that feedback within ``window_s`` after it
+    marked used (feedback goes to the latest recall before it that returned the memory),
+    None when no feedback reached it."""
+    times: dict[str, list[float]] = {}
+    rows: dict[str, list[int]] = {}
+    for j, r in enumerate(retrievals):
+        for m in r.ids:
+            times.setdefault(m, []).append(r.at)
+            rows.setdefault(m, []).append(j)
+    rated = [False] * len(retrievals)
+    used: list[set[str]] = [set() for _ in retrievals]
+    for fb in feedback:
+        ts = times.get(fb.memory_id)
+        if ts is None:
+            continue
+        k = bisect_right(ts, fb.at) - 1
+        if k < 0 or fb.at - ts[k] > window_s:
+            continue
+        j = rows[fb.memory_id][k]
+        rated[j] = True
+        if fb.used:
+            used[j].add(fb.memory_id)
+    return [r.used if r.used is not None else (len(used[j]) if rated[j] else None)
+            for j, r in enumerate(retrievals)]
+
+
 def signals(state: MonitorState, *, now: float, params: MetacognitionParams = DEFAULT_PARAMS) -> MetacognitiveSignals:
     """All signals over the window ending at ``now``, with the alerts they raise."""
     lo = now - params.window_s
-    rets = [r for r in state.retrievals if lo <= r.at <= now]
+    rets = sorted((r for r in state.retrievals if lo <= r.at <= now), key=lambda r: r.at)
     evid = [e for e in state.evidence if lo <= e.at <= now]
+    fbs = [f for f in state.feedback if lo <= f.at <= now]
     alerts: list[Alert] = []
     n_min = params.min_samples
 
@@ -297,26 +414,31 @@ def signals(state: MonitorState, *, now: float, params: MetacognitionParams = DE
         alerts.append(Alert("recency_bias", rbias, params.recency_threshold,
                             f"recent memories over-represented in results by {rbias:.0%}"))
 
-    def hit_rate(rs: list[RetrievalOutcome]) -> float:  # rs is not empty
-        return sum(1 for r in rs if r.used > 0) / len(rs)
+    # Efficiency counts the recalls whose use is known (feedback rated them, or they were empty).
+    use = resolve_use(rets, fbs, window_s=params.feedback_window_s)
+    known = [(r, u) for r, u in zip(rets, use) if u is not None]
 
-    def usage_rate(rs: list[RetrievalOutcome]) -> float | None:
-        tot = sum(r.returned for r in rs)
-        return sum(r.used for r in rs) / tot if tot else None
+    def hit_rate(rs: list[tuple[RetrievalOutcome, int]]) -> float:  # rs is not empty
+        return sum(1 for _, u in rs if u > 0) / len(rs)
 
-    hit = hit_rate(rets) if rets else None
-    usage = usage_rate(rets)
-    kinds: dict[str, list[RetrievalOutcome]] = {}
-    for r in rets:
-        kinds.setdefault(r.query_kind, []).append(r)
+    def usage_rate(rs: list[tuple[RetrievalOutcome, int]]) -> float | None:
+        tot = sum(r.returned for r, _ in rs)
+        return sum(u for _, u in rs) / tot if tot else None
+
+    hit = hit_rate(known) if known else None
+    usage = usage_rate(known)
+    kinds: dict[str, list[tuple[RetrievalOutcome, int]]] = {}
+    for r, u in known:
+        kinds.setdefault(r.query_kind, []).append((r, u))
     by_kind = {}
     for k in sorted(kinds):
         by_kind[k] = KindEfficiency(n=len(kinds[k]), hit_rate=hit_rate(kinds[k]), usage_rate=usage_rate(kinds[k]))
-    if hit is not None and len(rets) >= n_min and hit < params.efficiency_floor:
+    if hit is not None and len(known) >= n_min and hit < params.efficiency_floor:
         alerts.append(Alert("retrieval_efficiency", hit, params.efficiency_floor,
-                            f"only {hit:.0%} of recalls produced a used result"))
+                            f"only {hit:.0%} of rated recalls produced a used result"))
 
     cal = [(r.confidence, r.correct) for r in rets if r.confidence is not None and r.correct is not None]
+    cal += [(f.confidence, f.correct) for f in fbs if f.confidence is not None and f.correct is not None]
     brier = ece = over = None
     if cal:
         cs = np.array([c for c, _ in cal], dtype=float)
@@ -332,7 +454,7 @@ def signals(state: MonitorState, *, now: float, params: MetacognitionParams = DE
         at=float(now), confirmation_bias=cbias, confirm_accept_rate=car, contradict_accept_rate=xar,
         recency_bias=rbias, hit_rate=hit, usage_rate=usage, efficiency_by_kind=by_kind,
         brier=brier, ece=ece, overconfidence=over, n_retrievals=len(rets), n_evidence=len(evid),
-        n_calibrated=len(cal), novelty_boost=novelty_boost(state, now=now, params=params), alerts=tuple(alerts),
+        n_calibrated=len(cal), n_rated=len(known), novelty_boost=novelty_boost(state, now=now, params=params), alerts=tuple(alerts),
     )
 
 
@@ -340,6 +462,7 @@ __all__ = [
     "DEFAULT_PARAMS",
     "Alert",
     "EvidenceDecision",
+    "FeedbackEvent",
     "KindEfficiency",
     "MetacognitionParams",
     "MetacognitiveSignals",
@@ -347,10 +470,19 @@ __all__ = [
     "RetrievalOutcome",
     "SurpriseEvent",
     "calibration",
+    "event_row",
+    "evidence_event",
+    "feedback_event",
     "log_evidence",
+    "log_feedback",
     "log_prediction_error",
     "log_retrieval",
     "novelty_boost",
     "prune",
+    "recent_share",
+    "resolve_use",
+    "retrieval_event",
+    "retrieval_from_row",
     "signals",
+    "surprise_event",
 ]

@@ -191,6 +191,17 @@ def consolidate(
                      deep_anchor=float(now))
 
 
+def rescale(state: CopyState, *, factor: float, now: float, params: TripleCopyParams = DEFAULT_PARAMS) -> CopyState:
+    """A change of the memory's strength by ``factor`` (sleep LTP > 1, LTD < 1): the encoding
+    strength of the fast and medium copies and the deep copy's target are scaled (within
+    [0, 1]); the deep copy continues from its current value towards the new target."""
+    if not _finite(factor) or factor < 0.0:
+        raise ValidationError(f"factor must be finite and non-negative, got {factor!r}")
+    cur = evaluate(state, now=now, params=params)
+    return CopyState(s0=float(min(1.0, state.s0 * factor)), anchor=state.anchor, deep_base=float(cur.deep),
+                     deep_target=float(min(1.0, state.deep_target * factor)), deep_anchor=float(now))
+
+
 def dominant_copy(strength: CopyStrengths) -> Any:
     """Which copy carries the composite: 0 fast, 1 medium, 2 deep (array or int)."""
     stacked = np.stack(np.broadcast_arrays(np.asarray(strength.fast), np.asarray(strength.medium),
@@ -209,5 +220,6 @@ __all__ = [
     "evaluate",
     "evaluate_many",
     "reinforce",
+    "rescale",
     "strengths",
 ]

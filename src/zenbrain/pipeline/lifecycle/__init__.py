@@ -22,8 +22,9 @@ mechanism is switched off reports ``{"skipped": "switched off"}`` and changes no
 3. ``simulation_selection_sleep``: replay pool = the most recent real episodes plus
    counterfactuals generated from surprising failures (``engine.rng``); TAG selects LTP
    or LTD on memory strengths and on edge weights (through the EWC constraint when
-   Two-Factor is on); a selected counterfactual strengthens or creates its bridge edge;
-   edges below tau are pruned.
+   Two-Factor is on); a memory's stability and TripleCopy encoding strength scale with
+   its strength (new / old), so LTP slows its forgetting and LTD speeds it up; a selected
+   counterfactual strengthens or creates its bridge edge; edges below tau are pruned.
 4. ``triple_copy``: every replayed memory (LTP, or an endpoint of a selected
    counterfactual) consolidates: its deep copy's target grows by its TAG.
 5. ``dual_process_cot``, ``ib_budget``, ``procedures``: as ``run_consolidate``.

@@ -26,9 +26,11 @@ def hyperagent_stage(engine: Engine, part: Any, now: float) -> dict[str, Any]:
             state = hyperagent.HyperAgentState.from_dict(raw)
         except (KeyError, TypeError, ValueError):
             state = None
-    if state is None:
-        lw = min(hyperagent.TUNABLES["lexical_weight"].hi, engine.config.recall.lexical_weight)
-        state = hyperagent.initial_state(values={"lexical_weight": lw})
+    # The engine's configured values are the starting point of each tunable.
+    rp = engine.config.recall
+    configured = {name: min(hyperagent.TUNABLES[name].hi, value) for name, value in
+                  (("lexical_weight", rp.lexical_weight), ("retrievability_floor", rp.retrievability_floor))}
+    state = hyperagent.initial_state(values=configured) if state is None else state.aligned(configured)
     report: dict[str, Any] = {"signals": None, "changes": [], "values": dict(state.values)}
     mparams = engine.config.params.metacognitive_monitor
     monitor = monitor_log.load(engine.store, part, mparams, since=now - mparams.window_s)
@@ -37,7 +39,8 @@ def hyperagent_stage(engine: Engine, part: Any, now: float) -> dict[str, Any]:
         sig = metacognition.signals(monitor, now=now, params=mparams)
         state, changes = hyperagent.step(state, signals=sig, now=now, params=params)
         report["signals"] = {
-            "n_retrievals": sig.n_retrievals, "n_evidence": sig.n_evidence, "hit_rate": sig.hit_rate,
+            "n_retrievals": sig.n_retrievals, "n_rated": sig.n_rated, "n_calibrated": sig.n_calibrated,
+            "n_evidence": sig.n_evidence, "hit_rate": sig.hit_rate,
             "ece": sig.ece, "recency_bias": sig.recency_bias, "confirmation_bias": sig.confirmation_bias,
             "alerts": sorted(sig.alert_kinds()),
         }

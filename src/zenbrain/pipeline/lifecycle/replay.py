@@ -1,4 +1,6 @@
-"""Sleep stage: Simulation-Selection replay (real episodes and counterfactuals; LTP/LTD on strengths and edges)."""
+"""Sleep stage: Simulation-Selection replay (real episodes and counterfactuals; LTP/LTD on
+strengths and edges). A memory's strength change reaches its forgetting: its Ebbinghaus
+stability and TripleCopy encoding strength scale by the same factor."""
 
 from __future__ import annotations
 
@@ -11,14 +13,17 @@ from ...config import LifecycleLimits
 from ...engine import Engine
 from ...mechanisms import sleep_selection
 from ...model import Edge, HistoryEvent, Layer, MemoryItem
-from ...pma import neuromodulator
+from ...pma import neuromodulator, triple_copy
 from ...state import (
+    COPIES,
     META_REWARD,
     META_TD_ERROR,
     OUTCOMES,
     PROVENANCE,
     RELATION_COUNTERFACTUAL,
+    MemoryState,
 )
+from ..retrievability import copy_state
 from .common import Snapshot, edge_entry, num, skipped, vectors
 
 
@@ -32,8 +37,14 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
 
     reward: ``metadata.reward`` if set, else the success rate of recorded outcomes
     (state ``outcomes``), else usage, ``min(1, recalls / reward_saturation)``.
-    |delta_TD|: ``metadata.td_error`` if set, else the gap between the reward and what
-    the memory's confidence predicted, ``|reward - alpha / (alpha + beta)|``.
+    |delta_TD|: ``metadata.td_error`` if set, else the gap between the reward and what the
+    memory predicted. Without outcomes that prediction is its confidence,
+    ``alpha / (alpha + beta)``. Once outcomes are recorded, being recalled again and again
+    predicted a good outcome too, so the prediction is the larger of the confidence and
+    the usage reward: an episode recalled five times that then fails is a surprising
+    failure (|delta_TD| = 1), while one that was never recalled or believed in is not.
+    (With the confidence alone, 0.5 by default, a failure's |delta_TD| stays at or below
+    0.5 and never reaches ``failed_td``.)
     """
     # Python floats per item (the same double arithmetic as on array elements, less overhead).
     reward: list[float] = []
@@ -43,21 +54,57 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
         meta = it.metadata
         r = meta.get(META_REWARD)
         out = it.state.get(OUTCOMES)
+        usage = min(1.0, it.access_count / saturation)
+        predicted = it.confidence
         if isinstance(r, (int, float)) and not isinstance(r, bool):
             rv = float(r)
         elif isinstance(out, dict) and int(out.get("ok", 0)) + int(out.get("fail", 0)) > 0:
             ok, fail = int(out.get("ok", 0)), int(out.get("fail", 0))
             rv = ok / (ok + fail)
+            predicted = max(predicted, usage)
         else:
-            rv = min(1.0, it.access_count / saturation)
+            rv = usage
         rk = float(min(1.0, max(0.0, rv)))
         reward.append(rk)
         t = meta.get(META_TD_ERROR)
         if isinstance(t, (int, float)) and not isinstance(t, bool):
             td.append(min(1.0, abs(float(t))))
         else:
-            td.append(abs(rk - it.confidence))
+            td.append(abs(rk - predicted))
     return np.array(reward, dtype=float).reshape(-1), np.array(td, dtype=float).reshape(-1)
+
+
+def _traces_after_replay(engine: Engine, items: list[MemoryItem], strengths: list[float], now: float,
+                         moved: dict[str, dict[str, Any]]) -> tuple[dict[str, list[Any]], dict[str, MemoryState]]:
+    """LTP / LTD reach forgetting: each changed memory's Ebbinghaus stability and TripleCopy
+    encoding strength scale by new strength / old strength (``sleep_selection.trace_factor``),
+    so retrievability (``pipeline.retrievability``, the one formula for ranking and
+    archiving) follows the replay. Updates ``items`` and their ``moved`` entries in place;
+    returns the columns and states to write."""
+    if not items:
+        return {"strength": []}, {}
+    new = np.asarray(strengths, dtype=float)
+    factor = np.atleast_1d(sleep_selection.trace_factor(
+        old_strength=np.fromiter((i.strength for i in items), float, len(items)), new_strength=new))
+    columns: dict[str, list[Any]] = {"strength": new.tolist()}
+    if engine.on("ebbinghaus_decay"):
+        ebb = engine.config.params.ebbinghaus_decay
+        old_s = np.fromiter((i.stability for i in items), float, len(items))
+        new_s = np.clip(old_s * factor, ebb.min_stability, ebb.max_stability)
+        columns["stability"] = new_s.tolist()
+        for it, a, b in zip(items, old_s.tolist(), new_s.tolist()):
+            it.stability = b
+            moved[it.id]["stability"] = [num(a), num(b)]
+    states: dict[str, MemoryState] = {}
+    if engine.on("triple_copy"):
+        tc = engine.config.params.triple_copy
+        for it, f in zip(items, factor.tolist()):
+            if COPIES in it.state:  # without a stored state the copies follow the strength column
+                it.state[COPIES] = triple_copy.rescale(copy_state(it, tc), factor=f, now=now, params=tc).to_dict()
+                states[it.id] = it.state
+    for it, s_new in zip(items, new.tolist()):
+        it.strength = s_new
+    return columns, states
 
 
 def selection_stage(
@@ -170,11 +217,12 @@ def selection_stage(
                 replayed[mid] = max(replayed.get(mid, 0.0), float(cf.tag))
     report["candidates"]["counterfactual"] = len(plan.counterfactuals)
 
+    changed_ids = list(plan.strengths)
+    columns, states = _traces_after_replay(engine, [eps[index[m]] for m in changed_ids],
+                                           [plan.strengths[m] for m in changed_ids], now, moved)
     with engine.store.transaction() as tx:
-        changed_ids = list(plan.strengths)
-        tx.update_columns(part, changed_ids, strength=[plan.strengths[m] for m in changed_ids])
-        for mid in changed_ids:
-            eps[index[mid]].strength = float(plan.strengths[mid])
+        tx.update_columns(part, changed_ids, **columns)
+        tx.update_states(part, states)
         tx.log(part, [HistoryEvent(mid, now, "replayed", moved[mid]) for mid in changed_ids])
         if detail:
             report["edges_changed"] = [
