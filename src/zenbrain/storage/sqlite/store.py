@@ -531,10 +531,13 @@ class SQLiteStore:
             wanted = list(dict.fromkeys(ids))
             if both_ends and len(wanted) <= 450:
                 marks = ",".join("?" * len(wanted))
-                # One primary-key range per src, its dst tested against the list.
+                # One primary-key range per src, its dst tested against the list. Sorted here: an
+                # ORDER BY dst makes SQLite walk the whole partition through the dst index to
+                # skip a sort (7.7 ms instead of 0.04 ms for 30 ids among 7k edges).
                 rows = db.execute(
                     f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({marks}) "
-                    f"AND +dst IN ({marks}) ORDER BY dst, src, relation", (*partition, *wanted, *wanted)).fetchall()
+                    f"AND +dst IN ({marks})", (*partition, *wanted, *wanted)).fetchall()
+                rows.sort(key=lambda r: (r[1], r[0], r[2]))
                 return [Edge(*r) for r in rows]
             out: list[Edge] = []
             seen: set[tuple[str, str, str]] = set()
