@@ -144,9 +144,9 @@ def recall(
     if missing:
         for c, v in zip(missing, engine.store.vectors(part, missing) @ qvec):
             dense[c] = float(v)
-    unranked = [c for c in cand_ids if c not in lexical]
-    if lexical and unranked:  # BM25 of the candidates the lexical top-K left out (0: no shared word)
-        lexical.update(engine.store.lexical_search(part, query, len(unranked), replace(flt, ids=frozenset(unranked))))
+    # A candidate outside the lexical top K counts as no keyword match. Scoring those exactly
+    # took a second BM25 query, half of a recall's lexical time at 10k memories, for LoCoMo
+    # dev R@5 0.721 against 0.726 without it (R@10 0.817 against 0.811).
     pool = [items[c] for c in cand_ids]
     # Compositional context: another context's memory is compared through the shared part only.
     shared = ranking.cross_context_dense(engine, part, qvec, pool, scope.context)
