@@ -73,6 +73,12 @@ class MemoryCoordinator:
         return self.engine.store
 
     @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only: recall does not touch its hits, writes
+        raise ``ReadOnlyStoreError``."""
+        return bool(getattr(self.engine.store, "read_only", False))
+
+    @property
     def embedder(self) -> Embedder:
         return self.engine.embedder
 
@@ -137,12 +143,13 @@ class MemoryCoordinator:
     ) -> RecallResult:
         """The top-k memories for a query, each with a score breakdown.
 
-        ``touch=False`` makes recall read-only (no access counts, no learning). Memories a
+        ``touch=False`` makes recall read-only (no access counts, no learning); on a store
+        opened read-only it is always off. Memories a
         later one superseded are left out: ``as_of=t`` recalls what held at time ``t``
         instead, ``include_superseded=True`` lets them compete too.
         """
         return recall.recall(self.engine, scope, query, k, layers=check_layers(layers), time_range=time_range,
-                             include_archived=include_archived, touch=touch, as_of=as_of,
+                             include_archived=include_archived, touch=touch and not self.read_only, as_of=as_of,
                              include_superseded=include_superseded)
 
     def recall_many(self, queries: Sequence[str], scope: Scope, k: int = 10, **options: Any) -> list[RecallResult]:
@@ -150,6 +157,8 @@ class MemoryCoordinator:
         transaction (one commit instead of one per query). Same options as ``recall``."""
         if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
             raise ValidationError("queries must be a sequence of strings")
+        if self.read_only:  # nothing to write
+            return [self.recall(q, scope, k, **options) for q in queries]
         with self.engine.store.transaction():
             return [self.recall(q, scope, k, **options) for q in queries]
 
