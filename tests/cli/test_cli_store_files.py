@@ -33,7 +33,7 @@ def one_line_error(code: int, err: str) -> str:
 
 
 @pytest.mark.parametrize("argv", [["stats"], ["add", "hello"], ["recall", "hello"], ["list"], ["init"], ["sleep"],
-                                  ["check"]])
+                                  ["export"], ["check"]])
 def test_every_command_refuses_another_applications_database(capsys, tmp_path: Path, argv: list[str]):
     other = tmp_path / "other_app.db"
     con = sqlite3.connect(other)
