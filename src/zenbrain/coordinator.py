@@ -111,20 +111,32 @@ class MemoryCoordinator:
         event_time: float | None = None,
         importance: float | None = None,
         supersedes: str | Sequence[str] | None = None,
+        dedupe: bool | None = None,
     ) -> MemoryItem:
         """Store one memory and return it as stored. ``supersedes`` names memories it
-        replaces: they stop holding when it begins and are kept with that valid time."""
-        return self.store_many([dict(content=content, kind=kind, layer=layer, metadata=metadata,
-                                     event_time=event_time, importance=importance, supersedes=supersedes)], scope)[0]
+        replaces: they stop holding when it begins and are kept with that valid time.
 
-    def store_many(self, records: Sequence[dict[str, Any]], scope: Scope) -> list[MemoryItem]:
+        The same text stored again in the same scope (same content and metadata, outside
+        a conversation session) returns the memory already there and counts as a use of it
+        (``last_store_report["repeats"]`` says so); ``dedupe=False`` stores a second copy
+        (default: ``Config.dedupe``). See ``zenbrain.pipeline.repeats``."""
+        return self.store_many([dict(content=content, kind=kind, layer=layer, metadata=metadata,
+                                     event_time=event_time, importance=importance, supersedes=supersedes)], scope,
+                               dedupe=dedupe)[0]
+
+    def store_many(self, records: Sequence[dict[str, Any]], scope: Scope, *,
+                   dedupe: bool | None = None) -> list[MemoryItem]:
         """Store many memories in one transaction with one embedding batch.
 
         Each record is a dict with ``content`` and optional ``kind``, ``layer``,
         ``metadata``, ``event_time``, ``importance``, ``speaker``, ``supersedes``. All records are validated
-        before anything is written.
+        before anything is written. Returns one memory per record: a record that repeats a
+        stored memory, or an earlier record of the batch, returns that memory (see ``store``).
         """
-        items, self.last_store_report = store.store_many(self.engine, scope, records)
+        if dedupe is not None and not isinstance(dedupe, bool):
+            raise ValidationError(f"dedupe must be True, False or None, got {dedupe!r}")
+        items, self.last_store_report = store.store_many(
+            self.engine, scope, records, dedupe=self.engine.config.dedupe if dedupe is None else dedupe)
         return items
 
     # ------------------------------------------------------------------ recall
