@@ -97,3 +97,5 @@ def test_an_empty_scope_option_is_refused_not_taken_as_default(capsys, tmp_path:
     assert "got ''" in one_line_error(code, err)
     code, out, _ = run(capsys, "--path", str(db), *EMB, "list")
     assert "lands nowhere" not in out
+    code, out, err = run(capsys, "--path", str(db), *EMB, "mcp", option, "")  # the MCP server's one scope
+    assert "got ''" in one_line_error(code, err)
