@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .errors import ConfigError
+from .errors import ConfigError, ZenBrainError
 
 if TYPE_CHECKING:
     from .api import MemoryCoordinator
@@ -219,10 +219,15 @@ def spec_for_name(name: str) -> str | None:
 
 
 def store_embedder_name(path: str) -> str | None:
-    """The embedder a store was created with (read from its meta table), or None."""
+    """The embedder a store was created with (read from its meta table), or None (also for
+    a file that is not a store, which is not touched)."""
+    from .storage.sqlite.opening import FileKind, file_uri, identify
+
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
+        if identify(path).kind is not FileKind.STORE:
+            return None
+        conn = sqlite3.connect(file_uri(path, mode="ro"), uri=True, timeout=5.0)
+    except (sqlite3.Error, ZenBrainError):
         return None
     try:
         row = conn.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()

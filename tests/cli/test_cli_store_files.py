@@ -34,14 +34,15 @@ def one_line_error(code: int, err: str) -> str:
 
 @pytest.mark.parametrize("argv", [["stats"], ["add", "hello"], ["recall", "hello"], ["list"], ["init"], ["sleep"],
                                   ["export"], ["check"]])
-def test_every_command_refuses_another_applications_database(capsys, tmp_path: Path, argv: list[str]):
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_every_command_refuses_another_applications_database(capsys, tmp_path: Path, argv: list[str], journal: str):
     other = tmp_path / "other_app.db"
-    con = sqlite3.connect(other)
+    con = sqlite3.connect(other, isolation_level=None)
+    con.execute(f"PRAGMA journal_mode={journal}")
     con.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
-    con.commit()
     con.close()
     before = digest(other)
-    code, out, err = run(capsys, "--path", str(other), *EMB, *argv)
+    code, out, err = run(capsys, "--path", str(other), *argv)  # no --embedder: the file is not read for one
     assert "not a zenbrain store" in one_line_error(code, err) and "invoices" in err
     assert out == ""
     assert digest(other) == before and sorted(os.listdir(tmp_path)) == ["other_app.db"]
