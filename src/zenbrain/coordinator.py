@@ -76,7 +76,7 @@ class MemoryCoordinator:
     def read_only(self) -> bool:
         """Whether the store was opened read-only: recall does not touch its hits, writes
         raise ``ReadOnlyStoreError``."""
-        return bool(getattr(self.engine.store, "read_only", False))
+        return self.engine.read_only
 
     @property
     def embedder(self) -> Embedder:

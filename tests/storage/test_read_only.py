@@ -55,6 +55,7 @@ def test_a_read_only_store_reads_and_writes_nothing(tmp_path: Path):
             ids["Ana keeps bees in the orchard"], ids["Ana's sister lives in Lyon"]]
         assert mem.get(hits[0].id, ANA).access_count == 0
         assert mem.stats(ANA)["memories"] == 3
+        assert "7am" in mem.assemble_prompt("when does the market open?", ANA)["text"]
         assert mem.storage.check().ok
         writes: list[Callable[[], Any]] = [
             lambda: mem.store("a new memory", ANA),
