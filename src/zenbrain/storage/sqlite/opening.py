@@ -255,10 +255,16 @@ def _copy_exclusive(src: str, dst: str) -> None:
 
 
 def _sync(path: str) -> None:
-    """fsync a file or folder, so that a new store survives a power cut once it is there."""
-    fd = os.open(path, os.O_RDONLY)
+    """fsync a file or folder, so that a new store survives a power cut once it is there
+    (best effort: some systems cannot sync a folder)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
     try:
         os.fsync(fd)
+    except OSError:
+        pass
     finally:
         os.close(fd)
 
