@@ -137,10 +137,22 @@ def _as_unprivileged(path: str, out: Any) -> None:
         out.put({"error": f"{type(exc).__name__}: {exc}"})
 
 
-def run_unprivileged(path: Path) -> dict[str, Any]:
+def _create_as_unprivileged(path: str, out: Any) -> None:
+    """In a forked child: give up root, then try to create a new store."""
+    try:
+        if os.geteuid() == 0:
+            os.setegid(NOBODY)
+            os.seteuid(NOBODY)
+        open_memory(path, embedder=EMB).close()
+        out.put({"create": "created"})
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        out.put({"create": f"{type(exc).__name__}: {exc}"})
+
+
+def run_unprivileged(path: Path, target: Callable[[str, Any], None] = _as_unprivileged) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    child = ctx.Process(target=_as_unprivileged, args=(str(path), out))
+    child = ctx.Process(target=target, args=(str(path), out))
     child.start()
     result = out.get(timeout=120)
     child.join(timeout=60)
@@ -169,3 +181,11 @@ def test_an_unwritable_store_is_refused_for_writing_and_opens_read_only(shared_d
     assert result["hits"] == ["Ana keeps bees in the orchard"]
     assert result["store"].startswith("ReadOnlyStoreError") and "read-only" in result["store"]
     assert digest(path) == before
+
+
+def test_a_new_store_in_a_read_only_folder_is_refused_saying_so(shared_dir: Path):
+    shared_dir.chmod(0o555)
+    result = run_unprivileged(shared_dir / "new.db", _create_as_unprivileged)
+    assert result["create"].startswith("ReadOnlyStoreError") and "folder" in result["create"], result
+    assert "read-only" in result["create"]
+    assert os.listdir(shared_dir) == []

@@ -200,12 +200,11 @@ def create_new(path: str, build: Callable[[sqlite3.Connection], None]) -> None:
         except OSError:  # a file system without hard links: copy into a file only this process created
             _copy_exclusive(temp, path)
         _sync(folder)
-    except sqlite3.Error as exc:
-        raise StorageError(f"cannot create {path}: {exc}") from exc
-    except OSError as exc:
+    except (sqlite3.Error, OSError) as exc:
         if not _may(folder, os.W_OK | os.X_OK) or _read_only_mount(folder):
             raise ReadOnlyStoreError(f"cannot create {path}: its folder {folder} is read-only") from exc
-        raise StorageError(f"cannot create {path}: {exc.strerror or exc}") from exc
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise StorageError(f"cannot create {path}: {why}") from exc
     finally:
         for p in (temp, *(temp + s for s in SIDE_FILES)):
             try:
