@@ -30,6 +30,8 @@ def open_memory(
     embedder: Embedder | str | None = None,
     config: Config | None = None,
     clock: Clock | None = None,
+    create: bool | None = None,
+    read_only: bool = False,
     **store_options: Any,
 ) -> MemoryCoordinator:
     """Open (or create) a memory store on disk and return its coordinator.
@@ -37,11 +39,24 @@ def open_memory(
     ``embedder`` is an Embedder or a spec such as ``"minilm-onnx"`` (the default,
     see ``zenbrain.providers.factory``), ``"minilm"``, ``"hashing:384"`` or
     ``"openai:text-embedding-3-small@https://host/v1"``.
+
+    ``create``: None (default) creates a new store where nothing is at ``path`` yet; True
+    also makes a store of an existing empty file; False only opens an existing store. A
+    file that is not a zenbrain store (another application's database, not SQLite) is
+    never written to: ``NotAStoreError``. ``read_only=True`` opens an existing store
+    without writing anything (recall does not touch its hits; a write raises
+    ``ReadOnlyStoreError``); a store whose file or folder cannot be written must be
+    opened so.
     """
     from .storage.sqlite import SQLiteStore
+    from .storage.sqlite.opening import check
 
+    target = str(path or default_path())
+    if target != ":memory:":
+        check(target, create=create, read_only=read_only)  # refuse a file that is not a store before loading a model
     emb = _resolve_embedder(embedder)
-    store = SQLiteStore(path or default_path(), embedder_name=emb.name, dim=emb.dim, **store_options)
+    store = SQLiteStore(target, embedder_name=emb.name, dim=emb.dim, create=create, read_only=read_only,
+                        **store_options)
     return MemoryCoordinator(store, emb, config=config, clock=clock)
 
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .errors import ConfigError, StorageError
+from .errors import ConfigError, ZenBrainError
 
 if TYPE_CHECKING:
     from .api import MemoryCoordinator
@@ -109,6 +109,9 @@ def add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
                         f"(default: ${EMBEDDER_ENV}, else the store's own embedder, else {DEFAULT_EMBEDDER_SPEC})")
     g.add_argument("--off", dest=pre + "off", metavar="NAME[,NAME]", action="append", default=default,
                    help="switch mechanisms off by name (repeatable; see 'zenbrain mechanisms')")
+    g.add_argument("--read-only", dest=pre + "read_only", action="store_true", default=default,
+                   help="open the store without writing anything (recall does not touch its hits; writes are "
+                        "refused)")
     g.add_argument("--verbose", "-v", dest=pre + "verbose", action="store_true", default=default,
                    help="show tracebacks of errors")
 
@@ -142,6 +145,7 @@ def merge_globals(args: argparse.Namespace) -> argparse.Namespace:
             setattr(args, name, sub)
     args.off = list(args.off or []) + list(getattr(args, "sub_off", None) or [])
     args.verbose = bool(args.verbose or getattr(args, "sub_verbose", False))
+    args.read_only = bool(getattr(args, "read_only", False) or getattr(args, "sub_read_only", False))
     return args
 
 
@@ -215,10 +219,15 @@ def spec_for_name(name: str) -> str | None:
 
 
 def store_embedder_name(path: str) -> str | None:
-    """The embedder a store was created with (read from its meta table), or None."""
+    """The embedder a store was created with (read from its meta table), or None (also for
+    a file that is not a store, which is not touched)."""
+    from .storage.sqlite.opening import FileKind, file_uri, identify
+
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
+        if identify(path).kind is not FileKind.STORE:
+            return None
+        conn = sqlite3.connect(file_uri(path, mode="ro"), uri=True, timeout=5.0)
+    except (sqlite3.Error, ZenBrainError):
         return None
     try:
         row = conn.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()
@@ -247,24 +256,27 @@ def embedder_spec(args: argparse.Namespace, store: str | None = None) -> str:
 def make_scope(args: argparse.Namespace) -> Scope:
     from .model import Scope
 
+    # An option given empty is refused by Scope (it does not fall back to "default").
     return Scope(
-        user_id=args.user or os.environ.get(USER_ENV) or "default",
-        agent_id=args.agent or "default",
+        user_id=args.user if args.user is not None else os.environ.get(USER_ENV) or "default",
+        agent_id=args.agent if args.agent is not None else "default",
         session_id=args.session,
-        context=args.context or "default",
+        context=args.context if args.context is not None else "default",
     )
 
 
 def open_store(args: argparse.Namespace, *, create: bool = False, durability: str = "full") -> MemoryCoordinator:
-    """The store at ``--path`` with the resolved embedder and ``--off`` mechanisms
-    (``durability``: see ``SQLiteStore``)."""
+    """The store at ``--path`` with the resolved embedder and ``--off`` mechanisms, read-only
+    with ``--read-only`` (``durability``: see ``SQLiteStore``). ``create``: a command that
+    writes may create a new store where the path is free; otherwise the path must hold one.
+    A file that is not a store is refused either way (``open_memory``)."""
     from .api import open_memory
 
     path = store_path(args)
-    if not create and not os.path.exists(path):
-        raise StorageError(f"no memory store at {path}; create one with: zenbrain init --path {path}")
+    read_only = bool(getattr(args, "read_only", False))
     spec = embedder_spec(args, path)
-    return open_memory(path, embedder=spec, config=make_config(args), durability=durability)
+    return open_memory(path, embedder=spec, config=make_config(args), durability=durability,
+                       create=None if create else False, read_only=read_only)
 
 
 def cache_dir() -> Path:

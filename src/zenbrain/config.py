@@ -197,6 +197,9 @@ class Config:
     context_links: frozenset[tuple[str, str]] = frozenset()
     disabled_layers: frozenset[Layer] = frozenset()
     max_content_chars: int = MAX_CONTENT_CHARS
+    # Storing a record that repeats a memory word for word returns that memory and counts as
+    # a use of it (zenbrain.pipeline.repeats); False keeps every copy. store(dedupe=) overrides it.
+    dedupe: bool = True
     seed: int = 0
     # Every mechanism's parameters; a mapping of overrides by registry name is accepted too
     # (e.g. {"ebbinghaus_decay": EbbinghausParams(...)}).

@@ -73,6 +73,12 @@ class MemoryCoordinator:
         return self.engine.store
 
     @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only: recall does not touch its hits, writes
+        raise ``ReadOnlyStoreError``."""
+        return self.engine.read_only
+
+    @property
     def embedder(self) -> Embedder:
         return self.engine.embedder
 
@@ -105,20 +111,32 @@ class MemoryCoordinator:
         event_time: float | None = None,
         importance: float | None = None,
         supersedes: str | Sequence[str] | None = None,
+        dedupe: bool | None = None,
     ) -> MemoryItem:
         """Store one memory and return it as stored. ``supersedes`` names memories it
-        replaces: they stop holding when it begins and are kept with that valid time."""
-        return self.store_many([dict(content=content, kind=kind, layer=layer, metadata=metadata,
-                                     event_time=event_time, importance=importance, supersedes=supersedes)], scope)[0]
+        replaces: they stop holding when it begins and are kept with that valid time.
 
-    def store_many(self, records: Sequence[dict[str, Any]], scope: Scope) -> list[MemoryItem]:
+        The same text stored again in the same scope (same content and metadata, outside
+        a conversation session) returns the memory already there and counts as a use of it
+        (``last_store_report["repeats"]`` says so); ``dedupe=False`` stores a second copy
+        (default: ``Config.dedupe``). See ``zenbrain.pipeline.repeats``."""
+        return self.store_many([dict(content=content, kind=kind, layer=layer, metadata=metadata,
+                                     event_time=event_time, importance=importance, supersedes=supersedes)], scope,
+                               dedupe=dedupe)[0]
+
+    def store_many(self, records: Sequence[dict[str, Any]], scope: Scope, *,
+                   dedupe: bool | None = None) -> list[MemoryItem]:
         """Store many memories in one transaction with one embedding batch.
 
         Each record is a dict with ``content`` and optional ``kind``, ``layer``,
         ``metadata``, ``event_time``, ``importance``, ``speaker``, ``supersedes``. All records are validated
-        before anything is written.
+        before anything is written. Returns one memory per record: a record that repeats a
+        stored memory, or an earlier record of the batch, returns that memory (see ``store``).
         """
-        items, self.last_store_report = store.store_many(self.engine, scope, records)
+        if dedupe is not None and not isinstance(dedupe, bool):
+            raise ValidationError(f"dedupe must be True, False or None, got {dedupe!r}")
+        items, self.last_store_report = store.store_many(
+            self.engine, scope, records, dedupe=self.engine.config.dedupe if dedupe is None else dedupe)
         return items
 
     # ------------------------------------------------------------------ recall
@@ -137,12 +155,13 @@ class MemoryCoordinator:
     ) -> RecallResult:
         """The top-k memories for a query, each with a score breakdown.
 
-        ``touch=False`` makes recall read-only (no access counts, no learning). Memories a
+        ``touch=False`` makes recall read-only (no access counts, no learning); on a store
+        opened read-only it is always off. Memories a
         later one superseded are left out: ``as_of=t`` recalls what held at time ``t``
         instead, ``include_superseded=True`` lets them compete too.
         """
         return recall.recall(self.engine, scope, query, k, layers=check_layers(layers), time_range=time_range,
-                             include_archived=include_archived, touch=touch, as_of=as_of,
+                             include_archived=include_archived, touch=touch and not self.read_only, as_of=as_of,
                              include_superseded=include_superseded)
 
     def recall_many(self, queries: Sequence[str], scope: Scope, k: int = 10, **options: Any) -> list[RecallResult]:
@@ -150,6 +169,8 @@ class MemoryCoordinator:
         transaction (one commit instead of one per query). Same options as ``recall``."""
         if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
             raise ValidationError("queries must be a sequence of strings")
+        if self.read_only:  # nothing to write
+            return [self.recall(q, scope, k, **options) for q in queries]
         with self.engine.store.transaction():
             return [self.recall(q, scope, k, **options) for q in queries]
 

@@ -34,6 +34,11 @@ class Engine:
     rng: np.random.Generator
     _queries: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict, repr=False)
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only (reads leave no trace, writes are refused)."""
+        return bool(getattr(self.store, "read_only", False))
+
     def on(self, mechanism: MechanismName) -> bool:
         """Whether a mechanism (by its registry name) is switched on."""
         return self.config.mechanisms.on(mechanism)

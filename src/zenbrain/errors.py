@@ -45,6 +45,17 @@ class DamagedStoreError(StorageError):
     malformed). The store refuses further writes into it; the message says how to recover."""
 
 
+class NotAStoreError(StorageError):
+    """A file that is not a zenbrain store: another application's database, a file that is
+    not SQLite, or an empty file that creating a store was not asked for. zenbrain writes
+    nothing into it."""
+
+
+class ReadOnlyStoreError(StorageError):
+    """A write to a store opened read-only, or a store whose file or folder cannot be
+    written (open it with ``read_only=True`` to read it)."""
+
+
 class StoreClosedError(StorageError):
     """An operation on a store (or memory) that has been closed."""
 
@@ -67,8 +78,10 @@ __all__ = [
     "ConfigError",
     "DamagedStoreError",
     "ErasurePendingError",
+    "NotAStoreError",
     "NotFoundError",
     "ProviderError",
+    "ReadOnlyStoreError",
     "ScopeError",
     "StorageError",
     "StoreClosedError",

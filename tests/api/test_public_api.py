@@ -8,7 +8,7 @@ EXPECTED = {
     "RecallHit", "RecallResult", "ScoreBreakdown", "Report", "ZenBrainError", "ValidationError", "ScopeError",
     "UnknownLayerError", "ConfigError", "NotFoundError", "StorageError", "ProviderError",
     "AsyncMemory", "open_async_memory", "ErasureReceipt", "DamagedStoreError", "ErasurePendingError",
-    "StoreClosedError",
+    "StoreClosedError", "NotAStoreError", "ReadOnlyStoreError",
 }
 
 
@@ -20,7 +20,8 @@ def test_exported_names_are_pinned():
 
 def test_every_error_derives_from_the_root():
     for name in ("ValidationError", "ScopeError", "UnknownLayerError", "ConfigError", "NotFoundError", "StorageError",
-                 "ProviderError", "DamagedStoreError", "ErasurePendingError", "StoreClosedError"):
+                 "ProviderError", "DamagedStoreError", "ErasurePendingError", "StoreClosedError",
+                 "NotAStoreError", "ReadOnlyStoreError"):
         assert issubclass(getattr(zenbrain, name), zenbrain.ZenBrainError)
 
 

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from cli_helpers import EMB
 
+from zenbrain import Scope
 from zenbrain.cli import main
 from zenbrain.cli_support import open_store
 
@@ -132,3 +133,31 @@ def test_several_workers_refuse_a_public_host_without_keys(capsys, tmp_path):
         assert "--workers" in capsys.readouterr().err
     assert main(["serve", "--path", str(db), *EMB, "--durability", "sometimes"]) == 2
     assert "invalid choice: 'sometimes'" in capsys.readouterr().err
+
+
+def test_serve_read_only_answers_reads_and_refuses_writes(capsys, tmp_path):
+    db, port, log = tmp_path / "m.db", _free_port(), tmp_path / "serve.log"
+    with open_store(argparse.Namespace(path=str(db), embedder="hashing:384", off=[]), create=True) as mem:
+        mem.store("Ana waters the garden at dawn", Scope("ana"))
+    before = db.read_bytes()
+    assert main(["serve", "--path", str(db), *EMB, "--read-only", "--workers", "2"]) == 2
+    assert "--read-only serves from one process" in capsys.readouterr().err
+    argv = [sys.executable, "-m", "zenbrain.cli", "serve", "--path", str(db), *EMB, "--port", str(port), "--read-only"]
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    url = f"http://127.0.0.1:{port}"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        _wait_healthy(url, proc, log)
+        r = httpx.post(url + "/v1/recall", params={"user_id": "ana"}, json={"query": "garden", "k": 1}, timeout=30)
+        assert r.status_code == 200 and r.json()["hits"][0]["content"] == "Ana waters the garden at dawn"
+        r = httpx.post(url + "/v1/memories", params={"user_id": "ana"}, json={"content": "must not land"}, timeout=30)
+        assert r.status_code == 503 and r.json()["error"] == "ReadOnlyStoreError" and "read-only" in r.json()["message"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    assert "read-only" in log.read_text()
+    assert db.read_bytes() == before and not (tmp_path / "m.activity.db").exists()

@@ -141,7 +141,7 @@ def test_score_breakdown_is_consistent(mem, query):
 def test_near_identical_memories_are_returned_once(mem):
     words = "the quarterly budget review meeting moved to thursday afternoon in room twelve with finance and legal teams present"
     a = mem.store(words, S)
-    b = mem.store(words, S)  # identical
+    b = mem.store(words, S, dedupe=False)  # identical, kept as a second copy
     c = mem.store(words + " again", S)  # one more word: Jaccard 18/19
     d = mem.store("the quarterly budget review meeting was cancelled", S)  # different enough
     hits = mem.recall("quarterly budget review meeting", S, k=10, touch=False)

@@ -8,6 +8,7 @@ Memory commands work on one SQLite store (``--path``, default ``$ZENBRAIN_PATH``
     zenbrain recall "when did Caroline go to the support group?" --why
     zenbrain get ID | forget ID | history ID | stats | sleep | decay | review-queue
     zenbrain check PATH                             # integrity of a store file (exit 1: damaged)
+    zenbrain export --out alice.jsonl --user alice  # everything of a user as JSON Lines; import reads it back
     zenbrain serve --workers 2 --durability process  # REST from two processes
     zenbrain mechanisms --off bm25_hybrid,two_factor_hebbian
 
@@ -42,7 +43,7 @@ from ..cli_support import (
     merge_globals,
 )
 from ..errors import ZenBrainError
-from . import memory, relations, server, upkeep
+from . import memory, relations, server, transfer, upkeep
 from .server import load_api_keys
 
 __all__ = ["PLUGIN_GROUP", "build_parser", "load_api_keys", "load_plugins", "main"]
@@ -61,7 +62,7 @@ def build_parser(*, verbose: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zenbrain {__version__}")
     add_global_options(parser, top=True)
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (memory, relations, upkeep, server):
+    for module in (memory, relations, transfer, upkeep, server):
         module.register(subs)
     load_plugins(subs, verbose=verbose)
     if "demo" in subs.choices:

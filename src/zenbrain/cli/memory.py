@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from ..cli_support import (
     EXIT_OK,
     bounded_int,
     command,
+    embedder_spec,
     iso,
     make_config,
     make_scope,
@@ -24,7 +24,7 @@ from ..cli_support import (
     store_embedder_name,
     store_path,
 )
-from ..errors import ValidationError
+from ..errors import ConfigError, ValidationError
 
 MAX_LIST = 10_000  # the most memories one list, episodes or review-queue call prints
 
@@ -148,10 +148,17 @@ def print_items(items: Sequence[Any], as_json: bool, empty: str) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    """Create a store at a free path or in an empty file; show an existing store; refuse
+    any other file (another application's database)."""
+    from ..api import open_memory
+    from ..storage.sqlite.opening import FileKind, check
+
     path = store_path(args)
-    if os.path.exists(path):
+    if args.read_only:
+        raise ConfigError("init creates a store: it cannot run with --read-only")
+    if check(path, create=True).kind is FileKind.STORE:
         return _show_existing_store(args, path)
-    with open_store(args, create=True) as mem:
+    with open_memory(path, embedder=embedder_spec(args, path), config=make_config(args), create=True) as mem:
         s = mem.stats()
         print(f"created store at {path}")
         print(f"embedder: {mem.embedder.name} (dim {mem.embedder.dim}); memories: {s['memories']}")
@@ -214,7 +221,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     id_w = max(2, *(len(h.item.id) for h in hits))
     head = f"{'rank':>4}  {'score':>6}  {'layer':<{layer_w}}  {'id':<{id_w}}  content"
     width = max(30, shutil.get_terminal_size((120, 24)).columns - len(head) + len("content") - 1)
-    print(f"query type: {hits.query_type}")
+    print(f"query type: {getattr(hits.query_type, 'value', hits.query_type)}")  # "general", not "QueryType.GENERAL"
     print(head)
     for rank, h in enumerate(hits, start=1):
         print(f"{rank:>4}  {h.score:>6.3f}  {h.item.layer.value:<{layer_w}}  {h.item.id:<{id_w}}  "

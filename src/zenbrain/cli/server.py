@@ -112,7 +112,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     auth = f"API keys for {len(set(keys.values()))} user(s)" if keys else "no API keys: open to anyone who can reach it"
     where = (f"zenbrain REST API on http://{args.host}:{args.port} (dashboard at /ui, docs at /docs); "
              f"store {path}; durability {args.durability}; {auth}")
+    if args.read_only:
+        where += "; read-only"
     if args.workers > 1:
+        if args.read_only:
+            raise ConfigError("--read-only serves from one process: leave out --workers")
         spec = embedder_spec(args, path)
         # Opened once here: a new store is created (and an old one checked) before any worker starts.
         with open_store(args, create=True, durability=args.durability):
@@ -121,7 +125,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         serve(path, embedder=spec, host=args.host, port=args.port, workers=args.workers, api_keys=keys,
               log_level="info", durability=args.durability, off=sorted(off_names(args)))
         return EXIT_OK
-    activity = ActivityLog(activity_path(path))
+    activity = ActivityLog(None if args.read_only else activity_path(path))  # read-only: kept in memory
     with open_store(args, create=True, durability=args.durability) as mem:
         app = create_app(mem, api_keys=keys, activity=activity)
         status(where)

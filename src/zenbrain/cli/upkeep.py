@@ -74,12 +74,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Every integrity check on the file, read-only and without an embedder, so that it also
     runs on a file the store refuses to open."""
     from ..storage.sqlite.health import check_file
+    from ..storage.sqlite.opening import FileKind, identify, refusal
 
     path = os.path.expanduser(args.file) if args.file else store_path(args)
     if args.file and args.path and os.path.abspath(path) != os.path.abspath(store_path(args)):
         raise ConfigError(f"two store files given: PATH {args.file} and --path {args.path}")
     if not os.path.exists(path):
         raise StorageError(f"no memory store at {path}")
+    found = identify(path)
+    if found.kind in (FileKind.EMPTY, FileKind.FOREIGN, FileKind.NOT_SQLITE):  # not a store, rather than a damaged one
+        raise refusal(path, found, create=False) or StorageError(f"{path} is not a zenbrain store")
     report = check_file(path)
     if args.json:
         print_json(report.as_dict())

@@ -88,41 +88,15 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
     topic = topic / max(float(np.linalg.norm(topic)), 1e-12)
     kv: dict[str, Any] = {KV_TOPIC: encode_vec(topic)}
 
-    use_ebb, use_fsrs, use_vm = engine.on("ebbinghaus_decay"), engine.on("fsrs"), engine.on("vmpfc_fsrs")
-    use_tc, use_rc = engine.on("triple_copy"), engine.on("reconsolidation")
-    ebb_p = engine.config.params.ebbinghaus_decay
-    fsrs_p = engine.config.params.fsrs
-    vm_p = engine.config.params.vmpfc_fsrs
-    tc_p = engine.config.params.triple_copy
-    rc_p = engine.config.params.reconsolidation
     interval_factor = tuned(engine, part, "review_interval_factor", 1.0)
     topic_text = encode_vec(topic)
-
     states: dict[str, MemoryState] = {}
     stability: list[float] = []
     for rank, h in enumerate(hits, start=1):
-        item = h.item
-        st = item.state.copy()
-        spaced = now - item.last_access >= HOUR  # massed repetition does not build stability
-        s = item.stability
-        if use_ebb and spaced and item.layer is not Layer.CORE:
-            s = float(ebbinghaus.review_stability(stability=s, success=True, params=ebb_p))
+        st, s = state_after_use(engine, h.item, now, rank=rank, similarity=h.why.dense, topic=topic,
+                                topic_text=topic_text, interval_factor=interval_factor)
+        states[h.item.id] = st
         stability.append(s)
-        if use_fsrs and spaced and item.layer not in (Layer.CORE, Layer.WORKING):
-            rating = fsrs_schedule.grade_from_recall(rank, h.why.dense, params=fsrs_p)
-            card, due = fsrs_schedule.review(st.get(FSRS), rating, now, params=fsrs_p)
-            if use_vm:
-                card, due = vmpfc_adjust(st, card, due, topic, now, vm_p)
-            card, due = scaled_due(card, due, now, interval_factor)
-            st[FSRS] = card
-            st[DUE_AT] = due
-            st[REVIEW_TOPIC] = topic_text
-        if use_tc and COPIES in st:
-            st[COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[COPIES]), now=now,
-                                               quality=min(1.0, max(0.0, h.why.dense)), params=tc_p).to_dict()
-        if use_rc:
-            st[LABILE_UNTIL] = reconsolidation.open_window(now=now, params=rc_p)
-        states[item.id] = st
     new_edges = coactivation(engine, part, hits, now) if engine.on("two_factor_hebbian") else []
 
     if engine.on("neuromodulator"):
@@ -173,6 +147,40 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
         h.item.stability = s
         h.item.state = states[h.item.id]
     return info
+
+
+def state_after_use(engine: Engine, item: MemoryItem, now: float, *, rank: int, similarity: float,
+                    topic: np.ndarray | None, topic_text: str | None = None,
+                    interval_factor: float = 1.0) -> tuple[MemoryState, float]:
+    """A memory's state and stability after a use at ``now`` (a recall that ranked it at
+    ``rank`` with dense ``similarity`` to the query): a spaced use grows Ebbinghaus stability
+    and counts as an FSRS review graded by rank and similarity (vmPFC-adjusted when there
+    is a ``topic``, whose encoding ``topic_text`` a caller with many memories passes once);
+    TripleCopy is reinforced and the reconsolidation window opens. The memory itself is not
+    changed."""
+    st = item.state.copy()
+    spaced = now - item.last_access >= HOUR  # massed repetition does not build stability
+    s = item.stability
+    if engine.on("ebbinghaus_decay") and spaced and item.layer is not Layer.CORE:
+        s = float(ebbinghaus.review_stability(stability=s, success=True, params=engine.config.params.ebbinghaus_decay))
+    if engine.on("fsrs") and spaced and item.layer not in (Layer.CORE, Layer.WORKING):
+        fsrs_p = engine.config.params.fsrs
+        rating = fsrs_schedule.grade_from_recall(rank, similarity, params=fsrs_p)
+        card, due = fsrs_schedule.review(st.get(FSRS), rating, now, params=fsrs_p)
+        if engine.on("vmpfc_fsrs") and topic is not None:
+            card, due = vmpfc_adjust(st, card, due, topic, now, engine.config.params.vmpfc_fsrs)
+        card, due = scaled_due(card, due, now, interval_factor)
+        st[FSRS] = card
+        st[DUE_AT] = due
+        if topic is not None:
+            st[REVIEW_TOPIC] = topic_text if topic_text is not None else encode_vec(topic)
+    if engine.on("triple_copy") and COPIES in st:
+        st[COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[COPIES]), now=now,
+                                           quality=min(1.0, max(0.0, similarity)),
+                                           params=engine.config.params.triple_copy).to_dict()
+    if engine.on("reconsolidation"):
+        st[LABILE_UNTIL] = reconsolidation.open_window(now=now, params=engine.config.params.reconsolidation)
+    return st, s
 
 
 def query_kind(hits: list[RecallHit]) -> str:

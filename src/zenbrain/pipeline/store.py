@@ -21,18 +21,20 @@ from ..state import META_EVENT_TIME, META_KIND
 from ..storage.base import Filter, Partition, Transaction
 from ..text import content_hash
 from ..validation import check_content, check_metadata, check_number
-from . import turns
+from . import repeats, turns
 from .access import get_own, partition_of
 from .encode import prepare
-from .link import plan_links, write_links
+from .link import LinkPlan, plan_links, write_links
 
 RECORD_FIELDS = frozenset({"content", "kind", "layer", "metadata", "event_time", "importance", "speaker", "supersedes"})
 
 
-def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]]) -> tuple[list[MemoryItem], dict[str, Any]]:
+def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]], *,
+               dedupe: bool = False) -> tuple[list[MemoryItem], dict[str, Any]]:
     """Store many memories with one embedding batch and one transaction; every record is
-    validated before anything is written. Returns the stored memories and the link report
-    (edges made, debates held)."""
+    validated before anything is written. Returns the memory of each record and the link
+    report (edges made, debates held, and with ``dedupe`` the records that repeated a
+    memory: ``repeats``, see ``repeats``)."""
     part = partition_of(scope)
     if not isinstance(records, Sequence) or isinstance(records, (str, bytes)):
         raise ValidationError("records must be a sequence of dicts")
@@ -47,25 +49,37 @@ def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]]) 
         drafts.append(draft(engine, scope, rec, now))
     if not drafts:
         return [], {"edges": 0, "debates": []}
-    turns.assign(engine, part, drafts)
-    embedded = turns.embed(engine, drafts)
-    kv = prepare(engine, part, drafts, embedded.vectors, now)
-    kv.update(turns.speakers_record(engine, part, drafts))
-    plan = plan_links(engine, part, drafts, embedded.vectors, now)  # may consult the chat model: before the write
-    for rec, item in zip(records, drafts):
-        for old in superseded_by_record(engine, scope, rec, item):
-            plan.supersede(old.id, item.id, item.valid_from)
+    found = repeats.find(engine, part, scope, records, drafts) if dedupe else {}
+    new = [d for i, d in enumerate(drafts) if i not in found]
+    if new:
+        turns.assign(engine, part, new)
+        embedded = turns.embed(engine, new)
+        kv = prepare(engine, part, new, embedded.vectors, now)
+        kv.update(turns.speakers_record(engine, part, new))
+        plan = plan_links(engine, part, new, embedded.vectors, now)  # may consult the chat model: before the write
+    else:  # every record repeats a stored memory
+        embedded, kv, plan = turns.TurnVectors(np.zeros((0, engine.embedder.dim), np.float32), {}), {}, LinkPlan(made_at=now)
+    for i, (rec, item) in enumerate(zip(records, drafts)):
+        if i not in found:
+            for old in superseded_by_record(engine, scope, rec, item):
+                plan.supersede(old.id, item.id, item.valid_from)
     with engine.store.transaction() as tx:
         if embedded.fresh:
             tx.put_embeddings(engine.embedder.name, list(embedded.fresh), np.stack(list(embedded.fresh.values())))
         tx.log(part, [HistoryEvent(item.id, now, "created", {"layer": item.layer.value, "kind": item.kind.value})
-                      for item in drafts])
+                      for item in new])
         write_links(engine, tx, part, plan)
-        tx.put_memories(drafts)
+        repeats.use(engine, part, tx, found, drafts, now)  # before the new rows are written: they carry it
+        if new:
+            tx.put_memories(new)
         if kv:
             tx.kv_put(part, kv)
-        enforce_working_capacity(engine, tx, part, scope, drafts, now)
-    return drafts, plan.report()
+        enforce_working_capacity(engine, tx, part, scope, new, now)
+    items = repeats.stands_for(found, drafts)
+    report = plan.report()
+    if dedupe:
+        report["repeats"] = [{"record": i, "memory_id": items[i].id} for i in sorted(found)]
+    return items, report
 
 
 def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> MemoryItem:

@@ -29,7 +29,7 @@ def assemble_prompt(engine: Engine, scope: Scope, query: str, *, budget_tokens: 
         raise ValidationError(f"budget_tokens must be an integer in [1, {MAX_BUDGET}], got {str(budget_tokens)[:40]}")
     part = partition_of(scope)
     now = engine.clock.now()
-    hits = recall(engine, scope, query, k=check_k(k))
+    hits = recall(engine, scope, query, k=check_k(k), touch=not engine.read_only)
     by_layer: dict[str, list[str]] = {}
     best: dict[str, float] = {}
     for h in hits:
@@ -63,8 +63,9 @@ def assemble_prompt(engine: Engine, scope: Scope, query: str, *, budget_tokens: 
     state = workspace.WorkspaceState.from_dict(raw) if raw else workspace.WorkspaceState()
     ws = workspace.assemble(bids, budget_tokens=budget_tokens, now=now, state=state,
                             params=engine.config.params.global_workspace)
-    with engine.store.transaction() as tx:
-        tx.kv_put(part, {KV_WORKSPACE: ws.state.to_dict()})
+    if not engine.read_only:  # a read-only store assembles from the state it has
+        with engine.store.transaction() as tx:
+            tx.kv_put(part, {KV_WORKSPACE: ws.state.to_dict()})
     return {"text": ws.text, "tokens": ws.tokens, "modules": [s.__dict__ for s in ws.selections]}
 
 

@@ -40,6 +40,7 @@ class Filter:
     turns: frozenset[tuple[str, int]] | None = None  # memories at these (session, position)
     # Only what still held at this time: memories superseded at or before it are left out.
     current_at: float | None = None
+    content_hashes: frozenset[str] | None = None  # memories with these content hashes (queries only)
 
 
 @dataclass

@@ -22,7 +22,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ...errors import DamagedStoreError, StoreClosedError, ZenBrainError
+from ...errors import (
+    DamagedStoreError,
+    ReadOnlyStoreError,
+    StoreClosedError,
+    ZenBrainError,
+)
 from .guard import is_busy, is_damage, recovery_hint, translate
 
 # Polling for the write lock: first wait, growth per try and longest wait (seconds).
@@ -31,22 +36,26 @@ BEGIN_GROWTH = 1.5
 BEGIN_MAX_WAIT = 0.004
 
 
-def connect(path: str, timeout: float, *, read_only: bool = False) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+def connect(path: str, timeout: float, *, read_only: bool = False, uri: str | None = None) -> sqlite3.Connection:
+    """A connection to the store's file; ``uri``: connect through this SQLite URI instead
+    (a read-only store's ``mode=ro``, which SQLite itself enforces)."""
+    conn = sqlite3.connect(uri or path, timeout=timeout, isolation_level=None, check_same_thread=False,
+                           uri=uri is not None)
     conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-    if read_only:
+    if read_only or uri is not None:
         conn.execute("PRAGMA query_only=1")
     return conn
 
 
 class Connections:
-    def __init__(self, path: str, timeout: float, *, shared: bool) -> None:
+    def __init__(self, path: str, timeout: float, *, shared: bool, read_only_uri: str | None = None) -> None:
         self.path = path
         self.timeout = float(timeout)
         self.busy_ms = int(timeout * 1000)
         self.shared = shared  # False: a private in-memory database, reachable by one connection only
+        self.uri = read_only_uri  # set: every connection opens the file read-only through it
         self.lock = threading.RLock()  # held by the thread that writes (and, unshared, by every reader)
-        self.writer = connect(path, timeout)
+        self.writer = connect(path, timeout, uri=read_only_uri)
         self.tx_thread: int | None = None  # the thread inside a write transaction
         self.closed = False
         self.damaged: str | None = None  # why the file is known to be damaged
@@ -70,6 +79,9 @@ class Connections:
 
     def check_writable(self) -> None:
         self.check_open()
+        if self.uri is not None:
+            raise ReadOnlyStoreError(f"{self.path} is open read-only: nothing can be written to it "
+                                     "(open it without read_only to write)")
         if self.damaged is not None:
             raise DamagedStoreError(f"{self.path} is damaged ({self.damaged}); zenbrain writes nothing more into it: "
                                     f"{recovery_hint(self.path)}")
@@ -102,7 +114,7 @@ class Connections:
     def _thread_reader(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = connect(self.path, self.timeout, read_only=True)
+            conn = connect(self.path, self.timeout, read_only=True, uri=self.uri)
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)

@@ -59,6 +59,9 @@ def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bo
     if flt.current_at is not None:
         clauses.append(f"({p}valid_until IS NULL OR {p}valid_until > ?)")
         args.append(flt.current_at)
+    if flt.content_hashes is not None:
+        clauses.append(f"{p}content_hash IN ({','.join('?' * len(flt.content_hashes))})")
+        args.extend(sorted(flt.content_hashes))
     if flt.ids is not None:
         clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
         args.extend(sorted(flt.ids))

@@ -12,6 +12,7 @@ import sqlite3
 
 from ...errors import (
     DamagedStoreError,
+    ReadOnlyStoreError,
     StorageError,
     StoreClosedError,
     ValidationError,
@@ -72,7 +73,8 @@ def translate(exc: BaseException, path: str, doing: str) -> ZenBrainError:
         return StorageError(f"{path} is locked by another connection for longer than the timeout while {doing}; "
                             "retry later")
     if name.startswith("SQLITE_READONLY"):
-        return StorageError(f"{path} is read-only while {doing} ({exc}): check the file's permissions")
+        return ReadOnlyStoreError(f"{path} is read-only while {doing} ({exc}): check the permissions of the file and "
+                                  "its folder, or open it read-only (read_only=True, zenbrain --read-only)")
     if name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")):
         return StorageError(f"{path}: input/output error while {doing} ({exc}): check the disk and the file")
     return StorageError(f"{path}: {doing} failed: {exc}")

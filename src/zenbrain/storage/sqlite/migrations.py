@@ -3,6 +3,10 @@ that has shipped. Each runs in its own transaction and is recorded in schema_mig
 
 from __future__ import annotations
 
+import sqlite3
+
+from ...errors import StorageError
+
 MIGRATIONS: list[tuple[str, str]] = [
     (
         "0001_initial",
@@ -195,3 +199,30 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
 ]
+
+
+def _split_sql(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";")
+            if s.strip() and not all(line.strip().startswith("--") for line in s.strip().splitlines())]
+
+
+def missing(db: sqlite3.Connection, path: str) -> list[str]:
+    """The migrations a store's file has not had yet (reads only). A file written by a newer
+    zenbrain (migrations this one does not know) is refused."""
+    table = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'").fetchone()
+    done = {r[0] for r in db.execute("SELECT name FROM schema_migrations")} if table else set()
+    unknown = done - {name for name, _ in MIGRATIONS}
+    if unknown:
+        raise StorageError(f"{path} was written by a newer zenbrain (migrations {sorted(unknown)}); upgrade zenbrain")
+    return [name for name, _ in MIGRATIONS if name not in done]
+
+
+def apply(db: sqlite3.Connection, path: str) -> None:
+    """Apply the missing migrations, inside the caller's write transaction."""
+    db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+    todo = set(missing(db, path))
+    for version, (name, sql) in enumerate(MIGRATIONS, start=1):
+        if name in todo:
+            for stmt in _split_sql(sql):
+                db.execute(stmt)
+            db.execute("INSERT INTO schema_migrations (version, name) VALUES (?,?)", (version, name))

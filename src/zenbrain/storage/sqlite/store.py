@@ -28,17 +28,22 @@ from typing import Any
 import numpy as np
 
 from ..._sqlite import enable_wal
-from ...errors import ConfigError, DamagedStoreError, StorageError, ZenBrainError
+from ...errors import (
+    ConfigError,
+    DamagedStoreError,
+    ReadOnlyStoreError,
+    StorageError,
+    ZenBrainError,
+)
 from ...model import Edge, HistoryEvent, Layer, MemoryItem
 from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
 from ..vector_index import PartitionIndex, Row
-from . import health
+from . import health, migrations, opening
 from .codec import EDGE_COLUMNS, SELECT, decode, item_from_row
 from .connections import Connections, connect
 from .filters import where
 from .guard import TRANSLATED, recovery_hint
 from .lexical import fts_query, lexical_search
-from .migrations import MIGRATIONS
 from .transaction import SQLiteTransaction
 
 CommitHook = Callable[[SQLiteTransaction], None]
@@ -88,12 +93,22 @@ class SQLiteStore:
     ``durability``: ``"full"`` (default) flushes every commit to disk, so a committed
     memory survives a power cut; ``"process"`` flushes at checkpoints only: a commit
     survives a crash of the process but a power cut may undo the last ones, and writers
-    hold the write lock for less time (no fsync inside it)."""
+    hold the write lock for less time (no fsync inside it).
+
+    ``create``: None (default) makes a new store where the path is free; True also makes
+    one of an empty file; False opens an existing store only. A file that is not a store
+    (another application's database, not SQLite) is refused either way: ``NotAStoreError``,
+    nothing written (``opening``). ``read_only``: open an existing store through a read-only
+    connection (nothing is written, a write raises ``ReadOnlyStoreError``); a file that
+    cannot be written must be opened so."""
 
     def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0,
-                 allow_damaged: bool = False, scrub_wait_s: float = SCRUB_WAIT_S, durability: str = "full") -> None:
+                 allow_damaged: bool = False, scrub_wait_s: float = SCRUB_WAIT_S, durability: str = "full",
+                 create: bool | None = None, read_only: bool = False) -> None:
         if durability not in ("full", "process"):
             raise ConfigError(f"durability must be 'full' or 'process', got {durability!r}")
+        if create is not None and not isinstance(create, bool):
+            raise ConfigError(f"create must be True, False or None, got {create!r}")
         self._synchronous = "FULL" if durability == "full" else "NORMAL"
         self.path = str(path)
         self.embedder_name = embedder_name
@@ -108,13 +123,17 @@ class SQLiteStore:
         self._hooks = threading.local()  # per thread: callables run before each commit (see before_commit)
         self._open_lock: health.OpenLock | None = None
         self.opened_unclean = False  # the last user of the file did not close it (crash); it was checked
+        self.read_only = bool(read_only)
+        uri = None
         if self._shared:
-            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            if os.path.exists(self.path):
-                self._open_lock = health.OpenLock(self.path)
-                self.opened_unclean = self._open_lock.alone() and health.left_unclean(self.path)
+            uri = opening.prepare(self.path, create=create, read_only=self.read_only,
+                                  build=lambda conn: self._build(conn, timeout))
+            self._open_lock = health.OpenLock(self.path)
+            self.opened_unclean = self._open_lock.alone() and health.left_unclean(self.path)
+        elif self.read_only:
+            raise ConfigError("a private in-memory store cannot be opened read-only")
         try:
-            self._c = Connections(self.path, timeout, shared=self._shared)
+            self._c = Connections(self.path, timeout, shared=self._shared, read_only_uri=uri)
         except sqlite3.Error as exc:
             self._release_open_lock()
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
@@ -128,13 +147,22 @@ class SQLiteStore:
             raise
         # Indexes are built and synced through a connection of their own, which only ever
         # sees committed rows, so they cannot pick up a write that is later rolled back.
-        self._reader = connect(self.path, timeout, read_only=True) if self._shared else self._db
+        self._reader = connect(self.path, timeout, read_only=True, uri=uri) if self._shared else self._db
         self._index_lock = threading.RLock() if self._shared else self._lock
 
     # -- opening and closing -----------------------------------------------------------------
+    def _build(self, conn: sqlite3.Connection, timeout: float) -> None:
+        """Write a new store's schema and embedder into ``conn`` (see ``opening.create_new``)."""
+        enable_wal(conn, timeout)
+        conn.execute("BEGIN IMMEDIATE")
+        migrations.apply(conn, self.path)
+        conn.execute("INSERT INTO meta (key, value) VALUES ('embedder', ?), ('dim', ?)",
+                     (self.embedder_name, str(self.dim)))
+        conn.execute("COMMIT")
+
     def _open(self, timeout: float, allow_damaged: bool) -> None:
         try:
-            mode = enable_wal(self._db, timeout)
+            mode = "wal" if self.read_only else enable_wal(self._db, timeout)  # read-only: the file's mode as it is
             if self._shared and mode.lower() != "wal":
                 raise StorageError(f"{self.path}: could not enable WAL (journal_mode={mode})")
             # FULL: a committed memory survives a power cut too, not only a process crash.
@@ -153,6 +181,8 @@ class SQLiteStore:
                 self._migrate()
         except sqlite3.DatabaseError as exc:
             err = self._c.fail(exc, "opening it")
+            if isinstance(err, ReadOnlyStoreError):
+                raise err from exc
             if not isinstance(err, DamagedStoreError):
                 raise StorageError(f"{self.path} is not a usable zenbrain store: {exc}") from exc
             if not allow_damaged:
@@ -165,7 +195,7 @@ class SQLiteStore:
             return  # opened to salvage what is readable: nothing is checked or written
         try:
             self._check_meta()
-            if health.scrub_pending(self._db):
+            if not self.read_only and health.scrub_pending(self._db):
                 self._scrub(0.0)  # an erasure another process could not finish
         except sqlite3.DatabaseError as exc:
             raise self._c.fail(exc, "opening it") from exc
@@ -176,21 +206,17 @@ class SQLiteStore:
             self._open_lock = None
 
     def _migrate(self) -> None:
+        if self.read_only:
+            pending = migrations.missing(self._db, self.path)
+            if pending:
+                raise StorageError(f"{self.path} was written by an older zenbrain and needs its schema upgraded "
+                                   f"({', '.join(pending)}), which a read-only store cannot do: open it once for "
+                                   "writing")
+            return
         with self._lock:
             self._c.begin()
             try:
-                self._db.execute(
-                    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)")
-                done = {r[0] for r in self._db.execute("SELECT name FROM schema_migrations")}
-                unknown = done - {name for name, _ in MIGRATIONS}
-                if unknown:
-                    raise StorageError(
-                        f"{self.path} was written by a newer zenbrain (migrations {sorted(unknown)}); upgrade zenbrain")
-                for version, (name, sql) in enumerate(MIGRATIONS, start=1):
-                    if name not in done:
-                        for stmt in _split_sql(sql):
-                            self._db.execute(stmt)
-                        self._db.execute("INSERT INTO schema_migrations (version, name) VALUES (?,?)", (version, name))
+                migrations.apply(self._db, self.path)
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 self._c.rollback(exc)
@@ -199,13 +225,13 @@ class SQLiteStore:
     def _check_meta(self) -> None:
         with self._lock:
             rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')").fetchall())
-            if not rows and self._c.damaged is None:
+            if not rows and self._c.damaged is None and not self.read_only:
                 self._c.begin()
                 self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('embedder', ?), ('dim', ?)",
                                  (self.embedder_name, str(self.dim)))
                 self._db.execute("COMMIT")
                 rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')").fetchall())
-            if rows.get("embedder") != self.embedder_name or int(rows.get("dim", -1)) != self.dim:
+            if rows and rows.get("embedder") != self.embedder_name or int(rows.get("dim", -1)) != self.dim:
                 raise ConfigError(
                     f"{self.path} holds vectors of embedder {rows.get('embedder')!r} (dim {rows.get('dim')}); "
                     f"it cannot be opened with {self.embedder_name!r} (dim {self.dim}). Open it with the same "
@@ -215,7 +241,7 @@ class SQLiteStore:
         with self._lock:
             if self._c.closed:
                 return
-            if self._shared and self._tx is None and self._c.damaged is None:
+            if self._shared and self._tx is None and self._c.damaged is None and not self.read_only:
                 try:
                     if health.scrub_pending(self._db):
                         self._scrub(self.scrub_wait_s)
@@ -245,14 +271,16 @@ class SQLiteStore:
         written. A damaged file found here gets no further writes."""
         self._c.check_open()
         try:
-            conn = connect(self.path, self._c.timeout) if self._shared else self._db
+            conn = connect(self.path, self._c.timeout, uri=self._c.uri) if self._shared else self._db
         except sqlite3.Error as exc:
             raise self._c.fail(exc, "checking it") from exc
         try:
             with self._lock:
-                conn.execute("BEGIN IMMEDIATE")
+                # Read-only: one read transaction, without FTS5's own check (it runs as an INSERT).
+                conn.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
                 try:
-                    report = health.check_connection(conn, self.path, self.embedder_name)
+                    report = health.check_connection(conn, self.path, self.embedder_name,
+                                                     fts_check=not self.read_only)
                 finally:
                     conn.execute("ROLLBACK")
         except sqlite3.DatabaseError as exc:
@@ -688,7 +716,3 @@ def _index_row(r: Sequence[Any]) -> Row:
                event_time=r[6], vector=np.frombuffer(r[7], dtype=np.float32), position=r[8],
                valid_until=math.inf if r[9] is None else float(r[9]))
 
-
-def _split_sql(sql: str) -> list[str]:
-    return [s.strip() for s in sql.split(";")
-            if s.strip() and not all(line.strip().startswith("--") for line in s.strip().splitlines())]
