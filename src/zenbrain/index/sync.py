@@ -37,7 +37,7 @@ from .lexical import KeyTable, LexicalIndex, text_key
 from .source import IndexRow, IndexSource, Partition
 from .vectors import AnnParams, VectorPartition, content_key
 
-FORMAT = 1
+FORMAT = 2
 VERIFY_SAMPLE = 16
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from .columns import Columns, FilterLike
 from .source import IndexRow
 
-FORMAT = 1
+FORMAT = 2  # 2: turn positions and validity columns
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class VectorPartition:
             self.pos[row.id] = r
         self.cols.set(r, layer=row.layer, context=row.context, session_id=row.session_id, kind=row.kind,
                       archived=row.archived, event_time=row.event_time, chash=key,
-                      dense=row.vector is not None)
+                      dense=row.vector is not None, position=row.position, valid_until=row.valid_until)
 
     def remove(self, memory_id: str) -> None:
         r = self.pos.pop(memory_id, None)
@@ -159,6 +159,8 @@ class VectorPartition:
 
     def _scores_all(self, q: np.ndarray) -> np.ndarray:
         nb = len(self._base)
+        if not nb:
+            return self._tail[: self.n] @ q
         head = self._base @ q
         if self.n == nb:
             return head
@@ -185,10 +187,11 @@ class VectorPartition:
         self.cols = Columns.from_state(state, codes)
         self.ids = [self.ids[r] for r in keep.tolist()]
         self.pos = {mid: r for r, mid in enumerate(self.ids)}
-        self._base = vecs
-        self._tail = np.zeros((1024, self.dim), dtype=np.float32)
+        self._base, self._tail = np.zeros((0, self.dim), dtype=np.float32), vecs
         self.dead = 0
         self.graph, self.graph_rows, self._graph_path = None, 0, None
+        if len(self.pos) >= self.params.ann_min_rows:  # a graph will cover these rows: they are the base
+            self._base, self._tail = vecs, np.zeros((1024, self.dim), dtype=np.float32)
 
     def _new_graph(self) -> Any:
         from usearch.index import Index
@@ -263,7 +266,9 @@ class VectorPartition:
         return self._exact(q, k, cand)
 
     def _exact(self, q: np.ndarray, k: int, rows: np.ndarray) -> list[tuple[str, float]]:
-        if 2 * len(rows) > self.n:
+        # Without a graph every search scores the whole matrix, so that a row's score does
+        # not depend on which rows a filter kept (BLAS sums rows in blocks of the matrix).
+        if self.graph is None or 2 * len(rows) > self.n:
             scores = self._scores_all(q)[rows]
         else:
             scores = self.vectors_of(rows) @ q
@@ -324,7 +329,10 @@ class VectorPartition:
         part.pos = {ids[r]: r for r in np.flatnonzero(alive).tolist()}
         if len(part.pos) != int(alive.sum()):
             raise ValueError("index file lists a memory twice")
-        part._base = vecs
+        if int(meta["graph_rows"]):
+            part._base = vecs
+        else:  # no graph: one matrix in memory (see _exact), as a partition built here has
+            part._tail = np.array(vecs)
         part.dead = int(meta.get("dead", n - len(part.pos)))
         graph_rows = int(meta["graph_rows"])
         if graph_rows:
