@@ -489,6 +489,20 @@ def test_lexical_search_ranks_and_filters(store):
     assert [i for i, _ in store.lexical_search(P2, "apple", 10)] == ["other"]
 
 
+def test_lexical_search_honours_every_filter_field(store, world):
+    items, _ = world
+    rng = np.random.default_rng(21)
+    ids = [i.id for i in items]
+    for trial in range(60):
+        flt = random_filter(rng, ids)
+        part = (P1, P2)[trial % 2]
+        expect = {i.id for i in items if (i.user_id, i.agent_id) == part and matches(i, flt)
+                  and ("apples" in i.content or "boats" in i.content)}
+        got = store.lexical_search(part, "apples or boats", 1000, flt)
+        assert {mid for mid, _ in got} == expect, flt
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+
+
 def test_lexical_search_treats_query_syntax_as_text(store):
     put(store, [make_item(P1, "apple banana", id="x")])
     for query in ['apple" OR *', "NEAR(apple banana)", "apple AND", "-apple", "^apple", "content:apple", "apple*"]:

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..._sqlite import enable_wal
 from ...errors import ConfigError, DamagedStoreError, StorageError, ZenBrainError
-from ...index import IndexSet
+from ...index import AnnParams, IndexSet
 from ...index.sqlite_source import LEXICAL_EXTRA, SQLiteIndexSource, new_store_id
 from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
@@ -87,10 +87,13 @@ class SQLiteStore:
     ``durability``: ``"full"`` (default) flushes every commit to disk, so a committed
     memory survives a power cut; ``"process"`` flushes at checkpoints only: a commit
     survives a crash of the process but a power cut may undo the last ones, and writers
-    hold the write lock for less time (no fsync inside it)."""
+    hold the write lock for less time (no fsync inside it). ``ann`` and
+    ``lexical_index_min_rows``: when and how the search indexes approximate (defaults
+    measured, see docs/indexes.md)."""
 
     def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0,
-                 allow_damaged: bool = False, scrub_wait_s: float = SCRUB_WAIT_S, durability: str = "full") -> None:
+                 allow_damaged: bool = False, scrub_wait_s: float = SCRUB_WAIT_S, durability: str = "full",
+                 ann: AnnParams | None = None, lexical_index_min_rows: int = LEXICAL_INDEX_MIN_ROWS) -> None:
         if durability not in ("full", "process"):
             raise ConfigError(f"durability must be 'full' or 'process', got {durability!r}")
         self._synchronous = "FULL" if durability == "full" else "NORMAL"
@@ -100,6 +103,8 @@ class SQLiteStore:
         self.scrub_wait_s = float(scrub_wait_s)
         self._shared = self.path != ":memory:"  # a private in-memory database has no other connection
         self._search: IndexSet | None = None  # see _index_set
+        self._ann = ann
+        self.lexical_index_min_rows = int(lexical_index_min_rows)
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
         self._part_numbers: dict[Partition, int] = {}  # see lexical.entry_range (never deleted, so never stale)
@@ -442,7 +447,7 @@ class SQLiteStore:
         idx = self._search
         if idx is None:
             source = SQLiteIndexSource(embedder_name=self.embedder_name, db=self._reader)
-            idx = self._search = IndexSet(source, self.path + INDEX_SUFFIX if self._shared else None)
+            idx = self._search = IndexSet(source, self.path + INDEX_SUFFIX if self._shared else None, self._ann)
         return idx
 
     def _search_filter(self, db: sqlite3.Connection, partition: Partition, flt: Filter) -> Filter:
@@ -455,7 +460,7 @@ class SQLiteStore:
         return replace(flt, due_before=None, ids=due if flt.ids is None else due & flt.ids)
 
     def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
-        """BM25 top-k. A partition below ``LEXICAL_INDEX_MIN_ROWS`` memories is ranked by
+        """BM25 top-k. A partition below ``lexical_index_min_rows`` memories is ranked by
         FTS5 in its rowid range (exact, and the same whatever happened before; about a
         millisecond there); a larger one by the tantivy index, whose cost follows the
         query rather than the number of matches (see docs/indexes.md)."""
@@ -464,7 +469,7 @@ class SQLiteStore:
             return []
         with self._indexing("searching text"):
             idx = self._index_set()
-            if len(idx.partition(partition)) >= LEXICAL_INDEX_MIN_ROWS:
+            if len(idx.partition(partition)) >= self.lexical_index_min_rows:
                 return idx.lexical_search(partition, text, int(k), self._search_filter(self._reader, partition, flt))
         with self._c.reading("searching text", snapshot=True) as db:
             return lexical_search(db, partition, q, int(k), flt, self._part_number(db, partition))
