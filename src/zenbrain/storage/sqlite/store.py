@@ -527,11 +527,12 @@ class SQLiteStore:
             wanted = list(dict.fromkeys(ids))
             if both_ends and len(wanted) <= 450:
                 marks = ",".join("?" * len(wanted))
-                # One primary-key range per src, its dst tested against the list.
+                # One primary-key range per src, its dst tested against the list; sorted here, as
+                # an ORDER BY dst leads the planner to scan the partition's edges by edges_dst.
                 rows = db.execute(
                     f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({marks}) "
-                    f"AND +dst IN ({marks}) ORDER BY dst, src, relation", (*partition, *wanted, *wanted)).fetchall()
-                return [Edge(*r) for r in rows]
+                    f"AND +dst IN ({marks})", (*partition, *wanted, *wanted)).fetchall()
+                return [Edge(*r) for r in sorted(rows, key=lambda r: (r[1], r[0], r[2]))]
             out: list[Edge] = []
             seen: set[tuple[str, str, str]] = set()
             for chunk in iter_chunks(wanted, 400):
