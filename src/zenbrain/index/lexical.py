@@ -280,7 +280,8 @@ class LexicalIndex:
             out.append((key, score))
         return out
 
-    def _query(self, pk: str, terms: list[str], n_docs: int, df: dict[str, int]) -> Any:
+    def _query(self, pk: str, terms: list[str], n_docs: int, df: dict[str, int],
+               only: list[int] | None = None) -> Any:
         """The partition's texts holding any of the terms, each term's BM25 weighted by
         FTS5's idf over tantivy's (tantivy computes its own from the committed index)."""
         t = self._t
@@ -296,20 +297,28 @@ class LexicalIndex:
         if not should:
             return None
         in_part = t.Query.const_score_query(t.Query.term_query(self.schema, "part", pk), 0.0)
-        return t.Query.boolean_query([(t.Occur.Must, in_part), (t.Occur.Must, t.Query.boolean_query(should))])
+        must = [(t.Occur.Must, in_part), (t.Occur.Must, t.Query.boolean_query(should))]
+        if only is not None:  # these documents only: the others are never scored
+            must.append((t.Occur.Must, t.Query.const_score_query(t.Query.term_set_query(self.schema, "key", only), 0.0)))
+        return t.Query.boolean_query(must)
 
     def search(self, partition: Partition, text: str, k: int,
-               accept: Callable[[list[str]], np.ndarray] | None = None) -> list[tuple[str, float]]:
+               accept: Callable[[list[str]], np.ndarray] | None = None,
+               only: Iterable[str] | None = None) -> list[tuple[str, float]]:
         """Top-k (id, BM25 score) of the partition for the OR of the text's words, best
         first. ``accept`` (ids -> bool mask) drops memories a filter hides: the head asked
-        of the index grows until k are accepted or no match is left."""
+        of the index grows until k are accepted or no match is left. ``only``: score these
+        memories alone (a filter's short id list), whatever else matches."""
         words = query_words(text)
         if not words or k <= 0:
             return []
         pk = partition_key(partition)
         terms = list(dict.fromkeys(self._analyzer.analyze(" ".join(words))))
         n_docs, df = self._statistics(terms)
-        query = self._query(pk, terms, n_docs, df)
+        only_keys = None if only is None else [k for m in only if (k := self.keys.key.get(m)) is not None]
+        if only_keys == []:
+            return []
+        query = self._query(pk, terms, n_docs, df, only_keys)
         pending = self._pending_hits(pk, terms, n_docs, df) if self._pending else []
         head = (k if accept is None else max(4 * k, 100)) + len(self._hidden)
         searcher = self._searcher

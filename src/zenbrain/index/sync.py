@@ -39,6 +39,9 @@ from .vectors import AnnParams, VectorPartition, content_key
 
 FORMAT = 2
 VERIFY_SAMPLE = 16
+# A filter's id list up to this long restricts the lexical query itself (only those
+# documents are scored); a longer one is applied to the ranked hits.
+ONLY_IDS_MAX = 4096
 
 
 def _stem(partition: Partition) -> str:
@@ -259,7 +262,9 @@ class IndexSet:
                        flt: FilterLike | None = None) -> list[tuple[str, float]]:
         with self._lock:
             part = self.partition(partition)
-            return self.lexical.search(partition, text, k, part.accept(flt))
+            ids = getattr(flt, "ids", None)
+            only = ids if ids is not None and len(ids) <= ONLY_IDS_MAX else None
+            return self.lexical.search(partition, text, k, part.accept(flt), only=only)
 
     # -- persistence ------------------------------------------------------------------------
     def save(self) -> None:
