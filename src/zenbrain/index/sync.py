@@ -252,6 +252,15 @@ class IndexSet:
         for p in self._part_seq:
             self._part_seq[p] = batch.seq
 
+    def scrub(self) -> None:
+        """Bring the indexes up to the store now and write erased vectors out of the files
+        (after an erasure): dead rows' vectors are zeroed, deleted documents committed."""
+        with self._lock:
+            self._sync_locked()
+            for vp in self._parts.values():
+                vp.flush()
+            self.lexical.commit()
+
     # -- search -----------------------------------------------------------------------------
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: FilterLike | None = None, *,
                       per_layer: bool = False) -> list[tuple[str, float]]:

@@ -130,6 +130,19 @@ class VectorPartition:
     def _kill(self, r: int) -> None:
         self.cols.kill(r)
         self.dead += 1
+        # A dead row's vector is erased at once: in memory, and in the saved file, which the
+        # base maps writably (an erased memory's vector must not outlive it in our files).
+        nb = len(self._base)
+        if r < nb:
+            if getattr(self._base, "flags", None) is not None and self._base.flags.writeable:
+                self._base[r] = 0.0
+        else:
+            self._tail[r - nb] = 0.0
+
+    def flush(self) -> None:
+        """Write erased rows of the mapped file to disk now."""
+        if isinstance(self._base, np.memmap) and self._base.flags.writeable:
+            self._base.flush()
 
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
         nb = len(self._base)
@@ -320,7 +333,10 @@ class VectorPartition:
         n = len(state["alive"])
         if n == 0:
             ids = []
-        vecs = np.load(f"{stem}.vec.npy", mmap_mode="r")
+        try:
+            vecs = np.load(f"{stem}.vec.npy", mmap_mode="r+")  # writable: dead rows are zeroed in place
+        except PermissionError:
+            vecs = np.load(f"{stem}.vec.npy", mmap_mode="r")
         if vecs.shape != (n, dim) or vecs.dtype != np.float32 or len(ids) != n:
             raise ValueError("index files disagree on the number of rows")
         part.cols = Columns.from_state(state, meta["codes"])

@@ -360,6 +360,9 @@ class SQLiteStore:
                 if not durable and not self._c.closed:
                     self._db.execute(f"PRAGMA synchronous={self._synchronous}")
             try:
+                if tx.erased and self._search is not None:
+                    with self._index_lock:
+                        self._search.scrub()
                 if pending:
                     tx.scrubbed = self._scrub(self.scrub_wait_s if tx.erased else 0.0)
                 if tx.inserted:
