@@ -58,10 +58,11 @@ INDEX_SUFFIX = ".idx"  # the search indexes' directory: <database>.idx
 # by FTS5. tantivy is faster at every size (scripts/bench_lexical_paths.py, top 50: 0.16
 # against 0.33 ms at 1k, 0.65 against 2.4 ms at 10k, 1.1 against 17 ms at 50k) and ranks
 # as well (LoCoMo evidence_recall@5 0.726 against 0.724), but its scores of texts not yet
-# committed differ in the last digits from those it gives once they are (one-byte
-# lengths), so a small store's results would depend on when commits happened. Below this
-# size FTS5 costs under half a millisecond and gives exactly the results it always gave
-# (the experiment suite's fingerprint is unchanged with this threshold).
+# committed differ slightly from those it gives once they are (it keeps lengths in one
+# byte; commits come every 1000 texts or 5 s), so a small store's results would depend on
+# the wall clock: a test that stores and recalls could pass or fail with the machine's
+# speed. Below this size FTS5 costs under half a millisecond and its results are exact and
+# the same every time. (The experiment suite's fingerprint is unchanged either way.)
 LEXICAL_INDEX_MIN_ROWS = 2_000
 # How long an erasure waits for readers of older snapshots before it reports its scrub pending.
 SCRUB_WAIT_S = 2.0
