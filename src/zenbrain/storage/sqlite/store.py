@@ -4,7 +4,7 @@
   read connection of the calling thread (``connections``), so they run beside a write.
 * Vectors live in a content-hash keyed embedding table that doubles as the embedding
   cache, so no text is embedded twice.
-* Search runs on ``zenbrain.index``: a vector index per partition (exact below 20k rows,
+* Search runs on ``zenbrain.index``: a vector index per partition (exact below 5k rows,
   HNSW with an exact re-rank above) and, for partitions from 2k memories on, a tantivy
   BM25 index (below, FTS5 ranks the partition's matches in its rowid range), derived
   from committed rows, kept in step through the ``changes`` log (so several processes can
