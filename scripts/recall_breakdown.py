@@ -22,10 +22,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from zenbrain.api import open_memory  # noqa: E402
-from zenbrain.bench.locomo import LOCOMO_FILES, load_locomo, resolve_data_file  # noqa: E402
-from zenbrain.model import Scope  # noqa: E402
-from zenbrain.providers.factory import make_embedder  # noqa: E402
+from zenbrain.api import open_memory
+from zenbrain.bench.locomo import LOCOMO_FILES, load_locomo, resolve_data_file
+from zenbrain.model import Scope
+from zenbrain.providers.factory import make_embedder
 
 TIMED = ("vector_search", "lexical_search", "vectors", "get", "edges", "query", "kv_get", "transaction")
 
