@@ -56,7 +56,7 @@ def test_the_index_sync_query_looks_up_changed_ids_whatever_the_statistics(tmp_p
     sql = rows_sql(500)
     steps = plan(con, sql, (MODEL, *P1, *ids))
     assert steps[0].startswith("SEARCH m USING INDEX sqlite_autoindex_memories_1"), steps
-    assert steps[-1].startswith("SEARCH e USING PRIMARY KEY (model=? AND hash=?)"), steps
+    assert steps[-1].startswith("SEARCH e USING INDEX embeddings_key (model=? AND hash=?)"), steps
     # What a plain join does with these statistics.
     steps = plan(con, sql.replace("LEFT JOIN", "JOIN"), (MODEL, *P1, *ids))
     assert steps[0].startswith("SEARCH e"), steps
