@@ -10,6 +10,7 @@ time changes on every recall): the store resolves it to ids first.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -69,6 +70,7 @@ class Columns:
         self._changed: list[int] = []  # the rows of the last changes, oldest first
         self._since = 0  # the version at which _changed starts
         self._masks: dict[Hashable, _Cached] = {}
+        self.superseded: set[int] = set()  # live rows with a finite ``until`` (few, as a rule)
         for name, dtype in self._ARRAYS:
             setattr(self, name, np.zeros(capacity, dtype=dtype))
 
@@ -115,12 +117,17 @@ class Columns:
         self.dense[row] = dense
         self.position[row] = -1 if position is None else position
         self.until[row] = np.inf if valid_until is None else valid_until
+        if valid_until is None:
+            self.superseded.discard(row)
+        else:
+            self.superseded.add(row)
         self.alive[row] = True
         self.layers_present.add(int(self.layer[row]))
         self._touch(row)
 
     def kill(self, row: int) -> None:
         self.alive[row] = False
+        self.superseded.discard(row)
         self._touch(row)
 
     def _touch(self, row: int) -> None:
@@ -202,6 +209,17 @@ class Columns:
         (filters are frozen dataclasses: equal filters share one) and brought up to date by
         re-evaluating only the rows changed since, so a write between two searches costs
         the rows it touched, not a pass over the partition."""
+        at = getattr(flt, "current_at", None)
+        if at is not None and dataclasses.is_dataclass(flt) and not isinstance(flt, type):
+            # "Current at t" changes with every query's time: cache the rest of the filter
+            # and drop the few superseded rows here, instead of a new mask per query.
+            m, count = self.cached_mask(dataclasses.replace(flt, current_at=None), ids, pos, layer=layer, dense=dense)
+            gone = [r for r in self.superseded if self.until[r] <= at and r < len(m) and m[r]]
+            if gone:
+                m = m.copy()
+                m[gone] = False
+                count -= len(gone)
+            return m, count
         key = (flt, layer, dense)
         try:
             entry = self._masks.get(key)
@@ -248,4 +266,5 @@ class Columns:
         cols.n = n
         cols.codes = {c: i for i, c in enumerate(codes)}
         cols.layers_present = set(np.unique(cols.layer[:n][cols.alive[:n]]).tolist())
+        cols.superseded = set(np.flatnonzero(np.isfinite(cols.until[:n]) & cols.alive[:n]).tolist())
         return cols
