@@ -133,7 +133,7 @@ class KeyTable:
             t.length = np.zeros(cap, dtype=np.int32)
             t.live = np.zeros(cap, dtype=bool)
             t.chash[:n], t.length[:n], t.live[:n] = z["chash"], z["length"], z["live"]
-        t.key = {mid: i for i, mid in enumerate(t.ids)}
+        t.key = dict(zip(t.ids, range(len(t.ids))))  # (a comprehension takes twice as long)
         t.live_count = int(t.live[:n].sum())
         t.live_tokens = int(t.length[:n][t.live[:n]].sum())
         return t

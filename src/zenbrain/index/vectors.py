@@ -345,7 +345,8 @@ class VectorPartition:
         part.cols = Columns.from_state(state, meta["codes"])
         part.ids = ids
         alive = state["alive"]
-        part.pos = {ids[r]: r for r in np.flatnonzero(alive).tolist()}
+        rows = np.flatnonzero(alive).tolist()
+        part.pos = dict(zip(map(ids.__getitem__, rows), rows))
         if len(part.pos) != int(alive.sum()):
             raise ValueError("index file lists a memory twice")
         if int(meta["graph_rows"]):
