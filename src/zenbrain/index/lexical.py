@@ -320,7 +320,10 @@ class LexicalIndex:
             return []
         query = self._query(pk, terms, n_docs, df, only_keys)
         pending = self._pending_hits(pk, terms, n_docs, df) if self._pending else []
-        head = (k if accept is None else max(4 * k, 100)) + len(self._hidden)
+        # With a filter, enough hits that k pass it if it keeps its share of them (1.5x).
+        share = getattr(accept, "share", 0.25)
+        head = (k if accept is None else min(max(k + 10, math.ceil(1.5 * k / max(share, 1e-3))), 50 * k + 1000)) \
+            + len(self._hidden)
         searcher = self._searcher
         while True:
             hits = searcher.search(query, head, count=False).hits if query is not None else []

@@ -164,13 +164,15 @@ class VectorPartition:
         return self.vectors_of(np.array([r]))[0]
 
     def accept(self, flt: FilterLike | None) -> Callable[[list[str]], np.ndarray]:
-        """A test of ids against ``flt`` (for lexical results): unknown ids fail."""
-        mask, _ = self.cols.cached_mask(flt, self.ids, self.pos)
+        """A test of ids against ``flt`` (for lexical results): unknown ids fail. Its
+        ``share`` attribute is the share of the partition's memories the filter keeps."""
+        mask, count = self.cols.cached_mask(flt, self.ids, self.pos)
         pos = self.pos
 
         def test(ids: list[str]) -> np.ndarray:
             return np.fromiter((mask[r] if (r := pos.get(i)) is not None else False for i in ids), bool, len(ids))
 
+        test.share = count / max(len(pos), 1)  # type: ignore[attr-defined]
         return test
 
     def _scores_all(self, q: np.ndarray) -> np.ndarray:
