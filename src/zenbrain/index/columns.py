@@ -28,15 +28,26 @@ _MASK_CACHE = 32
 
 
 class FilterLike(Protocol):
-    layers: Any
-    contexts: Any
-    session_id: str | None
-    include_archived: bool
-    all_sessions: bool
-    kinds: Any
-    event_after: float | None
-    event_before: float | None
-    ids: Any
+    """What a filter provides (read-only: the store's ``Filter`` is a frozen dataclass)."""
+
+    @property
+    def layers(self) -> Any: ...
+    @property
+    def contexts(self) -> Any: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def include_archived(self) -> bool: ...
+    @property
+    def all_sessions(self) -> bool: ...
+    @property
+    def kinds(self) -> Any: ...
+    @property
+    def event_after(self) -> float | None: ...
+    @property
+    def event_before(self) -> float | None: ...
+    @property
+    def ids(self) -> Any: ...
     # sessions, turns and current_at are read with getattr: a filter may lack them.
 
 

@@ -315,7 +315,7 @@ class LexicalIndex:
         pk = partition_key(partition)
         terms = list(dict.fromkeys(self._analyzer.analyze(" ".join(words))))
         n_docs, df = self._statistics(terms)
-        only_keys = None if only is None else [k for m in only if (k := self.keys.key.get(m)) is not None]
+        only_keys = None if only is None else [key for m in only if (key := self.keys.key.get(m)) is not None]
         if only_keys == []:
             return []
         query = self._query(pk, terms, n_docs, df, only_keys)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,6 +162,20 @@ class VectorPartition:
         if r is None or not self.cols.dense[r]:
             return None
         return self.vectors_of(np.array([r]))[0]
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """The vectors of ``ids`` in one gather (rows of zeros for unknown ids and memories
+        without a vector)."""
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        at, rows = [], []
+        for i, mid in enumerate(ids):
+            r = self.pos.get(mid)
+            if r is not None and self.cols.dense[r]:
+                at.append(i)
+                rows.append(r)
+        if rows:
+            out[at] = self.vectors_of(np.asarray(rows, dtype=np.int64))
+        return out
 
     def accept(self, flt: FilterLike | None) -> Callable[[list[str]], np.ndarray]:
         """A test of ids against ``flt`` (for lexical results): unknown ids fail. Its

@@ -502,13 +502,7 @@ class SQLiteStore:
 
     def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:
         with self._indexing("reading vectors"):
-            part = self._index_set().partition(partition)
-            out = np.zeros((len(ids), self.dim), dtype=np.float32)
-            for i, mid in enumerate(ids):
-                v = part.vector(mid)
-                if v is not None:
-                    out[i] = v
-            return out
+            return self._index_set().partition(partition).vectors(ids)
 
     def save_indexes(self) -> None:
         """Write the search indexes' files now (a checkpoint; ``close`` does it too), so
