@@ -615,7 +615,7 @@ def bench_scale(
         say(f"   peers, each in its own process, get the same texts, vectors and queries after zenbrain at each size: "
             f"{', '.join(p.name for p in peers)}")
     items = corpus_items(turns, n_max) if bulk == "corpus" else variations(turns, n_max, seed=0)
-    need = (n_queries + min(50, n_queries) + 3) * len(sizes)
+    need = (n_queries + min(50, n_queries) + 5) * len(sizes)  # warm-up 3, after reopening 2
     qs = list(questions)
     k = 0
     while len(qs) < need:  # more distinct queries than LoCoMo has: reworded copies
