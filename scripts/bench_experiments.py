@@ -82,7 +82,7 @@ AREAS = (
     ("sqlite execute/fetch", ("sqlite3.", "{method 'execute'", "{method 'executemany'", "{method 'fetchall'", "{method 'fetchone'")),
     ("json encode/decode", ("json/",)),
     ("storage/sqlite.py (python)", ("storage/sqlite.py",)),
-    ("storage/vector_index.py", ("storage/vector_index.py",)),
+    ("index/ (search indexes)", ("zenbrain/index/",)),
     ("coordinator.py (recall etc.)", ("zenbrain/coordinator.py",)),
     ("reinforcement.py (after_recall, boosts)", ("zenbrain/reinforcement.py",)),
     ("lifecycle (sleep/decay/consolidate)", ("zenbrain/lifecycle",)),

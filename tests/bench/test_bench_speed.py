@@ -46,8 +46,10 @@ def test_scale_sizes_memory_disk_lifecycle_cap_and_analyze(run, capsys):
     for r in rows.values():
         assert r["memories"] >= r["size"]  # sleep may add memories (consolidated facts)
         assert r["peak_rss_mb"] > 0 and r["file_bytes"]["db"] > 0
-        disk = r["file_bytes"]["db"] + r["file_bytes"]["wal"]
+        disk = r["file_bytes"]["db"] + r["file_bytes"]["wal"] + r["file_bytes"]["index"]
+        assert r["file_bytes"]["index"] > 0  # the search indexes' directory, saved on close
         assert r["disk_bytes_per_memory"] == pytest.approx(disk / r["memories"])
+        assert r["reopen"]["first_recall_ms"] > 0 and r["reopen"]["index_rebuilds"] == []
         assert r["recall_ms_query_embedded"]["p50"] > 0 and r["queries"] == 4
         assert [n for n, _ in r["ingest_items_per_s_by_batch"]][-1] == r["size"]
     # decay and sleep only up to --lifecycle-max

@@ -31,7 +31,7 @@ def test_indexes_follow_a_real_store(tmp_path: Path) -> None:
     mem.store("Bob's secret: the vault code is 4711.", Scope("bob"))
     src = SQLiteIndexSource(path)
     part = ("alice", "default")
-    idx = IndexSet(src, tmp_path / "memory.db.idx")
+    idx = IndexSet(src, tmp_path / "outside.idx")
     assert src.embedder_name == mem.embedder.name and src.dim == mem.embedder.dim
 
     q = mem.embedder.embed(["who adopted a cat?"])[0]
@@ -47,7 +47,7 @@ def test_indexes_follow_a_real_store(tmp_path: Path) -> None:
     mem.store("Dave repaired the old lighthouse lamp.", alice)
     mem.close()
 
-    reopened = IndexSet(SQLiteIndexSource(path), tmp_path / "memory.db.idx")
+    reopened = IndexSet(SQLiteIndexSource(path), tmp_path / "outside.idx")
     hits = [m for m, _ in reopened.lexical_search(part, "lighthouse lamp", 2)]
     assert len(hits) == 2 and items[3].id in hits and reopened.rebuilds == []
     reopened.close()

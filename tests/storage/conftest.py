@@ -30,9 +30,10 @@ class SQLiteBackend:
     processes = True  # other processes can open the same location
     has_migrations = True
 
-    def __init__(self, name: str, *, reopen: bool) -> None:
+    def __init__(self, name: str, *, reopen: bool, **options) -> None:
         self.name = name
         self.reopen = reopen
+        self.options = options  # store options of this variant
 
     def location(self, tmp_path: Path) -> str:
         return str(tmp_path / f"{self.name}.db")
@@ -40,7 +41,7 @@ class SQLiteBackend:
     def open(self, location: str, *, embedder_name: str = MODEL, dim: int = DIM, **options):
         from zenbrain.storage.sqlite import SQLiteStore
 
-        return SQLiteStore(location, embedder_name=embedder_name, dim=dim, **options)
+        return SQLiteStore(location, embedder_name=embedder_name, dim=dim, **{**self.options, **options})
 
     def create(self, tmp_path: Path, **kw):
         location = self.location(tmp_path)
@@ -85,9 +86,19 @@ class SQLiteBackend:
             f.write(b"this is not a database file " * 400)
 
 
+def _approximate_options() -> dict:
+    """Every search through the approximate indexes, however small the partition: tantivy
+    for lexical search, the HNSW graph for dense search whatever a filter keeps."""
+    from zenbrain.index import AnnParams
+
+    ann = AnnParams(ann_min_rows=1, exact_max_allowed=0, exact_ratio=0.0, min_candidates=8, tail_max=8)
+    return {"ann": ann, "lexical_index_min_rows": 0}
+
+
 backends = [
     SQLiteBackend("sqlite", reopen=False),
     SQLiteBackend("sqlite-reopened", reopen=True),
+    SQLiteBackend("sqlite-indexed", reopen=True, **_approximate_options()),
 ]
 
 

@@ -91,6 +91,9 @@ def random_world(rng: np.random.Generator, n: int = 240, partitions=(P1, P2)):
             last_access=T0 + float(rng.integers(0, 10_000)) + i * 1e-3,
             event_time=(T0 + float(rng.integers(-5000, 5000)) + i * 1e-3) if has_event else None,
             state={"due_at": T0 + float(rng.integers(-3000, 3000)) + i * 1e-3} if rng.random() < 0.5 else {},
+            # Turns of their session, and some facts that stopped holding at some time.
+            position=i % 7 if session is not None else None,
+            valid_until=T0 + 500.0 + i * 10.0 if i % 5 == 0 else None,
         )
         items.append(item)
         vecs[item.id] = v[i]
@@ -107,12 +110,22 @@ def matches(item: MemoryItem, flt: Filter) -> bool:
         return False
     if flt.kinds is not None and item.kind.value not in flt.kinds:
         return False
-    if item.layer in EPHEMERAL and (flt.session_id is None or item.session_id != flt.session_id):
+    if (not flt.all_sessions and item.layer in EPHEMERAL
+            and (flt.session_id is None or item.session_id != flt.session_id)):
         return False
     t = item.event_time if item.event_time is not None else item.created_at
     if flt.event_after is not None and t < flt.event_after:
         return False
     if flt.event_before is not None and t > flt.event_before:
+        return False
+    due = item.state.get("due_at")
+    if flt.due_before is not None and (due is None or due > flt.due_before):
+        return False
+    if flt.sessions is not None and item.session_id not in flt.sessions:
+        return False
+    if flt.turns is not None and (item.session_id, item.position) not in flt.turns:
+        return False
+    if flt.current_at is not None and item.valid_until is not None and item.valid_until <= flt.current_at:
         return False
     return not (flt.ids is not None and item.id not in flt.ids)
 
@@ -135,6 +148,12 @@ def random_filter(rng: np.random.Generator, ids: Sequence[str]) -> Filter:
         event_after=after,
         event_before=before,
         ids=maybe(list(ids), 60) if rng.random() < 0.2 else None,
+        all_sessions=bool(rng.random() < 0.2),
+        due_before=T0 + float(rng.integers(-3000, 3000)) if rng.random() < 0.15 else None,
+        sessions=maybe(["s1", "s2", "s3"]) if rng.random() < 0.3 else None,
+        turns=frozenset((s, int(p)) for s, p in zip(rng.choice(["s1", "s2"], 6), rng.integers(0, 8, 6)))
+        if rng.random() < 0.2 else None,
+        current_at=T0 + float(rng.integers(0, 3000)) if rng.random() < 0.3 else None,
     )
 
 

@@ -489,6 +489,36 @@ def test_lexical_search_ranks_and_filters(store):
     assert [i for i, _ in store.lexical_search(P2, "apple", 10)] == ["other"]
 
 
+def test_lexical_search_honours_every_filter_field(store, world):
+    items, _ = world
+    rng = np.random.default_rng(21)
+    ids = [i.id for i in items]
+    for trial in range(60):
+        flt = random_filter(rng, ids)
+        part = (P1, P2)[trial % 2]
+        expect = {i.id for i in items if (i.user_id, i.agent_id) == part and matches(i, flt)
+                  and ("apples" in i.content or "boats" in i.content)}
+        got = store.lexical_search(part, "apples or boats", 1000, flt)
+        assert {mid for mid, _ in got} == expect, flt
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+        k = int(rng.integers(1, 8))
+        top = store.lexical_search(part, "apples or boats", k, flt)
+        assert len(top) == min(k, len(expect)) and {mid for mid, _ in top} <= expect, (k, flt)
+
+
+def test_lexical_search_among_given_ids_returns_the_best_k(store):
+    items = [make_item(P1, "apple " * (1 + i % 5) + f"note {i}", id=f"a{i:02d}") for i in range(30)]
+    put(store, items)
+    full = store.lexical_search(P1, "apple", 100)
+    assert len(full) == 30
+    for k in (1, 3, 7):
+        for ids in (frozenset(i.id for i in items), frozenset(i.id for i in items[:12])):
+            got = store.lexical_search(P1, "apple", k, Filter(ids=ids))
+            expect = [(mid, s) for mid, s in full if mid in ids][:k]
+            assert [s for _, s in got] == pytest.approx([s for _, s in expect]), (k, len(ids))
+            assert len(got) == k and {mid for mid, _ in got} <= ids
+
+
 def test_lexical_search_treats_query_syntax_as_text(store):
     put(store, [make_item(P1, "apple banana", id="x")])
     for query in ['apple" OR *', "NEAR(apple banana)", "apple AND", "-apple", "^apple", "content:apple", "apple*"]:

@@ -1,5 +1,7 @@
-"""Lexical search inside a partition's rowid range gives exactly what ranking every
-partition's matches and keeping one partition's would give, ids and scores."""
+"""The FTS5 table keeps each partition's entries in a rowid range of its own (what the
+integrity checks verify): ranking inside the range gives exactly what ranking every
+partition's matches and keeping one partition's gives. Lexical search itself runs on the
+search indexes (zenbrain.index) and finds only the partition's own matches."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from storage_helpers import P1, P2, make_item
 
 from zenbrain.storage.base import Filter
 from zenbrain.storage.sqlite import SQLiteStore, fts_query
+from zenbrain.storage.sqlite.lexical import entry_range
 
 WORDS = "tea coffee paris lyon train garden piano cello river mountain snow rain book dog cat".split()
 
@@ -31,7 +34,15 @@ def test_search_in_the_partition_range_equals_filtering_every_match(tmp_path):
             expected = [(mid, -rank) for mid, rank in con.execute(
                 "SELECT memory_id, rank FROM memories_fts WHERE memories_fts MATCH ? AND user_id=? AND agent_id=? "
                 "ORDER BY rank LIMIT 10", (q, *part))]
-            assert store.lexical_search(part, text, 10) == expected
+            number = con.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", part).fetchone()[0]
+            in_range = [(mid, -rank) for mid, rank in con.execute(
+                "SELECT memory_id, rank FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? "
+                "ORDER BY rank LIMIT 10", (q, *entry_range(number)))]
+            assert in_range == expected
+            matches = {mid for (mid,) in con.execute(
+                "SELECT memory_id FROM memories_fts WHERE memories_fts MATCH ? AND user_id=? AND agent_id=?", (q, *part))}
+            found = [mid for mid, _ in store.lexical_search(part, text, 10)]
+            assert len(found) == min(10, len(matches)) and set(found) <= matches
     problems = store.check().problems  # (no vectors were written here: only the lexical checks matter)
     assert not [p for p in problems if "lexical" in p], problems
     store.close()

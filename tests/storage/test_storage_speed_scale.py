@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zenbrain.index.sqlite_source import rows_sql
 from zenbrain.model import Edge
 from zenbrain.storage.base import Filter
 from zenbrain.storage.sqlite import SQLiteStore
@@ -52,12 +53,12 @@ def test_the_index_sync_query_looks_up_changed_ids_whatever_the_statistics(tmp_p
     con.execute("INSERT INTO sqlite_stat1 VALUES ('embeddings', 'embeddings', '10 10 1')")
     con.execute("ANALYZE sqlite_master")  # reload the statistics
     ids = [f"id{i}" for i in range(500)]  # one chunk of the sync
-    sql = f"SELECT {sqlite_store._INDEX_ROW} WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({','.join('?' * 500)})"
+    sql = rows_sql(500)
     steps = plan(con, sql, (MODEL, *P1, *ids))
     assert steps[0].startswith("SEARCH m USING INDEX sqlite_autoindex_memories_1"), steps
-    assert steps[-1].startswith("SEARCH e USING PRIMARY KEY (model=? AND hash=?)"), steps
+    assert steps[-1].startswith("SEARCH e USING INDEX embeddings_key (model=? AND hash=?)"), steps
     # What a plain join does with these statistics.
-    steps = plan(con, sql.replace("CROSS JOIN", "JOIN"), (MODEL, *P1, *ids))
+    steps = plan(con, sql.replace("LEFT JOIN", "JOIN"), (MODEL, *P1, *ids))
     assert steps[0].startswith("SEARCH e"), steps
     s.close()
 

@@ -1,13 +1,16 @@
 """Per-row filter columns of a partition, as numpy arrays, and the masks of filters.
 
 A filter is any object with the attributes of the store's ``Filter`` (layers, contexts,
-session_id, include_archived, all_sessions, kinds, event_after, event_before, ids):
-each restriction is a comparison of integer codes, so a mask over a million rows costs
-a few milliseconds; it is cached and patched row by row as rows change.
+session_id, include_archived, all_sessions, kinds, event_after, event_before, ids, and,
+when present, sessions, turns and current_at): each restriction is a comparison of
+integer codes, so a mask over a million rows costs a few milliseconds; it is cached and
+patched row by row as rows change. ``due_before`` is not a column here (a review's due
+time changes on every recall): the store resolves it to ids first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,15 +28,27 @@ _MASK_CACHE = 32
 
 
 class FilterLike(Protocol):
-    layers: Any
-    contexts: Any
-    session_id: str | None
-    include_archived: bool
-    all_sessions: bool
-    kinds: Any
-    event_after: float | None
-    event_before: float | None
-    ids: Any
+    """What a filter provides (read-only: the store's ``Filter`` is a frozen dataclass)."""
+
+    @property
+    def layers(self) -> Any: ...
+    @property
+    def contexts(self) -> Any: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def include_archived(self) -> bool: ...
+    @property
+    def all_sessions(self) -> bool: ...
+    @property
+    def kinds(self) -> Any: ...
+    @property
+    def event_after(self) -> float | None: ...
+    @property
+    def event_before(self) -> float | None: ...
+    @property
+    def ids(self) -> Any: ...
+    # sessions, turns and current_at are read with getattr: a filter may lack them.
 
 
 def layer_code(layer: object) -> int:
@@ -49,12 +64,14 @@ class _Cached:
 
 class Columns:
     """Growable per-row arrays: layer, context, session, kind (as codes), archived, event
-    time, whether the row is the live version of a memory (``alive``) and has a vector
+    time, turn position (-1: none), the time the row stopped being current (inf: never),
+    whether the row is the live version of a memory (``alive``) and has a vector
     (``dense``), and a 63-bit key of its content hash (a changed key means a changed
     vector)."""
 
     _ARRAYS = (("layer", np.int8), ("context", np.int32), ("session", np.int32), ("kind", np.int32),
-               ("archived", np.bool_), ("alive", np.bool_), ("dense", np.bool_), ("event", np.float64), ("chash", np.int64))
+               ("archived", np.bool_), ("alive", np.bool_), ("dense", np.bool_), ("event", np.float64), ("chash", np.int64),
+               ("position", np.int64), ("until", np.float64))
 
     def __init__(self, capacity: int = 1024) -> None:
         self.n = 0
@@ -64,6 +81,7 @@ class Columns:
         self._changed: list[int] = []  # the rows of the last changes, oldest first
         self._since = 0  # the version at which _changed starts
         self._masks: dict[Hashable, _Cached] = {}
+        self.superseded: set[int] = set()  # live rows with a finite ``until`` (few, as a rule)
         for name, dtype in self._ARRAYS:
             setattr(self, name, np.zeros(capacity, dtype=dtype))
 
@@ -76,6 +94,8 @@ class Columns:
     dense: np.ndarray
     event: np.ndarray
     chash: np.ndarray
+    position: np.ndarray
+    until: np.ndarray
 
     def code(self, value: str | None) -> int:
         c = self.codes.get(value)
@@ -96,7 +116,8 @@ class Columns:
         return self.n - 1
 
     def set(self, row: int, *, layer: str, context: str, session_id: str | None, kind: str, archived: bool,
-            event_time: float, chash: int, dense: bool) -> None:
+            event_time: float, chash: int, dense: bool, position: int | None = None,
+            valid_until: float | None = None) -> None:
         self.layer[row] = layer_code(layer)
         self.context[row] = self.code(context)
         self.session[row] = self.code(session_id)
@@ -105,12 +126,19 @@ class Columns:
         self.event[row] = event_time
         self.chash[row] = chash
         self.dense[row] = dense
+        self.position[row] = -1 if position is None else position
+        self.until[row] = np.inf if valid_until is None else valid_until
+        if valid_until is None:
+            self.superseded.discard(row)
+        else:
+            self.superseded.add(row)
         self.alive[row] = True
         self.layers_present.add(int(self.layer[row]))
         self._touch(row)
 
     def kill(self, row: int) -> None:
         self.alive[row] = False
+        self.superseded.discard(row)
         self._touch(row)
 
     def _touch(self, row: int) -> None:
@@ -160,6 +188,15 @@ class Columns:
             m &= self.event[at] >= flt.event_after
         if flt.event_before is not None:
             m &= self.event[at] <= flt.event_before
+        sessions = getattr(flt, "sessions", None)
+        if sessions is not None:
+            m &= self._table(s for s in sessions if s is not None)[self.session[at]]  # SQL: NULL is in no list
+        turns = getattr(flt, "turns", None)
+        if turns is not None:
+            m &= self._turn_mask(turns, at)
+        current_at = getattr(flt, "current_at", None)
+        if current_at is not None:
+            m &= self.until[at] > current_at
         if flt.ids is not None:
             if rows is None:
                 sel = np.zeros(self.n, dtype=bool)
@@ -169,12 +206,31 @@ class Columns:
             m &= sel
         return m
 
+    def _turn_mask(self, turns: Any, at: slice | np.ndarray) -> np.ndarray:
+        """Rows at one of the (session, position) pairs (a turn has a session and a position)."""
+        keys = np.array([(self.codes[s] << 32) | (int(p) & 0xFFFFFFFF) for s, p in turns
+                         if s is not None and s in self.codes and p is not None and 0 <= int(p) < 1 << 32], dtype=np.int64)
+        pos = self.position[at]
+        key = (self.session[at].astype(np.int64) << 32) | (pos & 0xFFFFFFFF)
+        return (pos >= 0) & np.isin(key, keys)
+
     def cached_mask(self, flt: FilterLike | None, ids: Sequence[str], pos: dict[str, int], *,
                     layer: int | None = None, dense: bool = False) -> tuple[np.ndarray, int]:
         """``mask(...)`` (read-only) and how many rows it lets through. Kept per filter
         (filters are frozen dataclasses: equal filters share one) and brought up to date by
         re-evaluating only the rows changed since, so a write between two searches costs
         the rows it touched, not a pass over the partition."""
+        at = getattr(flt, "current_at", None)
+        if at is not None and dataclasses.is_dataclass(flt) and not isinstance(flt, type):
+            # "Current at t" changes with every query's time: cache the rest of the filter
+            # and drop the few superseded rows here, instead of a new mask per query.
+            m, count = self.cached_mask(dataclasses.replace(flt, current_at=None), ids, pos, layer=layer, dense=dense)
+            gone = [r for r in self.superseded if self.until[r] <= at and r < len(m) and m[r]]
+            if gone:
+                m = m.copy()
+                m[gone] = False
+                count -= len(gone)
+            return m, count
         key = (flt, layer, dense)
         try:
             entry = self._masks.get(key)
@@ -213,9 +269,13 @@ class Columns:
     def from_state(cls, arrays: dict[str, np.ndarray], codes: list[str | None]) -> Columns:
         n = len(arrays["alive"])
         cols = cls(capacity=max(1024, n))
+        cols.until[:] = np.inf
+        cols.position[:] = -1
         for name, dtype in cls._ARRAYS:
-            getattr(cols, name)[:n] = np.asarray(arrays[name], dtype=dtype)
+            if name in arrays:
+                getattr(cols, name)[:n] = np.asarray(arrays[name], dtype=dtype)
         cols.n = n
         cols.codes = {c: i for i, c in enumerate(codes)}
         cols.layers_present = set(np.unique(cols.layer[:n][cols.alive[:n]]).tolist())
+        cols.superseded = set(np.flatnonzero(np.isfinite(cols.until[:n]) & cols.alive[:n]).tolist())
         return cols

@@ -8,8 +8,13 @@ bounded by the query, not by how many documents hold a common word.
 One index serves every partition: a document holds its partition key, an integer key
 of its memory id (mapped by :class:`KeyTable`; a key of each text is kept there to skip
 rows whose text did not change) and its text (English stemming, no positions). A query is
-its words' OR, required to be in the partition. Scores are tantivy's BM25 (k1 1.2,
-b 0.75, Lucene's idf), whose statistics, like FTS5's, span all partitions.
+its words' OR, required to be in the partition. Scores are BM25 (k1 1.2, b 0.75) with
+the idf SQLite FTS5 uses, ``ln((N - n + 0.5) / (n + 0.5))`` and 1e-6 where that is not
+positive, so a word found in most texts weighs (next to) nothing: tantivy's own idf,
+Lucene's ``ln(1 + (N - n + 0.5) / (n + 0.5))``, is never below ln 2 and let repeated
+common words outrank the rare word a query is about (a turn indexed with the turns
+before it holds the same common words twice). Each query word is a term query boosted
+by the ratio of the two idfs; the statistics, like FTS5's, span all partitions.
 """
 
 from __future__ import annotations
@@ -51,6 +56,17 @@ def query_words(text: str) -> list[str]:
 def text_key(text: str) -> int:
     """A 63-bit key of a text, to tell whether an indexed text changed."""
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
+
+
+def idf(n_docs: int, df: int) -> float:
+    """The idf of a word in ``df`` of ``n_docs`` texts, as SQLite FTS5's bm25() has it."""
+    w = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs else 0.0
+    return w if w > 0.0 else 1e-6
+
+
+def lucene_idf(n_docs: int, df: int) -> float:
+    """The idf tantivy's BM25 applies (Lucene's)."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 def partition_key(partition: Partition) -> str:
@@ -117,7 +133,7 @@ class KeyTable:
             t.length = np.zeros(cap, dtype=np.int32)
             t.live = np.zeros(cap, dtype=bool)
             t.chash[:n], t.length[:n], t.live[:n] = z["chash"], z["length"], z["live"]
-        t.key = {mid: i for i, mid in enumerate(t.ids)}
+        t.key = dict(zip(t.ids, range(len(t.ids))))  # (a comprehension takes twice as long)
         t.live_count = int(t.live[:n].sum())
         t.live_tokens = int(t.length[:n][t.live[:n]].sum())
         return t
@@ -238,14 +254,20 @@ class LexicalIndex:
             self._writer.wait_merging_threads()
             self._writer = None
 
-    def _pending_hits(self, pk: str, terms: list[str]) -> list[tuple[int, float]]:
+    def _statistics(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """The number of texts and each term's document frequency: the committed index's
+        and the uncommitted texts' together."""
+        searcher = self._searcher
+        n_docs = searcher.num_docs + len(self._pending)
+        df = {t: searcher.doc_freq("content", t) + sum(t in c for _, c, _ in self._pending.values()) for t in terms}
+        return n_docs, df
+
+    def _pending_hits(self, pk: str, terms: list[str], n_docs: int, df: dict[str, int]) -> list[tuple[int, float]]:
         """BM25 of the uncommitted texts of the partition, with the index's statistics."""
         mine = [(key, counts, length) for key, (p, counts, length) in self._pending.items()
                 if p == pk and any(t in counts for t in terms)]
         if not mine:
             return []
-        searcher = self._searcher
-        n_docs = searcher.num_docs + len(self._pending)
         mean_length = self.keys.mean_length()
         out = []
         for key, counts, length in mine:
@@ -254,31 +276,57 @@ class LexicalIndex:
             for t in terms:
                 tf = counts.get(t, 0)
                 if tf:
-                    df = searcher.doc_freq("content", t) + sum(t in c for _, c, _ in self._pending.values())
-                    idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
-                    score += idf * tf * (self.K1 + 1) / (tf + norm)
+                    score += idf(n_docs, df[t]) * tf * (self.K1 + 1) / (tf + norm)
             out.append((key, score))
         return out
 
+    def _query(self, pk: str, terms: list[str], n_docs: int, df: dict[str, int],
+               only: list[int] | None = None) -> Any:
+        """The partition's texts holding any of the terms, each term's BM25 weighted by
+        FTS5's idf over tantivy's (tantivy computes its own from the committed index)."""
+        t = self._t
+        searcher = self._searcher
+        should = []
+        for term in terms:
+            committed = searcher.doc_freq("content", term)
+            if not committed:
+                continue
+            q = t.Query.term_query(self.schema, "content", term, index_option="freq")
+            boost = idf(n_docs, df[term]) / lucene_idf(searcher.num_docs, committed)
+            should.append((t.Occur.Should, t.Query.boost_query(q, boost)))
+        if not should:
+            return None
+        in_part = t.Query.const_score_query(t.Query.term_query(self.schema, "part", pk), 0.0)
+        must = [(t.Occur.Must, in_part), (t.Occur.Must, t.Query.boolean_query(should))]
+        if only is not None:  # these documents only: the others are never scored
+            must.append((t.Occur.Must, t.Query.const_score_query(t.Query.term_set_query(self.schema, "key", only), 0.0)))
+        return t.Query.boolean_query(must)
+
     def search(self, partition: Partition, text: str, k: int,
-               accept: Callable[[list[str]], np.ndarray] | None = None) -> list[tuple[str, float]]:
+               accept: Callable[[list[str]], np.ndarray] | None = None,
+               only: Iterable[str] | None = None) -> list[tuple[str, float]]:
         """Top-k (id, BM25 score) of the partition for the OR of the text's words, best
         first. ``accept`` (ids -> bool mask) drops memories a filter hides: the head asked
-        of the index grows until k are accepted or no match is left."""
+        of the index grows until k are accepted or no match is left. ``only``: score these
+        memories alone (a filter's short id list), whatever else matches."""
         words = query_words(text)
         if not words or k <= 0:
             return []
-        t = self._t
         pk = partition_key(partition)
-        parsed = self.index.parse_query(" ".join(words), ["content"])
-        in_part = t.Query.const_score_query(t.Query.term_query(self.schema, "part", pk), 0.0)
-        query = t.Query.boolean_query([(t.Occur.Must, in_part), (t.Occur.Must, parsed)])
-        pending = self._pending_hits(pk, list(dict.fromkeys(self._analyzer.analyze(" ".join(words))))) \
-            if self._pending else []
-        head = (k if accept is None else max(4 * k, 100)) + len(self._hidden)
+        terms = list(dict.fromkeys(self._analyzer.analyze(" ".join(words))))
+        n_docs, df = self._statistics(terms)
+        only_keys = None if only is None else [key for m in only if (key := self.keys.key.get(m)) is not None]
+        if only_keys == []:
+            return []
+        query = self._query(pk, terms, n_docs, df, only_keys)
+        pending = self._pending_hits(pk, terms, n_docs, df) if self._pending else []
+        # With a filter, enough hits that k pass it if it keeps its share of them (1.5x).
+        share = getattr(accept, "share", 0.25)
+        head = (k if accept is None else min(max(k + 10, math.ceil(1.5 * k / max(share, 1e-3))), 50 * k + 1000)) \
+            + len(self._hidden)
         searcher = self._searcher
         while True:
-            hits = searcher.search(query, head, count=False).hits
+            hits = searcher.search(query, head, count=False).hits if query is not None else []
             keys = searcher.fast_field_values("key", [a for _, a in hits]) if hits else []
             found = [(int(key), float(s)) for key, (s, _) in zip(keys, hits)  # type: ignore[arg-type]
                      if int(key) not in self._hidden]  # type: ignore[arg-type]

@@ -24,7 +24,10 @@ Partition = tuple[str, str]  # (user_id, agent_id)
 class IndexRow:
     """One memory as the indexes see it. ``vector`` is float32 of the source's width, or
     None when the memory has no embedding under the source's embedder (such a memory is
-    lexical only)."""
+    lexical only). ``content`` is the text lexical search indexes; ``content_hash`` the
+    key of the vector (a changed key means a changed vector). ``position`` is the turn's
+    place in its session (None: not a turn), ``valid_until`` when the memory was
+    superseded (None: still current)."""
 
     id: str
     content: str
@@ -36,6 +39,8 @@ class IndexRow:
     archived: bool
     kind: str
     event_time: float
+    position: int | None = None
+    valid_until: float | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ those changes takes them again harmlessly). Files live in one directory beside t
 database (``<database>.idx/`` by convention)::
 
     manifest.json                      format, store id, embedder, width; each index's position
-    lexical/ + lexical.keys.npz        tantivy segments and the id <-> key table
+    lexical/ + lexical.keys.npz        tantivy segments and the id <-> key table (the texts
+                                       of the partitions searched lexically here so far)
     p-<partition hash>.vec.npy|.cols.npz|.usearch   one vector partition
 
 Files are written by :meth:`save` (atomically, the manifest last): a crash leaves the
@@ -37,8 +38,11 @@ from .lexical import KeyTable, LexicalIndex, text_key
 from .source import IndexRow, IndexSource, Partition
 from .vectors import AnnParams, VectorPartition, content_key
 
-FORMAT = 1
+FORMAT = 2
 VERIFY_SAMPLE = 16
+# A filter's id list up to this long restricts the lexical query itself (only those
+# documents are scored); a longer one is applied to the ranked hits.
+ONLY_IDS_MAX = 4096
 
 
 def _stem(partition: Partition) -> str:
@@ -105,6 +109,7 @@ class IndexSet:
         if m is None and self.directory is not None and self.directory.exists():
             self._wipe()
         self._saved = dict(m["partitions"]) if m else {}
+        self._lex_parts = {(str(u), str(a)) for u, a in m.get("lexical_partitions", [])} if m else set()
         lexical = None
         if m is not None and self.directory is not None:
             try:
@@ -139,7 +144,7 @@ class IndexSet:
             (self.directory / "lexical.keys.npz").unlink(missing_ok=True)
         seq = self.source.log_seq()  # rows read after this position: later changes replay
         lex = LexicalIndex(d)
-        for part in self.source.partitions():
+        for part in sorted(self._lex_parts):
             lex.add_all(part, self.source.all_rows(part))
         lex.commit()
         self._lex_seq = seq
@@ -197,6 +202,8 @@ class IndexSet:
                 return False
             if mine is not None and not np.array_equal(mine, np.asarray(row.vector, dtype=np.float32)):
                 return False
+            if partition not in self._lex_parts:
+                continue
             lk = self.lexical.keys.key.get(mid)
             if lk is None or not self.lexical.keys.live[lk] or self.lexical.keys.chash[lk] != text_key(row.content):
                 return False
@@ -231,10 +238,13 @@ class IndexSet:
         for (user, agent), mid in batch.changed:
             by_part[(user, agent)].append(mid)
         for part, ids in by_part.items():
+            if part not in self._lex_parts and part not in self._parts:
+                continue  # indexed nowhere here yet: read in full when first searched
             rows: list[IndexRow] = []
             for i in range(0, len(ids), 500):
                 rows.extend(self.source.rows(part, ids[i : i + 500]))
-            self.lexical.apply(part, ids, rows)
+            if part in self._lex_parts:
+                self.lexical.apply(part, ids, rows)
             vp = self._parts.get(part)
             if vp is not None:
                 found = {r.id for r in rows}
@@ -249,6 +259,15 @@ class IndexSet:
         for p in self._part_seq:
             self._part_seq[p] = batch.seq
 
+    def scrub(self) -> None:
+        """Bring the indexes up to the store now and write erased vectors out of the files
+        (after an erasure): dead rows' vectors are zeroed, deleted documents committed."""
+        with self._lock:
+            self._sync_locked()
+            for vp in self._parts.values():
+                vp.flush()
+            self.lexical.commit()
+
     # -- search -----------------------------------------------------------------------------
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: FilterLike | None = None, *,
                       per_layer: bool = False) -> list[tuple[str, float]]:
@@ -259,7 +278,19 @@ class IndexSet:
                        flt: FilterLike | None = None) -> list[tuple[str, float]]:
         with self._lock:
             part = self.partition(partition)
-            return self.lexical.search(partition, text, k, part.accept(flt))
+            if partition not in self._lex_parts:
+                self._add_lexical(partition)
+            ids = getattr(flt, "ids", None)
+            only = ids if ids is not None and len(ids) <= ONLY_IDS_MAX else None
+            return self.lexical.search(partition, text, k, part.accept(flt), only=only)
+
+    def _add_lexical(self, partition: Partition) -> None:
+        """Index a partition's texts on its first lexical search (the set is synced: rows
+        read now are at least as new as the lexical index's position; later changes
+        replay harmlessly)."""
+        self.lexical.add_all(partition, self.source.all_rows(partition))
+        self.lexical.commit()
+        self._lex_parts.add(partition)
 
     # -- persistence ------------------------------------------------------------------------
     def save(self) -> None:
@@ -279,7 +310,8 @@ class IndexSet:
                 vp.save(self.directory / stem)
                 entries[stem] = {"partition": list(part), "seq": self._part_seq[part]}
             manifest = {"format": FORMAT, "store_id": self.source.store_id, "embedder": self.source.embedder_name,
-                        "dim": self.source.dim, "lexical_seq": self._lex_seq, "partitions": entries}
+                        "dim": self.source.dim, "lexical_seq": self._lex_seq, "partitions": entries,
+                        "lexical_partitions": sorted(self._lex_parts)}
             tmp = self.directory / f".manifest.{os.getpid()}.tmp"
             tmp.write_text(json.dumps(manifest))
             os.replace(tmp, self.directory / "manifest.json")

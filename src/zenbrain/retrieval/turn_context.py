@@ -15,6 +15,7 @@ Pure functions, no I/O; the recall and ingestion pipeline decide where the texts
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -98,15 +99,23 @@ def named_speakers(query: str, speakers: Iterable[str]) -> frozenset[str]:
     """The speakers a query names, by full name or first name, whole words, any case
     ("What did caroline's friend ..." names Caroline)."""
     found: set[str] = set()
+    folded = query.casefold()
     for name in speakers:
         if not name:
             continue
         forms = {name, name.split()[0]}
         for form in forms:
-            if re.search(rf"(?<!\w){re.escape(form)}(?!\w)", query, re.IGNORECASE):
+            # A substring test first: a store may know thousands of speakers, and compiling
+            # a pattern for each on every query cost more than the rest of a recall.
+            if form.casefold() in folded and _whole_word(form).search(query):
                 found.add(name)
                 break
     return frozenset(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_word(form: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(form)}(?!\w)", re.IGNORECASE)
 
 
 def mean_vectors(own: np.ndarray, context: np.ndarray) -> np.ndarray:

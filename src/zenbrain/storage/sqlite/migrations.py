@@ -198,6 +198,24 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX memories_superseded ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
         """,
     ),
+    (
+        "0008_embeddings_rowid",
+        """
+        -- Vectors in a rowid table: a WITHOUT ROWID table keeps at most about 1 KB of a row
+        -- in its b-tree page, so each 1.5 KB float32 vector spilled into an overflow page
+        -- of its own, mostly empty (4.7 KB per vector on disk), where a rowid table stores it
+        -- inline (2.1 KB, see docs/indexes.md, "Vectors in SQLite"). Same vectors, same keys.
+        CREATE TABLE embeddings_rowid (
+            model TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            vector BLOB NOT NULL
+        );
+        INSERT INTO embeddings_rowid (model, hash, vector) SELECT model, hash, vector FROM embeddings;
+        DROP TABLE embeddings;
+        ALTER TABLE embeddings_rowid RENAME TO embeddings;
+        CREATE UNIQUE INDEX embeddings_key ON embeddings(model, hash);
+        """,
+    ),
 ]
 
 
