@@ -8,7 +8,9 @@
   :mod:`zenbrain.bench.peers` (``mem0``, ``mem0-faiss``, ``chroma``) beside zenbrain
   and the baselines;
 * adds the optional answer-quality step of :mod:`zenbrain.bench.answers` to both
-  (``--answer-model SPEC --judge-model SPEC --answer-limit N --answer-k K``).
+  (``--answer-model SPEC --judge-model SPEC --answer-limit N --answer-k K``);
+* adds the longitudinal benchmarks of :mod:`zenbrain.bench.longitudinal.cli`
+  (``bench locomo --timeline``, ``bench updates``, ``bench noise``, ``bench mechanisms``).
 """
 
 from __future__ import annotations
@@ -92,6 +94,10 @@ def register_bench_commands(
     p.add_argument("--no-plots", action="store_true", help="write JSON and markdown only")
     add_answer_options(p)
     p.set_defaults(categories=None)  # LoCoMo-only; the shared option checks read it
+
+    from .longitudinal.cli import register as register_longitudinal
+
+    register_longitudinal(bench_subs, locomo=locomo, command=command)  # --timeline, updates, noise, mechanisms
 
 
 # --------------------------------------------------------------------------- systems
