@@ -478,7 +478,8 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
     summary["wall_seconds"] = time.perf_counter() - t0
     summary["job_seconds"] = float(sum(seconds.values()))
     summary["load_average_end"] = os.getloadavg()[0]
-    runs = [{"workload": w, "row": r, "unit": u, **v} for (w, r, u), v in results.items()]  # type: ignore[misc]
+    runs = [{"workload": key[0], "row": key[1], "unit": key[2], **v}  # type: ignore[index]
+            for key, v in results.items()]
     raw = {"summary": summary, "runs": runs}
     md = mechanisms_markdown(summary)
     md += (f"\n\nWall time {summary['wall_seconds']:.0f} s, {summary['job_seconds']:.0f} job seconds, "

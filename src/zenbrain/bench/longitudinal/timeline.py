@@ -480,7 +480,8 @@ class LifeStore:
             "monitor_hit_rate_last": next((n["monitor_hit_rate"] for n in reversed(nights) if "monitor_hit_rate" in n), None),
             "revisions": dict(self._revisions),
             "revision_lost_docs": list(self._lost),
-            "trace": [{k: n[k] for k in ("t", "active", "archived_total", "edges", "archived", "restored")} for n in nights],
+            "trace": [{k: n.get(k, 0) for k in ("t", "active", "archived_total", "edges", "archived", "restored")}
+                      for n in nights],
         }
 
 
