@@ -96,14 +96,19 @@ def main() -> None:
           f"max |delta R| {float(np.max(np.abs(r1 - r0))):.2e}, "
           f"decay decisions identical: {bool(np.array_equal(np.asarray(st0), np.asarray(st1)))}")
 
-    # 2. confidence and the disputed flag
+    # 2. confidence, then the disputed flag (set on every memory ranked in a top 5)
     with store.mem.storage.transaction() as tx:
         tx.update_columns(part, [i.id for i in items2], conf_alpha=[1.0] * len(items2), conf_beta=[50.0] * len(items2))
-    for i in items2[:200]:
-        store.mem.update(i.id, store.user, metadata={**i.metadata, "disputed": True})
     after2 = rankings(store, questions)
-    print(f"2. confidence: after every memory got confidence 0.02 (and 200 the disputed flag): "
+    print(f"2. confidence: after every memory got confidence 0.02: "
           f"{sum(a == b for a, b in zip(after, after2))}/{len(after)} rankings identical")
+    ranked = {m for r in after2 for m in r}
+    for i in store.mem.list(store.user):
+        if i.id in ranked:
+            store.mem.update(i.id, store.user, metadata={**i.metadata, "disputed": True})
+    after3 = rankings(store, questions)
+    print(f"   disputed: after {len(ranked)} ranked memories were flagged disputed: "
+          f"{sum(a == b for a, b in zip(after2, after3))}/{len(after2)} rankings identical")
 
     # 3. counterfactual replay
     sp = sleep_selection.DEFAULTS

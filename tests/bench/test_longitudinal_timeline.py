@@ -204,7 +204,9 @@ def test_run_locomo_timeline_matches_the_static_baseline_at_the_end(emb):
     convs = parse_locomo(locomo_data())
     systems = [LifeStore(emb, views=DIAGNOSTIC_VIEWS), StaticTimeline(BM25System())]
     try:
-        res = run_locomo_timeline(systems, convs, ks=(1, 3), views=DIAGNOSTIC_VIEWS, progress=False)
+        pairs = (LocomoUpdatePair("conv-1", ("D1:1",), ("D2:1",), "What does Bob learn now?", "test"),)
+        res = run_locomo_timeline(systems, convs, ks=(1, 3), views=DIAGNOSTIC_VIEWS, progress=False,
+                                  update_pairs=pairs)
     finally:
         for s in systems:
             s.close()
@@ -217,5 +219,7 @@ def test_run_locomo_timeline_matches_the_static_baseline_at_the_end(emb):
     assert set(z["views"]) == set(DIAGNOSTIC_VIEWS)
     assert z["archived_share"]["all"]["n"] == sum(len(c.docs) for c in convs)
     assert all("evidence_archived" in r for r in z["questions"] if r["checkpoint"] == "end")
-    assert res["dataset"]["questions_fresh"] > 0
+    assert res["dataset"]["questions_fresh"] > 0 and res["dataset"]["update_questions"] == 1
+    assert z["summary"]["update"]["overall"]["n"] == 1
+    assert all(v["questions"] and all(q["qid"] != "conv-1/u0" for q in v["questions"]) for v in z["views"].values())
     assert all(not d.startswith(HIT_PREFIX) or len(d) > 1 for r in z["questions"] for d in r["ranked"])

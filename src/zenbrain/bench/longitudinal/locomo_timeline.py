@@ -34,7 +34,7 @@ from ..metrics import (
     percentile,
 )
 from ..runner import DEFAULT_BOOTSTRAP, locomo_headline_metrics
-from .locomo_updates import locomo_update_probes
+from .locomo_updates import LOCOMO_UPDATE_PAIRS, LocomoUpdatePair, locomo_update_probes
 from .lowvalue import low_value_ids
 from .timeline import (
     DAY,
@@ -134,7 +134,7 @@ def run_locomo_timeline(
     ks: Sequence[int] = (5, 10),
     categories: Sequence[int] | None = None,
     fresh: bool = True,
-    update_pairs: bool = True,
+    update_pairs: bool | Sequence[LocomoUpdatePair] = True,
     views: Sequence[str] = (),
     progress: bool = True,
     protocol: Protocol | None = None,
@@ -142,7 +142,8 @@ def run_locomo_timeline(
     """Every system lives through every conversation (one store each); results as a dict.
 
     ``update_pairs`` adds the curated LoCoMo update questions (checkpoint ``update``,
-    scored by ``update_score``) to the conversations that have them."""
+    scored by ``update_score``) to the conversations that have them (``True``: the
+    curated list; or a list of pairs)."""
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
         raise ValueError("ks must be positive integers")
@@ -151,8 +152,9 @@ def run_locomo_timeline(
         raise ValueError(f"system names must be unique and non-empty, got {names}")
     work = {c.sample_id: locomo_workload(c, fresh=fresh, categories=categories) for c in conversations}
     if update_pairs:
+        pairs = LOCOMO_UPDATE_PAIRS if update_pairs is True else update_pairs
         for c in conversations:
-            work[c.sample_id][1].extend(locomo_update_probes(c))
+            work[c.sample_id][1].extend(locomo_update_probes(c, pairs))
     low = {c.sample_id: low_value_ids(c) for c in conversations}
     evidence = {c.sample_id: {e for q in c.questions for e in q.evidence} for c in conversations}
     results: dict[str, Any] = {
@@ -232,6 +234,8 @@ def _view_summary(rows: list[dict[str, Any]], recs: list[dict[str, Any]], ks: Se
     gold = {r["qid"]: r["gold"] for r in recs if r["checkpoint"] == "end"}
     out = []
     for row in rows:
+        if row["qid"] not in gold:
+            continue  # an update question, asked at the end too but scored otherwise
         m = locomo_question_metrics(row["ranked"], gold[row["qid"]], ks)
         out.append({"qid": row["qid"], "ranked": row["ranked"], "metrics": m})
     return {"questions": out, "summary": aggregate(out, locomo_metric_names(ks))["overall"]}
