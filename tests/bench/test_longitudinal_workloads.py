@@ -209,6 +209,14 @@ def test_cli_timeline_updates_noise_and_mechanisms(tmp_path: Path, monkeypatch, 
                  *common]) == 0
     mx = json.loads((tmp_path / "mx" / "mechanisms.json").read_text())
     assert set(mx["summary"]["workloads"]["updates"]["rows"]) == {"full", "bare"}
+    assert len((tmp_path / "mx" / "runs.jsonl").read_text().splitlines()) == 2
+    capsys.readouterr()
+    assert main(["bench", "mechanisms", "--data", str(data), "--workloads", "updates", "--only", "bare",
+                 "--update-seeds", "1", "--workers", "1", "--context-k", "0", "--out", str(tmp_path / "mx"),
+                 "--resume", *common]) == 0
+    assert "resuming: 2 of 2 runs" in capsys.readouterr().err
+    again = json.loads((tmp_path / "mx" / "mechanisms.json").read_text())
+    assert again["summary"]["workloads"] == mx["summary"]["workloads"]
     assert main(["bench", "updates", "--modes", "merge", *common]) != 0
     assert main(["bench", "mechanisms", "--workloads", "dreams", "--data", str(data), *common]) != 0
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -115,6 +116,8 @@ def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, command: Calla
     p.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes (default: one per CPU)")
     p.add_argument("--context-k", type=int, default=5, metavar="K")
     p.add_argument("--out", default=os.path.join("results", "mechanisms"), metavar="DIR")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs already in DIR/runs.jsonl (same plan) and run only the missing ones")
     p.add_argument("--no-cache", action="store_true")
     p.add_argument("--no-progress", action="store_true")
 
@@ -425,6 +428,25 @@ def cmd_noise(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- bench mechanisms
+def _load_runs(path: Path, plan: Any) -> tuple[dict[Any, Any], dict[Any, float]]:
+    """The runs of an earlier (interrupted) invocation with the same plan."""
+    results: dict[Any, Any] = {}
+    seconds: dict[Any, float] = {}
+    if not path.exists():
+        return results, seconds
+    want = json.loads(json.dumps(plan.as_dict()))
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by the interruption
+        if row.get("plan") == want:
+            key = tuple(row["key"])
+            results[key] = row["result"]
+            seconds[key] = float(row.get("seconds", 0.0))
+    return results, seconds
+
+
 def cmd_mechanisms(args: argparse.Namespace) -> int:
     from ...experiments.real.pool import run_jobs
     from ..locomo import LOCOMO_FILES, resolve_data_file
@@ -473,7 +495,21 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
     finally:
         embedder.close()
     jobs = plan_jobs(plan, workloads, rows)
-    results, seconds = run_jobs(jobs, workers=args.workers, progress=progress, desc="mechanisms")
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / "runs.jsonl"
+    done, done_s = _load_runs(log, plan) if args.resume else ({}, {})
+    todo = [j for j in jobs if j.key not in done]
+    if done:
+        _cli._status(f"resuming: {len(jobs) - len(todo)} of {len(jobs)} runs already in {log}")
+    with open(log, "a" if args.resume else "w", encoding="utf-8") as fh:
+        def save(key: Any, result: Any, sec: float) -> None:
+            fh.write(json.dumps({"key": list(key), "plan": plan.as_dict(), "seconds": sec, "result": result}) + "\n")
+            fh.flush()
+
+        results, seconds = run_jobs(todo, workers=args.workers, progress=progress, desc="mechanisms", on_result=save)
+    results.update({k: v for k, v in done.items() if any(j.key == k for j in jobs)})
+    seconds.update({k: v for k, v in done_s.items() if k in results})
     summary = summarize(results, plan, workloads, rows, seconds)
     summary["wall_seconds"] = time.perf_counter() - t0
     summary["job_seconds"] = float(sum(seconds.values()))
