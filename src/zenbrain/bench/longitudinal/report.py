@@ -172,7 +172,9 @@ def _p(x: Any) -> str:
 
 
 def mechanisms_markdown(summary: dict[str, Any], *, title: str = "Mechanisms through time") -> str:
-    lines = [f"# {title}", ""]
+    lines = [f"# {title}", "", "Δ, CI and p: the row minus `full` on the same questions (Wilcoxon signed-rank, "
+             "Bonferroni over the zenbrain rows; baselines unadjusted). q changed: questions whose primary metric "
+             "differs from `full` (0 = the row changed no outcome)."]
     plan = summary["plan"]
     lines.append(f"Conversations: {', '.join(plan['conversations'])}; update seeds: {plan['update_seeds']}; "
                  f"embedder {plan['embedder_name']}; protocol {plan['protocol']}; seed {plan['seed']}.")
@@ -181,8 +183,8 @@ def mechanisms_markdown(summary: dict[str, Any], *, title: str = "Mechanisms thr
         lines += ["", f"## {w} ({primary}, units: {', '.join(block['units'])})", ""]
         sec = [m for m in next(iter(block["rows"].values())) if m.startswith(("evidence_recall@10", "stale_above",
                                                                                 "precision@5", "fresh_", "update_"))]
-        header = ["row", primary, "Δ vs full", "95% CI", "p (Bonf.)", *sec, "active / stored", "lifecycle s",
-                  "what it did (totals)"]
+        header = ["row", primary, "Δ vs full", "95% CI", "p (Bonf.)", "q changed", *sec, "active / stored",
+                  "lifecycle s", "what it did (totals)"]
         rows = []
         for name, e in block["rows"].items():
             vs = e.get("vs_full") or {}
@@ -201,6 +203,7 @@ def mechanisms_markdown(summary: dict[str, Any], *, title: str = "Mechanisms thr
             rows.append([name, _f(e.get(primary)), _f(vs.get("difference"), 3) if vs else "–",
                          f"[{_f(ci[0])}, {_f(ci[1])}]" if vs else "–",
                          (_p(vs.get("p_bonferroni")) if e["kind"] == "zenbrain" else _p(vs.get("p"))) if vs else "–",
+                         f"{vs.get('n_nonzero')}/{vs.get('n')}" if vs else "–",
                          *[_f(e.get(m)) for m in sec],
                          f"{e['active']:,} / {e['memories']:,}" if "memories" in e else "–",
                          _f(e.get("lifecycle_seconds"), 1), did or "–"])
