@@ -200,6 +200,9 @@ def test_cli_timeline_updates_noise_and_mechanisms(tmp_path: Path, monkeypatch, 
                  "--filler-per-day", "1", "--modes", "new,update", "--out", str(tmp_path / "up"), *common]) == 0
     up = json.loads((tmp_path / "up" / "updates.json").read_text())
     assert {"zenbrain", "zenbrain[update]", "bm25", "dense"} == set(up["sources"]["generated"]["systems"])
+    views = up["sources"]["generated"]["systems"]["zenbrain"]["views"]
+    assert set(views) == {"with_archived", "no_retrievability", "no_layer_weights"}
+    assert views["no_retrievability"]["summary"]["overall"]["n"] == len(up["sources"]["generated"]["systems"]["bm25"]["questions"])
     assert main(["bench", "noise", "--data", str(data), "--conversations", "conv-1", "--per-day", "1",
                  "--context-k", "0", "--out", str(tmp_path / "nz"), *common]) == 0
     nz = json.loads((tmp_path / "nz" / "noise.json").read_text())

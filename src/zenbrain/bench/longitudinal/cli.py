@@ -82,6 +82,7 @@ def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, command: Calla
                    help="LongMemEval question types to run (default knowledge-update)")
     p.add_argument("--lme-limit", type=int, default=None, metavar="N", help="at most N LongMemEval items")
     p.add_argument("--data", metavar="PATH", help="LoCoMo file or data folder (for --locomo)")
+    p.add_argument("--no-views", action="store_true", help="skip the read-only diagnostic re-rankings of the final stores")
     p.add_argument("--out", default=os.path.join("results", "updates"), metavar="DIR")
     p.add_argument("--no-cache", action="store_true", help="do not use the on-disk embedding cache")
     p.add_argument("--no-progress", action="store_true")
@@ -266,7 +267,8 @@ def _update_systems(args: argparse.Namespace, embedder: Any, protocol: Any) -> l
 
 
 def cmd_updates(args: argparse.Namespace) -> int:
-    from .report import updates_table, write_files
+    from .report import update_views_table, updates_table, write_files
+    from .timeline import DIAGNOSTIC_VIEWS
     from .update_gen import generate
     from .updates import run_generated_updates, summarize_updates
 
@@ -306,7 +308,8 @@ def cmd_updates(args: argparse.Namespace) -> int:
         _prewarm(embedder, texts)
         systems = _update_systems(args, embedder, protocol)
         try:
-            results["sources"]["generated"] = run_generated_updates(systems, workloads, progress=progress)
+            views = () if args.no_views else DIAGNOSTIC_VIEWS
+            results["sources"]["generated"] = run_generated_updates(systems, workloads, progress=progress, views=views)
             if convs:
                 results["sources"]["locomo"] = _locomo_updates(systems, convs, progress)
             if items:
@@ -321,7 +324,8 @@ def cmd_updates(args: argparse.Namespace) -> int:
     results["embedder"] = embedder.name
     results["load_average_end"] = os.getloadavg()[0]
     print(updates_table(results))
-    md = "# Knowledge that changes\n\n" + updates_table(results, markdown=True) + "\n\n" + _revision_lines(results)
+    md = ("# Knowledge that changes\n\n" + updates_table(results, markdown=True) + "\n\n" + _revision_lines(results)
+          + "\n\n" + update_views_table(results))
     paths = write_files(results, md, args.out, "updates")
     print(f"\nwrote {paths['json']} and {paths['markdown']}")
     _cli._status(f"done in {time.perf_counter() - t0:.1f} s")

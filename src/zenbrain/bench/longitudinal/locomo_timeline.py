@@ -194,8 +194,7 @@ def run_locomo_timeline(
                 latencies += out["search_ms"]
                 life[conv.sample_id] = out["lifecycle"]
                 for v, data in (out.get("views") or {}).items():
-                    view_out.setdefault(v, []).extend(
-                        {"qid": q, "ranked": r} for q, r in zip(data["qids"], data["ranked"]))
+                    view_out.setdefault(v, []).extend(data["records"])
                 states = out.get("doc_states")
                 if states is not None:
                     _add_shares(shares, states, evidence[conv.sample_id], low[conv.sample_id])
@@ -231,14 +230,12 @@ def _add_shares(acc: dict[str, dict[str, int]], states: dict[str, Any], evidence
 
 
 def _view_summary(rows: list[dict[str, Any]], recs: list[dict[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
-    gold = {r["qid"]: r["gold"] for r in recs if r["checkpoint"] == "end"}
-    out = []
-    for row in rows:
-        if row["qid"] not in gold:
-            continue  # an update question, asked at the end too but scored otherwise
-        m = locomo_question_metrics(row["ranked"], gold[row["qid"]], ks)
-        out.append({"qid": row["qid"], "ranked": row["ranked"], "metrics": m})
-    return {"questions": out, "summary": aggregate(out, locomo_metric_names(ks))["overall"]}
+    out = [{"qid": r["qid"], "ranked": r["ranked"], "metrics": r["metrics"]} for r in rows if r["checkpoint"] == "end"]
+    upd = [r for r in rows if r["checkpoint"] == "update"]
+    res: dict[str, Any] = {"questions": out, "summary": aggregate(out, locomo_metric_names(ks))["overall"]}
+    if upd:
+        res["update"] = summarize_updates(upd)["overall"]
+    return res
 
 
 def summarize_timeline(results: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ __all__ = [
     "noise_trace",
     "timeline_details",
     "timeline_table",
+    "update_views_table",
     "updates_table",
     "write_files",
 ]
@@ -133,6 +134,28 @@ def updates_table(results: dict[str, Any], *, markdown: bool = False) -> str:
                          _f(_mean(g.get("changed"), "current_at_1")), _f(_mean(g.get("changed"), "stale_above")),
                          _f(_mean(g.get("unchanged"), "current_at_1"))])
     return _table(header, rows, markdown=markdown)
+
+
+def update_views_table(results: dict[str, Any]) -> str:
+    """Markdown: current@1 and stale-above-current of each zenbrain final store, one cause taken away at a time."""
+    label = {"with_archived": "+ archived back", "no_retrievability": "+ retrievability neutralised",
+             "no_layer_weights": "+ layer weights off"}
+    rows = []
+    for source, block in results["sources"].items():
+        for name, s in block["systems"].items():
+            views = s.get("views")
+            if not views:
+                continue
+            o = s["summary"]["overall"]
+            cells = [f"{_f(_mean(o, 'current_at_1'))} / {_f(_mean(o, 'stale_above'))}"]
+            for v in label:
+                vo = (views.get(v) or {}).get("summary", {}).get("overall")
+                cells.append(f"{_f(_mean(vo, 'current_at_1'))} / {_f(_mean(vo, 'stale_above'))}" if vo else "–")
+            rows.append([name, source, *cells])
+    if not rows:
+        return ""
+    return _table(["system", "source", "as stored", *label.values()], rows, markdown=True) + \
+        "\n\n(current@1 / stale above current; each column adds its change to the one before, read-only)"
 
 
 def noise_table(results: dict[str, Any], *, markdown: bool = False) -> str:

@@ -442,9 +442,12 @@ class LifeStore:
             self._view_coords[view] = coord
         return coord
 
-    def view_search(self, view: str, query: str, k: int) -> list[str]:
+    def view_search_hits(self, view: str, query: str, k: int) -> list[tuple[str, str]]:
         """The ranking the final store gives with one cause of loss taken away (read-only)."""
-        return [d for d, _ in self._hits(self._view(view), query, k, archived=True)]
+        return self._hits(self._view(view), query, k, archived=True)
+
+    def view_search(self, view: str, query: str, k: int) -> list[str]:
+        return [d for d, _ in self.view_search_hits(view, query, k)]
 
     def doc_states(self) -> dict[str, dict[str, Any]]:
         """Per stored document: archived or not, layer and kind of its memory now."""
@@ -549,13 +552,21 @@ def run_unit(
         system.advance_to(end_time)
     end = after.get(None, [])
     ask(end)
-    view_records: dict[str, list[list[str]]] = {}
+    view_records: dict[str, list[dict[str, Any]]] = {}
     if views and isinstance(system, LifeStore):
         for v in views:
-            view_records[v] = [system.view_search(v, p.question, k) for p in end]
+            rows = []
+            for p in end:
+                hits = system.view_search_hits(v, p.question, k)
+                row: dict[str, Any] = {"qid": p.qid, "checkpoint": p.checkpoint, "group": p.group,
+                                       "ranked": [d for d, _ in hits]}
+                if score is not None:
+                    row.update(score(p, hits))
+                rows.append(row)
+            view_records[v] = rows
     out: dict[str, Any] = {"records": records, "lifecycle": system.lifecycle(), "search_ms": latencies}
     if view_records:
-        out["views"] = {v: {"qids": [p.qid for p in end], "ranked": r} for v, r in view_records.items()}
+        out["views"] = {v: {"records": rows} for v, rows in view_records.items()}
     if after_end is not None:
         out.update(after_end(system))
     return out

@@ -22,7 +22,7 @@ from typing import Any
 from ..longmemeval import LongMemEvalItem
 from ..metrics import bootstrap_ci
 from .locomo_updates import locomo_update_probes
-from .timeline import DAY, Probe, TimedSession, TimelineSystem, run_unit
+from .timeline import DAY, LifeStore, Probe, TimedSession, TimelineSystem, run_unit
 from .update_gen import UpdateWorkload
 from .update_score import UPDATE_METRICS, classify, score_update
 
@@ -39,10 +39,12 @@ __all__ = [
 ]
 
 
-def update_records(system: TimelineSystem, workload: UpdateWorkload, *, k: int, depth: int) -> dict[str, Any]:
-    """Live through a generated workload with one system; records and lifecycle."""
+def update_records(system: TimelineSystem, workload: UpdateWorkload, *, k: int, depth: int,
+                   views: Sequence[str] = ()) -> dict[str, Any]:
+    """Live through a generated workload with one system; records and lifecycle (and the
+    diagnostic re-rankings of the final store, ``views``, for zenbrain)."""
     return run_unit(system, workload.sessions, workload.probes, k=depth, uses=workload.uses,
-                    score=score_update(k), end_time=workload.end_time)
+                    score=score_update(k), end_time=workload.end_time, views=views)
 
 
 def longmemeval_update_workload(item: LongMemEvalItem) -> tuple[list[TimedSession], list[Probe], float | None]:
@@ -112,8 +114,10 @@ def run_generated_updates(
     k: int = 5,
     depth: int = 10,
     progress: bool = True,
+    views: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Every system through every generated workload (one per seed); results by system."""
+    """Every system through every generated workload (one per seed); results by system.
+    ``views``: the diagnostic re-rankings of each zenbrain system's final store."""
     from tqdm.auto import tqdm
 
     out: dict[str, Any] = {"systems": {}}
@@ -121,12 +125,18 @@ def run_generated_updates(
         for system in systems:
             recs: list[dict[str, Any]] = []
             life = {}
+            view_recs: dict[str, list[dict[str, Any]]] = {}
             for w in workloads:
-                res = update_records(system, w, k=k, depth=depth)
+                res = update_records(system, w, k=k, depth=depth, views=views if isinstance(system, LifeStore) else ())
                 for r in res["records"]:
                     r["qid"] = f"seed{w.spec.seed}/{r['qid']}"
                 recs += res["records"]
                 life[f"seed{w.spec.seed}"] = res["lifecycle"]
+                for v, data in (res.get("views") or {}).items():
+                    view_recs.setdefault(v, []).extend(data["records"])
                 bar.update(1)
-            out["systems"][system.name] = {"questions": recs, "lifecycle": life, "summary": summarize_updates(recs)}
+            entry: dict[str, Any] = {"questions": recs, "lifecycle": life, "summary": summarize_updates(recs)}
+            if view_recs:
+                entry["views"] = {v: {"summary": summarize_updates(rows)} for v, rows in view_recs.items()}
+            out["systems"][system.name] = entry
     return out
