@@ -94,7 +94,7 @@ def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, command: Calla
     p.add_argument("--conversations", default="all", metavar="N|all|ID[,ID]")
     p.add_argument("--systems", default="zenbrain,bm25,dense", metavar="S[,S]")
     p.add_argument("--ablate", metavar="NAME", nargs="+", action="extend", default=[],
-                   help="add zenbrain with mechanism NAME off")
+                   help="add zenbrain with mechanism NAME off (NAME+NAME: several off in one system)")
     p.add_argument("--per-day", type=int, default=6, metavar="N", help="chatter turns on each day without a session")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK_CONVERSATIONS)}")
@@ -146,7 +146,8 @@ def _timeline_systems(names: Sequence[str], ablations: Sequence[str], embedder: 
         raise ConfigError(f"unknown system(s) {', '.join(unknown)} for the timeline; systems are {', '.join(TIMELINE_SYSTEMS)}")
     from ...registry import check_names
 
-    check_names(ablations)
+    for a in ablations:
+        check_names(a.split("+"))  # "a+b" switches both off in one system
     out: list[Any] = []
     for n in names:
         if n == "zenbrain":
@@ -161,7 +162,8 @@ def _timeline_systems(names: Sequence[str], ablations: Sequence[str], embedder: 
         out.append(LifeStore(embedder, config=config, protocol=replace(protocol, routed=False), name="zenbrain-flat",
                              views=views))
     for a in ablations:
-        out.append(LifeStore(embedder, config=config.without(a), protocol=protocol, name=f"zenbrain-{a}", views=views))
+        out.append(LifeStore(embedder, config=config.without(*a.split("+")), protocol=protocol, name=f"zenbrain-{a}",
+                             views=views))
     return out
 
 
