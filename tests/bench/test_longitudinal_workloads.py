@@ -175,10 +175,17 @@ def test_ablation_jobs_and_paired_summary(tmp_path: Path):
     for w, unit in (("updates", "seed3"), ("timeline", "conv-1"), ("noise", "conv-1")):
         for row in ("full", "bare", "bm25"):
             results[(w, row, unit)] = job(w, row, unit, plan.as_dict())
+    for row in ("no-nightly", "no-sleep", "flat", "-forgetting"):  # the rows that change the protocol
+        res = job("updates", row, "seed3", plan.as_dict())
+        assert "error" not in res, res.get("traceback")
+    assert job("updates", "no-nightly", "seed3", plan.as_dict())["lifecycle"]["lifecycle_seconds"] == 0.0
     assert "shares" in results[("noise", "full", "conv-1")]
+    broken = job("timeline", "full", "conv-404", plan.as_dict())  # no such conversation: reported, not raised
+    assert "StopIteration" in broken["error"] and "traceback" in broken
     assert results[("timeline", "bare", "conv-1")]["lifecycle"]["totals"]["archived"] == 0  # nothing forgets
     rows = make_rows(["bare", "bm25"])
-    summ = summarize(results, plan, ["updates", "timeline", "noise"], rows)
+    summ = summarize({**results, ("timeline", "bm25", "conv-404"): broken}, plan, ["updates", "timeline", "noise"], rows)
+    assert list(summ["errors"]) == ["timeline/bm25/conv-404"]
     t = summ["workloads"]["timeline"]["rows"]
     assert t["full"]["n"] == t["bare"]["n"] > 0
     assert t["bare"]["vs_full"]["m_tests"] == 1 and "p_bonferroni" in t["bare"]["vs_full"]

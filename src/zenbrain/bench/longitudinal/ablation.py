@@ -236,7 +236,17 @@ def _score(workload: str):
 
 
 def job(workload: str, row: str, unit: str, plan: dict[str, Any]) -> dict[str, Any]:
-    """One row on one unit of one workload; compact, JSON-safe results."""
+    """One row on one unit of one workload; compact, JSON-safe results. A run that fails
+    returns ``{"error": ...}`` instead of raising, so one broken row never costs the others."""
+    try:
+        return _job(workload, row, unit, plan)
+    except Exception as exc:  # noqa: BLE001 - reported in the summary, with its traceback
+        import traceback
+
+        return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+
+
+def _job(workload: str, row: str, unit: str, plan: dict[str, Any]) -> dict[str, Any]:
     p = Plan(**{**plan, "conversations": tuple(plan["conversations"]), "update_seeds": tuple(plan["update_seeds"])})
     r = next(x for x in make_rows() if x.name == row)
     emb = plan_embedder(p)
@@ -315,10 +325,13 @@ def _mean(values: dict[str, float]) -> float | None:
 def summarize(results: dict[Hashable, Any], plan: Plan, workloads: Sequence[str], rows: Sequence[Row],
               seconds: dict[Hashable, float] | None = None) -> dict[str, Any]:
     """Per workload and row: primary and secondary metrics, lifecycle figures, and the
-    paired comparison with ``full`` (Bonferroni over the rows compared)."""
+    paired comparison with ``full`` (Bonferroni over the rows compared). Failed runs are
+    left out and listed under ``errors``."""
     from ...experiments.stats import compare_paired
 
-    out: dict[str, Any] = {"plan": plan.as_dict(), "rows": [r.name for r in rows], "workloads": {}}
+    errors = {"/".join(map(str, k)): v["error"] for k, v in results.items() if "error" in v}  # type: ignore[arg-type]
+    results = {k: v for k, v in results.items() if "error" not in v}
+    out: dict[str, Any] = {"plan": plan.as_dict(), "rows": [r.name for r in rows], "workloads": {}, "errors": errors}
     contrasts = [r.name for r in rows if r.kind == "zenbrain" and r.name != "full"]
     for w in workloads:
         units = _units(plan, w)

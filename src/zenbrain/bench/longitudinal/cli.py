@@ -446,7 +446,7 @@ def _load_runs(path: Path, plan: Any) -> tuple[dict[Any, Any], dict[Any, float]]
             row = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line cut short by the interruption
-        if row.get("plan") == want:
+        if row.get("plan") == want and "error" not in (row.get("result") or {}):  # failed runs are run again
             key = tuple(row["key"])
             results[key] = row["result"]
             seconds[key] = float(row.get("seconds", 0.0))

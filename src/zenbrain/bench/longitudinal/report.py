@@ -201,6 +201,9 @@ def mechanisms_markdown(summary: dict[str, Any], *, title: str = "Mechanisms thr
     plan = summary["plan"]
     lines.append(f"Conversations: {', '.join(plan['conversations'])}; update seeds: {plan['update_seeds']}; "
                  f"embedder {plan['embedder_name']}; protocol {plan['protocol']}; seed {plan['seed']}.")
+    if summary.get("errors"):
+        lines += ["", "**Failed runs** (left out of the tables):"]
+        lines += [f"- {k}: {v}" for k, v in summary["errors"].items()]
     for w, block in summary["workloads"].items():
         primary = block["primary"]
         lines += ["", f"## {w} ({primary}, units: {', '.join(block['units'])})", ""]
