@@ -267,7 +267,8 @@ def _job(workload: str, row: str, unit: str, plan: dict[str, Any]) -> dict[str, 
                for rec in out["records"]]
     life = out["lifecycle"]
     compact = {k: life.get(k) for k in ("nights", "memories", "archived", "active", "edges", "file_bytes",
-                                        "lifecycle_seconds", "monitor_hit_rate_last", "revisions")}
+                                        "lifecycle_seconds", "lifecycle_cpu_seconds", "monitor_hit_rate_last",
+                                        "revisions", "cpu_seconds")}
     compact["totals"] = {c: (life.get("totals") or {}).get(c, 0.0) for c in COUNTERS} if r.kind == "zenbrain" else {}
     compact["seconds"] = life.get("seconds")
     result: dict[str, Any] = {"records": records, "lifecycle": compact, "wall_seconds": time.perf_counter() - t0}
@@ -354,6 +355,7 @@ def summarize(results: dict[Hashable, Any], plan: Plan, workloads: Sequence[str]
                 entry["active"] = int(sum(x.get("active") or 0 for x in lifes))
                 entry["archived"] = int(sum(x.get("archived") or 0 for x in lifes))
                 entry["lifecycle_seconds"] = float(sum(x.get("lifecycle_seconds") or 0.0 for x in lifes))
+                entry["lifecycle_cpu_seconds"] = float(sum(x.get("lifecycle_cpu_seconds") or 0.0 for x in lifes))
                 entry["file_bytes"] = int(sum(x.get("file_bytes") or 0 for x in lifes))
                 entry["totals"] = {c: float(sum((x.get("totals") or {}).get(c, 0.0) for x in lifes)) for c in COUNTERS}
                 rates = [x["monitor_hit_rate_last"] for x in lifes if x.get("monitor_hit_rate_last") is not None]

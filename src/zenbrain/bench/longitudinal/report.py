@@ -112,12 +112,15 @@ def timeline_details(results: dict[str, Any]) -> str:
             if x.get("memories") is None:
                 continue
             sec = x.get("seconds") or {}
+            cpu = x.get("cpu_seconds") or {}
             rows.append([sid, str(x["nights"]), f"{x['active']:,} / {x['memories']:,}", f"{x['edges']:,}",
                          f"{x['file_bytes'] / 1e6:.1f} MB", _f(sec.get("store"), 1), _f(sec.get("context_recall"), 1),
-                         _f(sec.get("decay"), 1), _f(sec.get("sleep"), 1), _f(x.get("night_seconds_median"), 3)])
+                         _f(sec.get("decay"), 1), _f(sec.get("sleep"), 1), _f(x.get("night_seconds_median"), 3),
+                         _f(cpu.get("store"), 1), _f(cpu.get("decay"), 1), _f(cpu.get("sleep"), 1)])
         if rows:
             parts.append(_table(["conversation", "nights", "active / stored", "edges", "file", "store s",
-                                 "context recall s", "decay s", "sleep s", "night median s"], rows, markdown=True))
+                                 "context recall s", "decay s", "sleep s", "night median s", "store CPU s",
+                                 "decay CPU s", "sleep CPU s"], rows, markdown=True))
     return "\n\n".join(parts)
 
 
@@ -210,7 +213,7 @@ def mechanisms_markdown(summary: dict[str, Any], *, title: str = "Mechanisms thr
         sec = [m for m in next(iter(block["rows"].values())) if m.startswith(("evidence_recall@10", "stale_above",
                                                                                 "precision@5", "fresh_", "update_"))]
         header = ["row", primary, "Δ vs full", "95% CI", "p (Bonf.)", "q changed", *sec, "active / stored",
-                  "lifecycle s", "what it did (totals)"]
+                  "lifecycle CPU s", "what it did (totals)"]
         rows = []
         for name, e in block["rows"].items():
             vs = e.get("vs_full") or {}
@@ -232,7 +235,7 @@ def mechanisms_markdown(summary: dict[str, Any], *, title: str = "Mechanisms thr
                          f"{vs.get('n_nonzero')}/{vs.get('n')}" if vs else "–",
                          *[_f(e.get(m)) for m in sec],
                          f"{e['active']:,} / {e['memories']:,}" if "memories" in e else "–",
-                         _f(e.get("lifecycle_seconds"), 1), did or "–"])
+                         _f(e.get("lifecycle_cpu_seconds"), 1), did or "–"])
         lines.append(_table(header, rows, markdown=True))
     return "\n".join(lines)
 

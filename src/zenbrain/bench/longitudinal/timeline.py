@@ -282,6 +282,7 @@ class LifeStore:
         self._nights: list[dict[str, Any]] = []
         self._seconds: dict[str, float] = {"store": 0.0, "context_recall": 0.0, "end_session": 0.0, "use": 0.0,
                                            "decay": 0.0, "sleep": 0.0, "consolidate": 0.0}
+        self._cpu: dict[str, float] = dict.fromkeys(self._seconds, 0.0)  # process CPU seconds: immune to the load
         self._revisions: dict[str, int] = {}
         self._lost: list[str] = []  # documents a revision stored nowhere
 
@@ -336,10 +337,11 @@ class LifeStore:
         reports = []
         entry: dict[str, Any] = {"t": self.clock.now()}
         for op in self.protocol.nightly:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             rep = getattr(mem, op)(self.user)
             dt = time.perf_counter() - t0
             self._seconds[op] += dt
+            self._cpu[op] += time.process_time() - c0
             entry[f"{op}_s"] = dt
             reports.append(rep)
         entry.update(night_counters(reports))
@@ -362,15 +364,18 @@ class LifeStore:
             if now > self.clock.now():
                 self.clock.set(now)
             if proto.context_k:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 mem.recall(d.text, scope, k=proto.context_k, touch=True)
                 self._seconds["context_recall"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
+                self._cpu["context_recall"] += time.process_time() - c0
+            t0, c0 = time.perf_counter(), time.process_time()
             self._write(d, scope, session.time)
             self._seconds["store"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
+            self._cpu["store"] += time.process_time() - c0
+        t0, c0 = time.perf_counter(), time.process_time()
         mem.end_session(scope)
         self._seconds["end_session"] += time.perf_counter() - t0
+        self._cpu["end_session"] += time.process_time() - c0
 
     def _write(self, d: Doc, scope: Scope, when: float) -> None:
         mem = self.mem
@@ -415,9 +420,10 @@ class LifeStore:
 
     def use(self, u: Use) -> None:
         self.advance_to(u.time)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.mem.recall(u.query, self.user, k=max(1, self.protocol.context_k or 5), touch=True)
         self._seconds["use"] += time.perf_counter() - t0
+        self._cpu["use"] += time.process_time() - c0
 
     # ------------------------------------------------------------------ reading
     def _hits(self, coord: MemoryCoordinator, query: str, k: int, *, archived: bool = False) -> list[tuple[str, str]]:
@@ -477,7 +483,9 @@ class LifeStore:
             "edges": st["edges"],
             "file_bytes": st["file_bytes"],
             "seconds": dict(self._seconds),
+            "cpu_seconds": dict(self._cpu),
             "lifecycle_seconds": self._seconds["decay"] + self._seconds["sleep"] + self._seconds["consolidate"],
+            "lifecycle_cpu_seconds": self._cpu["decay"] + self._cpu["sleep"] + self._cpu["consolidate"],
             "night_seconds_median": per_night[len(per_night) // 2] if per_night else None,
             "totals": totals,
             "monitor_hit_rate_last": next((n["monitor_hit_rate"] for n in reversed(nights) if "monitor_hit_rate" in n), None),
