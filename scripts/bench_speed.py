@@ -19,7 +19,10 @@ Everything is measured in one run, on this machine, and printed as medians and r
    variations gets vectors from ``--bulk`` (hashing: the HashingEmbedder of the varied text;
    random: random unit vectors; perturbed: the real vector of the base turn plus noise,
    cosine about 0.85 to it), because embedding a million texts with MiniLM would take
-   hours here. Queries are distinct LoCoMo questions embedded by the real embedder at query
+   hours here. With ``--corpus [DIR]`` the memories are instead real English sentences
+   (and passages of two) from this machine's man pages and documentation, with their real
+   MiniLM vectors, embedded ahead of time by ``scripts/real_corpus.py`` (``--bulk corpus``;
+   every memory is distinct real text, no variation). Queries are distinct LoCoMo questions embedded by the real embedder at query
    time: pass 1 includes that query embedding, pass 2 repeats the same queries, served from
    the coordinator's query LRU. ``recall`` runs as in use (k=10, touch=True). Then
    ``decay()`` and ``sleep()`` are timed once per size up to ``--lifecycle-max`` (they may
@@ -84,13 +87,14 @@ import numpy as np
 
 from zenbrain.api import open_memory
 from zenbrain.bench.locomo import LOCOMO_FILES, load_locomo, resolve_data_file
-from zenbrain.cli import CACHE_FILE, cache_dir
+from zenbrain.cli_support import CACHE_FILE, cache_dir
 from zenbrain.clock import SimulatedClock
 from zenbrain.model import Scope
 from zenbrain.providers.base import normalize_rows
 from zenbrain.providers.cache import CachedEmbedder
 from zenbrain.providers.factory import make_embedder
 from zenbrain.providers.hashing import HashingEmbedder
+from zenbrain.retrieval.turn_context import split_speaker
 
 SCOPE = Scope("speed")
 NAMES = (
@@ -147,17 +151,26 @@ class TableEmbedder:
     """
 
     def __init__(self, live: Any, table: dict[str, np.ndarray]) -> None:
+        # Keyed by each text and by its words without a leading "Name:", which is what the
+        # store embeds of a speaker's turn.
         self.live = live
         self.table = table
         self.name = live.name
         self.dim = live.dim
         self.live_calls = 0
 
+    @property
+    def by_words(self) -> dict[str, str]:
+        """Own words -> the stored text they come from."""
+        return {split_speaker(t)[1]: t for t in self.table}
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        miss = [i for i, t in enumerate(texts) if t not in self.table]
-        for i, t in enumerate(texts):
+        words = self.by_words if any(t not in self.table for t in texts) else {}
+        keys = [t if t in self.table else words.get(t, t) for t in texts]
+        miss = [i for i, t in enumerate(keys) if t not in self.table]
+        for i, t in enumerate(keys):
             v = self.table.get(t)
             if v is not None:
                 out[i] = v
@@ -213,6 +226,23 @@ def variations(turns: list[tuple[str, float]], n: int, seed: int = 0) -> list[tu
     return out
 
 
+def corpus_items(texts: list[tuple[str, float]], n: int) -> list[tuple[str, int, float, bool]]:
+    """The first ``n`` corpus texts as memories (text, corpus index, event time, real)."""
+    if len(texts) < n:
+        raise SystemExit(f"the corpus has {len(texts)} embedded texts, {n} needed: run scripts/real_corpus.py embed")
+    return [(t, i, when, True) for i, (t, when) in enumerate(texts[:n])]
+
+
+def load_real_corpus(directory: str, n: int, embedder_name: str) -> tuple[list[tuple[str, float]], np.ndarray]:
+    """``n`` texts and vectors of the corpus of scripts/real_corpus.py; event times one minute apart."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from real_corpus import default_dir, load_corpus
+
+    texts, vecs = load_corpus(n, Path(directory) if directory else default_dir(), embedder_name)
+    t0 = 1.68e9
+    return [(t, t0 + 60.0 * i) for i, t in enumerate(texts)], vecs
+
+
 # --------------------------------------------------------------------------- 1. ingest
 
 
@@ -265,7 +295,10 @@ def bench_ingest(embedder: Any, texts: list[str], batch: int, repeats: int, work
 
 
 def bulk_vectors(mode: str, items: list[tuple[str, int, float, bool]], base_vecs: np.ndarray, seed: int) -> np.ndarray:
-    """Real vectors for unvaried turns; ``mode`` vectors for the variations."""
+    """Real vectors for unvaried turns; ``mode`` vectors for the variations. In ``corpus``
+    mode every item is a corpus text and ``base_vecs`` holds the corpus vectors."""
+    if mode == "corpus":
+        return np.ascontiguousarray(base_vecs[[it[1] for it in items]], dtype=np.float32)
     out = np.empty((len(items), base_vecs.shape[1]), dtype=np.float32)
     real = [i for i, it in enumerate(items) if it[3]]
     rest = [i for i, it in enumerate(items) if not it[3]]
@@ -576,7 +609,7 @@ def bench_scale(
     if peers:
         say(f"   peers, each in its own process, get the same texts, vectors and queries after zenbrain at each size: "
             f"{', '.join(p.name for p in peers)}")
-    items = variations(turns, n_max, seed=0)
+    items = corpus_items(turns, n_max) if bulk == "corpus" else variations(turns, n_max, seed=0)
     need = (n_queries + min(50, n_queries) + 3) * len(sizes)
     qs = list(questions)
     k = 0
@@ -851,6 +884,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--growth", type=int, default=5000, help="routed-ingest scaling up to N items; 0 skips (default 5000)")
     ap.add_argument("--bulk", choices=("hashing", "random", "perturbed"), default="hashing",
                     help="vectors of the bulk variations (default hashing)")
+    ap.add_argument("--corpus", nargs="?", const="", default=None, metavar="DIR",
+                    help="recall at scale over the real-text corpus of scripts/real_corpus.py (default dir: its default)"
+                    " instead of varied LoCoMo turns")
     ap.add_argument("--no-lifecycle", action="store_true", help="skip decay() and sleep()")
     ap.add_argument("--lifecycle-max", type=int, default=100000, metavar="N",
                     help="time decay() and sleep() only at sizes up to N (default 100000)")
@@ -918,6 +954,11 @@ def main(argv: list[str] | None = None) -> int:
             f"the cache {cache_dir() / CACHE_FILE} ({time.perf_counter() - t0:.1f} s)")
         turns = turns[:n_real]
 
+        scale_turns, scale_vecs, bulk = turns, base_vecs, args.bulk
+        if args.corpus is not None:
+            scale_turns, scale_vecs = load_real_corpus(args.corpus, max(sizes), live.name)
+            bulk = "corpus"
+            say(f"corpus: {len(scale_turns)} real texts with {live.name} vectors from scripts/real_corpus.py")
         if args.growth > 0 and "growth" in parts:
             results["growth"] = bench_growth(live, turns, base_vecs, args.growth, args.batch * 4, args.bulk, workdir)
         if "scale" not in parts:
@@ -930,14 +971,16 @@ def main(argv: list[str] | None = None) -> int:
                 {"mem0_store": args.mem0_store, "chroma_batch": args.scale_batch, "peer_step": args.scale_batch},
             )
         results["scale"] = bench_scale(
-            live, turns, questions, base_vecs, sizes, args.queries, args.scale_batch, args.bulk, workdir,
+            live, scale_turns, questions, scale_vecs, sizes, args.queries, args.scale_batch, bulk, workdir,
             lifecycle_max=None if args.no_lifecycle else args.lifecycle_max, analyze_above=analyze_above,
             peers=peers, peer_budget_s=budgets,
         )
         results["bulk"] = {
-            "vectors": args.bulk,
-            "real_vectors": n_real,
-            "note": f"the first {n_real} memories carry real {live.name} vectors; the others carry '{args.bulk}' vectors",
+            "vectors": bulk,
+            "real_vectors": max(sizes) if bulk == "corpus" else n_real,
+            "note": f"every memory is real text with its real {live.name} vector (scripts/real_corpus.py)"
+            if bulk == "corpus" else
+            f"the first {n_real} memories carry real {live.name} vectors; the others carry '{bulk}' vectors",
         }
         results["peers"] = {
             name: {"rows": [], "skipped": why, "library_version": None} for name, why in peer_failed.items()

@@ -30,14 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from zenbrain import dynamics
 from zenbrain.bench.locomo import load_locomo, resolve_data_file
 from zenbrain.bench.longitudinal.locomo_timeline import locomo_workload
 from zenbrain.bench.longitudinal.timeline import LifeStore, Protocol, run_unit
-from zenbrain.cli import CACHE_FILE, cache_dir
+from zenbrain.cli_support import CACHE_FILE, cache_dir
 from zenbrain.ids import seeded_ids
 from zenbrain.mechanisms import ebbinghaus, sleep_selection
-from zenbrain.pma import triple_copy
+from zenbrain.pipeline.retrievability import retrievability
 from zenbrain.providers.cache import CachedEmbedder
 from zenbrain.providers.factory import make_embedder
 
@@ -47,11 +46,8 @@ def rankings(store: LifeStore, questions: list[str], k: int = 5) -> list[list[st
 
 
 def state(store: LifeStore) -> tuple[list, np.ndarray]:
-    items = store.mem.list(store.user, include_archived=True)
-    cfg = store.config
-    r = dynamics.retrievability(items, store.clock.now(), cfg.mechanisms,
-                                ebb=cfg.param("ebbinghaus_decay", ebbinghaus.DEFAULTS),
-                                copies=cfg.param("triple_copy", triple_copy.DEFAULT_PARAMS))
+    items = store.mem.list_memories(store.user, include_archived=True)
+    r = retrievability(store.mem.engine, items, store.clock.now())
     return items, np.asarray(r, dtype=float)
 
 
@@ -87,7 +83,7 @@ def main() -> None:
         tx.update_columns(part, [i.id for i in items], strength=new)
     after = rankings(store, questions)
     items2, r1 = state(store)
-    ebb = store.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS)
+    ebb = store.config.params.ebbinghaus_decay
     st0 = ebbinghaus.status(retrievability=r0, archived=[i.archived for i in items], params=ebb)
     st1 = ebbinghaus.status(retrievability=r1, archived=[i.archived for i in items2], params=ebb)
     print(f"1. strength: sleep changed strengths {int(tot.get('replay_strengths_changed', 0)):,} times "
@@ -103,7 +99,7 @@ def main() -> None:
     print(f"2. confidence: after every memory got confidence 0.02: "
           f"{sum(a == b for a, b in zip(after, after2))}/{len(after)} rankings identical")
     ranked = {m for r in after2 for m in r}
-    for i in store.mem.list(store.user):
+    for i in store.mem.list_memories(store.user):
         if i.id in ranked:
             store.mem.update(i.id, store.user, metadata={**i.metadata, "disputed": True})
     after3 = rankings(store, questions)
@@ -112,7 +108,7 @@ def main() -> None:
 
     # 3. counterfactual replay
     sp = sleep_selection.DEFAULTS
-    eps = [i for i in store.mem.list(store.user, layer="episodic")]
+    eps = [i for i in store.mem.list_memories(store.user, layer="episodic")]
     conf = [0.5 for _ in eps]  # probe 2 changed the stored confidences: sleep saw alpha = beta = 1
     td = [abs(min(1.0, i.access_count / 5.0) - c) for i, c in zip(eps, conf)]
     print(f"3. counterfactuals: {int(tot.get('counterfactuals', 0))} made over {life['nights']} nights; "

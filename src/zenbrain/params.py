@@ -38,6 +38,8 @@ class Params:
                 raise ConfigError(f"{type(self).__name__}.{f.name} must be a number, got {value!r}")
             if not math.isfinite(value):
                 raise ConfigError(f"{type(self).__name__}.{f.name} must be finite, got {value!r}")
+            if f.type in (int, "int") and int(value) != value:
+                raise ConfigError(f"{type(self).__name__}.{f.name} must be a whole number, got {value!r}")
             if (lo is not None and value < lo) or (hi is not None and value > hi):
                 raise ConfigError(
                     f"{type(self).__name__}.{f.name}={value!r} is outside its legal range [{lo}, {hi}]"

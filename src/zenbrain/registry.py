@@ -8,10 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from .errors import ConfigError
 
-FOUNDATIONAL: tuple[str, ...] = (
+# Every mechanism's registry name: a type checker refuses a misspelt switch.
+MechanismName = Literal[
+    "ebbinghaus_decay", "fsrs", "vmpfc_fsrs", "two_factor_hebbian", "simulation_selection_sleep",
+    "bayesian_confidence", "emotional_tagging", "query_aware_fusion", "bm25_hybrid", "ib_budget",
+    "dual_process_cot", "imad_debate", "spectral_kg_health", "compositional_context",
+    "neuromodulator", "reconsolidation", "triple_copy", "priority_map", "stability_protector",
+    "metacognitive_monitor",
+    "metacognitive_hyperagent", "stc_rescue", "global_workspace", "prospective_memory", "curiosity",
+]
+
+FOUNDATIONAL: tuple[MechanismName, ...] = (
     "ebbinghaus_decay",
     "fsrs",
     "vmpfc_fsrs",
@@ -28,7 +39,7 @@ FOUNDATIONAL: tuple[str, ...] = (
     "compositional_context",
 )
 
-PMA: tuple[str, ...] = (
+PMA: tuple[MechanismName, ...] = (
     "neuromodulator",
     "reconsolidation",
     "triple_copy",
@@ -37,7 +48,7 @@ PMA: tuple[str, ...] = (
     "metacognitive_monitor",
 )
 
-ADDITIONAL: tuple[str, ...] = (
+ADDITIONAL: tuple[MechanismName, ...] = (
     "metacognitive_hyperagent",
     "stc_rescue",
     "global_workspace",
@@ -45,10 +56,12 @@ ADDITIONAL: tuple[str, ...] = (
     "curiosity",
 )
 
-ALL_MECHANISMS: tuple[str, ...] = FOUNDATIONAL + PMA + ADDITIONAL
+ALL_MECHANISMS: tuple[MechanismName, ...] = FOUNDATIONAL + PMA + ADDITIONAL
+if set(ALL_MECHANISMS) != set(get_args(MechanismName)) or len(ALL_MECHANISMS) != len(get_args(MechanismName)):
+    raise RuntimeError("the registry's groups and MechanismName disagree")
 
 # The fifteen mechanisms of the paper's one-at-a-time ablation (its Tables 7-9).
-PAPER_FIFTEEN: tuple[str, ...] = (
+PAPER_FIFTEEN: tuple[MechanismName, ...] = (
     "two_factor_hebbian",
     "simulation_selection_sleep",
     "vmpfc_fsrs",
@@ -115,4 +128,5 @@ class Mechanisms:
         return {name: name not in self.disabled for name in ALL_MECHANISMS}
 
 
-__all__ = ["ADDITIONAL", "ALL_MECHANISMS", "FOUNDATIONAL", "PAPER_FIFTEEN", "PMA", "Mechanisms", "check_names"]
+__all__ = ["ADDITIONAL", "ALL_MECHANISMS", "FOUNDATIONAL", "PAPER_FIFTEEN", "PMA", "MechanismName", "Mechanisms",
+           "check_names"]

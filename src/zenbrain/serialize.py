@@ -51,9 +51,13 @@ def item_dict(item: MemoryItem) -> dict[str, Any]:
         "strength": item.strength,
         "stability": item.stability,
         "confidence": item.confidence,
+        "conf_alpha": item.conf_alpha,
+        "conf_beta": item.conf_beta,
         "archived": item.archived,
         "version": item.version,
         "metadata": item.metadata,
+        "valid_until": item.valid_until,
+        "superseded_by": item.superseded_by,
     })
 
 

@@ -231,10 +231,10 @@ def test_longmemeval_tasks_use_question_type_and_abstention():
          "question_date": "2023/05/30 (Tue) 23:40", "haystack_session_ids": ["s1"], "haystack_dates": ["2023/05/20 (Sat) 02:21"],
          "haystack_sessions": [[{"role": "user", "content": "I like dogs."}]], "answer_session_ids": []},
     ])
-    records = [{"qid": "a1", "ranked": ["a1::s1::t0", "unknown"]}, {"qid": "a2_abs", "ranked": ["a2_abs::s1::t0"]},
+    records = [{"qid": "a1", "ranked": ["a1::s0::t0", "unknown"]}, {"qid": "a2_abs", "ranked": ["a2_abs::s0::t0"]},
                {"qid": "missing", "ranked": []}]
     tasks = longmemeval_answer_tasks(records, items, k=5)
     assert [t.qid for t in tasks] == ["a1", "a2_abs"]
-    assert tasks[0].question_type == "temporal-reasoning" and [d.id for d in tasks[0].docs] == ["a1::s1::t0"]
+    assert tasks[0].question_type == "temporal-reasoning" and [d.id for d in tasks[0].docs] == ["a1::s0::t0"]
     assert tasks[0].question_date == "2023/05/30 (Tue) 23:40" and not tasks[0].abstention
     assert tasks[1].abstention and "does not contain" in judge_rule(tasks[1])

@@ -164,21 +164,36 @@ def test_longmemeval_items():
     item, abstention, temporal = parse_longmemeval(lme_data())
     assert item.question_id == "q1" and not item.is_abstention and abstention.is_abstention
     assert item.query_time == _ts(2023, 5, 30, 23, 40)
-    assert [d.id for d in item.docs][:3] == ["q1::s_a::t0", "q1::s_a::t1", "q1::answer_1::t0"]
+    assert [d.id for d in item.docs][:3] == ["q1::s0::t0", "q1::s0::t1", "q1::s1::t0"]
     # a repeated session id keeps unique doc ids but maps to the same session
-    assert item.docs[-1].id == "q1::s_a#2::t1"
-    assert item.turn_to_session["q1::s_a#2::t1"] == "s_a"
+    assert item.docs[-1].id == "q1::s3::t1"
+    assert item.turn_to_session["q1::s3::t1"] == "s_a"
     assert item.stats["duplicate_session_ids"] == 1
     assert item.session_ids == ["s_a", "answer_1", "s_b", "s_a"]
-    assert item.gold_turn_ids == ("q1::answer_1::t0", "q1::answer_1::t1")
+    assert item.gold_turn_ids == ("q1::s1::t0", "q1::s1::t1")
     assert item.answer_session_ids == ("answer_1",)
+    assert item.turn_to_session["q1::s1::t0"] == "answer_1"
     assert item.stats["dangling_answer_sessions"] == 1
     d = item.docs[2]
-    assert d.speaker == "user" and d.session == "answer_1" and d.time == _ts(2023, 5, 21, 10, 0)
-    assert d.metadata["has_answer"] is True and d.metadata["turn_index"] == 0
-    assert item.docs[5].session == "s_b" and item.docs[5].time is None  # "bad date"
+    assert d.speaker == "user" and d.session == "s1" and d.time == _ts(2023, 5, 21, 10, 0)
+    assert d.metadata["turn_index"] == 0 and d.metadata["session_index"] == 1
+    assert item.docs[5].session == "s2" and item.docs[5].time is None  # "bad date"
     assert item.has_retrieval_gold and not abstention.has_retrieval_gold
     assert temporal.answer == "7"
+
+
+def _seen_by_system(item) -> str:
+    """Everything a system under test receives about a haystack, as one string."""
+    return repr([(d.id, d.text, d.time, d.speaker, d.session, sorted(d.metadata.items())) for d in item.docs])
+
+
+def test_longmemeval_docs_carry_no_hint_of_the_gold_sessions():
+    for item in parse_longmemeval(lme_data()):
+        seen = _seen_by_system(item)
+        assert "answer" not in seen.replace("Business Administration", "")  # no "answer_..." id
+        assert "has_answer" not in seen
+        for gold in item.answer_session_ids:
+            assert gold not in seen
 
 
 def test_longmemeval_options(lme_file):
@@ -187,7 +202,7 @@ def test_longmemeval_options(lme_file):
     assert len(load_longmemeval(lme_file, limit=1)) == 1
     user_only = load_longmemeval(lme_file, user_only=True)[0]
     assert all(d.speaker == "user" for d in user_only.docs)
-    assert user_only.gold_turn_ids == ("q1::answer_1::t0",)
+    assert user_only.gold_turn_ids == ("q1::s1::t0",)
 
 
 @pytest.mark.skipif(not REAL_LONGMEMEVAL.exists(), reason="real LongMemEval file not present")
@@ -196,6 +211,8 @@ def test_real_longmemeval_file():
     assert item.question_id == "e47becba"
     assert len(item.session_ids) == 53 and len(item.docs) == 550
     assert item.answer_session_ids == ("answer_280352e9",)
-    assert item.gold_turn_ids == ("e47becba::answer_280352e9::t4", "e47becba::answer_280352e9::t5")
+    gold_index = item.session_ids.index("answer_280352e9")
+    assert item.gold_turn_ids == (f"e47becba::s{gold_index}::t4", f"e47becba::s{gold_index}::t5")
+    assert "answer_" not in _seen_by_system(item)
     assert item.query_time == _ts(2023, 5, 30, 23, 40)
     assert not item.is_abstention

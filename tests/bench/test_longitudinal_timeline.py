@@ -82,7 +82,7 @@ def test_lifestore_runs_every_night_between_sessions_and_stores_turn_by_turn(emb
         assert life["seconds"]["decay"] > 0 and life["seconds"]["sleep"] > 0
         states = store.doc_states()
         assert set(states) == {f"D{n}:{j}" for n in range(3) for j in range(2)}
-        items = store.mem.list(store.user, include_archived=True)
+        items = store.mem.list_memories(store.user, include_archived=True)
         turn = next(i for i in items if i.metadata.get("doc_id") == "D2:0")
         assert turn.metadata["speaker"] == "Ann" and turn.metadata["dia_id"] == "D2:0"
         assert turn.session_id == "S2" and turn.event_time == pytest.approx(T0 + 40 * DAY)
@@ -94,10 +94,10 @@ def test_measuring_is_read_only(emb):
     store = LifeStore(emb, protocol=Protocol(context_k=0, nightly=()))
     try:
         run_unit(store, _sessions(), [], k=5)
-        before = {i.id: i.access_count for i in store.mem.list(store.user)}
+        before = {i.id: i.access_count for i in store.mem.list_memories(store.user)}
         for _ in range(3):
             store.search_hits("Where does Ann work?", 5)
-        assert {i.id: i.access_count for i in store.mem.list(store.user)} == before
+        assert {i.id: i.access_count for i in store.mem.list_memories(store.user)} == before
     finally:
         store.close()
 
@@ -106,7 +106,7 @@ def test_context_recall_is_use_and_touches_memories(emb):
     store = LifeStore(emb, protocol=Protocol(context_k=3, nightly=()))
     try:
         run_unit(store, _sessions(), [], k=5, uses=[Use(T0 + 20 * DAY, "Ann's cat Pixel")])
-        assert sum(i.access_count for i in store.mem.list(store.user)) > 0
+        assert sum(i.access_count for i in store.mem.list_memories(store.user)) > 0
         assert store.lifecycle()["seconds"]["use"] > 0
     finally:
         store.close()
@@ -151,8 +151,8 @@ def test_update_modes_rewrite_or_add(emb):
         run_unit(new, [s0, s1], [], k=3)
         run_unit(upd, [s0, s1], [], k=3)
         run_unit(rev, [s0, s1], [], k=3)
-        assert sorted(i.content for i in new.mem.list(new.user)) == ["Ann lives in Leeds.", "Ann moved to York."]
-        assert [i.content for i in upd.mem.list(upd.user)] == ["Ann moved to York."]
+        assert sorted(i.content for i in new.mem.list_memories(new.user)) == ["Ann lives in Leeds.", "Ann moved to York."]
+        assert [i.content for i in upd.mem.list_memories(upd.user)] == ["Ann moved to York."]
         assert upd.lifecycle()["revisions"] == {"update": 1}
         assert sum(rev.lifecycle()["revisions"].values()) == 1  # one reconsolidation decision, whatever it was
     finally:

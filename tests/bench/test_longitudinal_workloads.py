@@ -128,9 +128,9 @@ def _ku_item() -> dict:
 def test_longmemeval_knowledge_update_current_is_the_latest_answer_session():
     (item,) = parse_longmemeval([_ku_item()])
     sessions, probes, end = longmemeval_update_workload(item)
-    assert [s.docs[0].metadata["session_id"] for s in sessions] == ["old", "noise", "new"]
+    assert [item.turn_to_session[s.docs[0].id] for s in sessions] == ["old", "noise", "new"]
     (p,) = probes
-    assert p.extra["current_ids"] == ["ku1::new::t0"] and p.extra["stale_ids"] == ["ku1::old::t0"]
+    assert p.extra["current_ids"] == ["ku1::s2::t0"] and p.extra["stale_ids"] == ["ku1::s0::t0"]
     assert end == item.query_time and end > sessions[-1].time
 
 

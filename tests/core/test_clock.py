@@ -89,7 +89,7 @@ def test_decay_after_sixty_simulated_days_archives_and_restore_brings_back(mem, 
     assert not mem.get(core.id, S).archived and not mem.get(note.id, Scope("alice", "a1", "s1")).archived
     assert fact.id not in {h.id for h in mem.recall("boiler serviced Tom", S, touch=False)}
     assert fact.id in {h.id for h in mem.recall("boiler serviced Tom", S, include_archived=True, touch=False)}
-    assert fact.id not in {i.id for i in mem.list(S)}
+    assert fact.id not in {i.id for i in mem.list_memories(S)}
     restored = mem.restore(fact.id, S)
     assert not restored.archived and restored.last_access == clock.now()
     assert mem.recall("boiler serviced Tom", S, k=1, touch=False)[0].id == fact.id

@@ -74,13 +74,13 @@ def test_working_memory_holds_seven_and_evicts_the_least_recently_used(mem, cloc
     layers = {n.id: mem.get(n.id, S1).layer for n in [*notes, eighth]}
     assert layers[notes[1].id] is Layer.SHORT_TERM
     assert [n for n, layer in layers.items() if layer is Layer.SHORT_TERM] == [notes[1].id]
-    assert len(mem.list(S1, layer="working")) == 7
+    assert len(mem.list_memories(S1, layer="working")) == 7
     moved = [e for e in mem.history(notes[1].id, S1) if e.action == "moved"]
     assert moved and moved[-1].detail == {"from": "working", "to": "short_term", "why": "capacity"}
     # Another session has its own seven slots: nothing of s1 moves.
     _notes(mem, clock, S2, 7, prefix="other")
-    assert len(mem.list(S1, layer="working")) == 7
-    assert len(mem.list(S2, layer="working")) == 7
+    assert len(mem.list_memories(S1, layer="working")) == 7
+    assert len(mem.list_memories(S2, layer="working")) == 7
 
 
 def test_a_batch_larger_than_capacity_keeps_seven(mem):
@@ -111,7 +111,7 @@ def test_end_session_moves_short_term_memory_into_long_term_layers(mem, clock):
     assert report.stages["moved"] == {"episodic": 1, "semantic": 1, "procedural": 1}
     after = {i.id: mem.get(i.id, S2).layer for i in (note, fact, skill)}  # visible from any session now
     assert after == {note.id: Layer.EPISODIC, fact.id: Layer.SEMANTIC, skill.id: Layer.PROCEDURAL}
-    assert {i.id for i in mem.list(S)} >= {note.id, fact.id, skill.id}
+    assert {i.id for i in mem.list_memories(S)} >= {note.id, fact.id, skill.id}
     assert mem.history(note.id, S)[-1].detail["why"] == "session end"
     # The other session is untouched; ending s1 again moves nothing.
     assert mem.get(other.id, S2).layer is Layer.WORKING
@@ -226,7 +226,7 @@ def test_moving_a_memory_into_a_full_working_memory_evicts_one(mem, clock):
     fact = mem.store("Paris is the capital of France", S1)
     assert fact.layer is Layer.SEMANTIC
     mem.update(fact.id, S1, layer="working")
-    assert len(mem.list(S1, layer="working")) == 7
+    assert len(mem.list_memories(S1, layer="working")) == 7
     assert mem.get(fact.id, S1).layer is Layer.WORKING
 
 

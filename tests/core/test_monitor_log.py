@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from zenbrain import dynamics as dyn
-from zenbrain import monitor_log
+from zenbrain import state as keys
+from zenbrain.pipeline import monitor_log
 from zenbrain.pma import metacognition as mc
 from zenbrain.storage.sqlite import SQLiteStore
 
@@ -16,7 +16,7 @@ def _store() -> SQLiteStore:
 
 def _append(store, params, **events):
     with store.transaction() as tx:
-        monitor_log.put(tx, PART, monitor_log.appended(store, PART, params, **events))
+        tx.kv_put(PART, monitor_log.appended(store, PART, params, **events))
 
 
 def test_appends_keep_order_across_segments_and_drop_beyond_max_events():
@@ -45,7 +45,7 @@ def test_since_reads_only_recent_segments_and_legacy_values_are_read_first():
     store = _store()
     legacy = mc.log_prediction_error(mc.MonitorState(), at=0.0, pe=0.9)
     with store.transaction() as tx:
-        tx.kv_put(PART, dyn.KV_METACOG, legacy.to_dict())
+        tx.kv_put(PART, {keys.KV_METACOG: legacy.to_dict()})
     for i in range(1, 200):
         _append(store, mc.DEFAULT_PARAMS, surprises=[mc.surprise_event(at=float(i), pe=0.8)])
     full = monitor_log.load(store, PART)

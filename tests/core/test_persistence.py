@@ -22,7 +22,7 @@ def test_memory_stored_by_another_process_is_recalled_after_restart(db_path, wor
         hits = mem.recall("lighthouse keeper cats", scope, k=1)
         assert [h.id for h in hits] == [cats_id]
         assert mem.get(paris_id, scope).content == "Paris is the capital of France"
-        assert {cats_id, paris_id} <= {i.id for i in mem.list(scope)}
+        assert {cats_id, paris_id} <= {i.id for i in mem.list_memories(scope)}
     with open_mem(db_path) as mem:  # hybrid recall too
         assert mem.recall("capital of France", scope, k=1)[0].id == paris_id
 

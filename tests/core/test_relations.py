@@ -13,7 +13,7 @@ from zenbrain import (
     Scope,
     ValidationError,
 )
-from zenbrain.relations import RESERVED
+from zenbrain.pipeline.relations import RESERVED
 
 
 @pytest.fixture

@@ -65,10 +65,10 @@ def _check_reader(mem, reader, items, links=frozenset()):
     assert len(hits) > 0
     assert {c.id for c in hits.core} <= expect
     assert {c.id for c in hits.core} == {i.id for i in items if i.layer is Layer.CORE and visible(reader, i, links)}
-    assert {i.id for i in mem.list(reader, include_archived=True)} == expect
+    assert {i.id for i in mem.list_memories(reader, include_archived=True)} == expect
     assert {i.id for i in mem.episodes(reader)} == {i.id for i in items if i.layer is Layer.EPISODIC and i.id in expect}
     for layer in Layer:
-        assert {i.id for i in mem.list(reader, layer=layer)} == {i.id for i in items if i.layer is layer and i.id in expect}
+        assert {i.id for i in mem.list_memories(reader, layer=layer)} == {i.id for i in items if i.layer is layer and i.id in expect}
     for item in items:
         if item.id in expect:
             assert mem.get(item.id, reader).id == item.id
@@ -138,7 +138,7 @@ def test_session_memory_is_private_to_its_session(mem):
     assert (w.layer, st.layer) == (Layer.WORKING, Layer.SHORT_TERM)
     for reader in (b, a.with_session(None)):
         assert mem.recall("parking spot level three waiter", reader, touch=False) == []
-        assert mem.list(reader) == []
+        assert mem.list_memories(reader) == []
         for item in (w, st):
             with pytest.raises(NotFoundError):
                 mem.get(item.id, reader)
@@ -173,7 +173,7 @@ def test_review_queue_does_not_leak_queued_memories_of_another_session(mem):
     a = Scope("alice", "a1", "session-a")
     w = mem.store("session a scratch note", a, kind="note")
     with mem.storage.transaction() as tx:  # as the curiosity engine would queue it
-        tx.kv_put(("alice", "a1"), "curiosity", [{"id": w.id, "score": 1.0}])
+        tx.kv_put(("alice", "a1"), {"curiosity": [{"id": w.id, "score": 1.0}]})
     assert [i.id for i in mem.review_queue(a)] == [w.id]
     assert mem.review_queue(a.with_session("session-b")) == []
 

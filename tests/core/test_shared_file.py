@@ -29,7 +29,7 @@ def test_two_processes_writing_at_once_lose_nothing(db_path, tmp_path, workers):
 
     scope = Scope("alice", "agent")
     with open_mem(db_path, config=Config().without("bm25_hybrid")) as mem:
-        items = mem.list(scope)
+        items = mem.list_memories(scope)
         assert {i.id for i in items} == set(written["alpha"]) | set(written["beta"])
         assert len(items) == 2 * N
         for prefix in ("alpha", "beta"):

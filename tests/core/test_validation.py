@@ -87,7 +87,7 @@ def test_content_limit_comes_from_the_config(make_mem, seeded):
 def test_unknown_layer_is_refused(seeded, layer):
     mem, _ = seeded
     _refused(mem, lambda: mem.store("a fine sentence", S, layer=layer), UnknownLayerError)
-    _refused(mem, lambda: mem.list(S, layer=layer), UnknownLayerError)
+    _refused(mem, lambda: mem.list_memories(S, layer=layer), UnknownLayerError)
     _refused(mem, lambda: mem.recall("a fine sentence", S, layers=[layer]), UnknownLayerError)
 
 
@@ -214,7 +214,7 @@ def test_bad_episode_bounds_are_refused(seeded, bounds):
 @pytest.mark.parametrize("limit", ["abc", -5, 2.7])
 def test_bad_limit_is_refused(seeded, limit):
     mem, _ = seeded
-    _refused(mem, lambda: mem.list(S, limit=limit), ValidationError)
+    _refused(mem, lambda: mem.list_memories(S, limit=limit), ValidationError)
 
 
 def test_a_bad_record_in_a_batch_writes_nothing_of_the_batch(seeded):

@@ -7,11 +7,16 @@ confidences of the facts involved and logs it.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
-from zenbrain import dynamics as dyn
+from zenbrain import state as keys
+from zenbrain.api import open_memory
 from zenbrain.config import Config
 from zenbrain.model import Scope
+from zenbrain.providers.hashing import HashingEmbedder
 from zenbrain.providers.openai_compat import OpenAICompatChat
 from zenbrain.providers.testing import FakeProviderServer
 
@@ -95,20 +100,22 @@ def test_llm_judge_accepts_the_new_fact_over_http(open_coord, server, chat):
     assert debate["method"] == "llm" and debate["verdict"] == "accept_new"
     assert debate["rationale"] == "the move to Paris is the latest news"
     assert debate["winners"] == [new.id] and set(debate["losers"]) == {o.id for o in old}
-    assert coord.storage.kv_get(PART, dyn.KV_DEBATES) == [debate]
+    assert coord.storage.kv_get(PART, keys.KV_DEBATES) == [debate]
     for o in old:
         item = coord.get(o.id, SCOPE)
         assert (item.conf_alpha, item.conf_beta) == (1.0, 2.0)
+        assert item.superseded_by == new.id  # accepted as a change: the old facts end where it begins
     item = coord.get(new.id, SCOPE)
     assert (item.conf_alpha, item.conf_beta) == (1.0, 1.0) and "disputed" not in item.metadata
 
 
 def test_without_a_chat_model_the_same_conflict_is_arbitrated_the_other_way(open_coord, server):
     coord, clock = open_coord(label="no_chat")
-    _old, new = _store_conflict(coord, clock)
+    old, new = _store_conflict(coord, clock)
     (debate,) = coord.last_store_report["debates"]
     assert debate["method"] == "arbitration" and debate["verdict"] == "keep_old"
     assert coord.get(new.id, SCOPE).conf_beta == 2.0
+    assert all(coord.get(o.id, SCOPE).valid_until is None for o in old)  # a rejected change supersedes nothing
     assert server.requests == []
 
 
@@ -165,3 +172,40 @@ def test_imad_debate_off_sends_nothing_to_the_chat_model(open_coord, server, cha
     assert server.requests == []
     assert coord.last_store_report["debates"] == []
     assert coord.get(new.id, SCOPE).confidence == 0.5
+
+
+def test_a_slow_model_never_holds_the_database(open_coord, server, chat, tmp_path):
+    """The debate's chat turns run before the store's write transaction opens: while the
+    model takes its time, another process's handle on the same file writes at once."""
+    first_turn = threading.Event()
+
+    def slow(messages):
+        first_turn.set()
+        time.sleep(0.5)  # three turns: the debate takes 1.5 s
+        return scripted(["VERDICT: keep_old\nREASON: two sources agree"])(messages) if messages[0][
+            "content"].startswith("You judge") else "An argument."
+
+    server.reply = slow
+    coord, clock = open_coord(label="slow")
+    coord.chat = chat
+    for text in STORED:
+        coord.store(text, SCOPE)
+        clock.advance(minutes=1)
+    other = open_memory(coord.storage.path, embedder=HashingEmbedder(384), timeout=0.2)
+    done: dict[str, float] = {}
+
+    def debate() -> None:
+        coord.store(NEW, SCOPE)
+        done["debate"] = time.monotonic()
+
+    thread = threading.Thread(target=debate)
+    thread.start()
+    assert first_turn.wait(5.0)
+    start = time.monotonic()
+    other.store("Bob plays the cello", Scope("bob"))  # refused with StorageError if the file were held for 0.2 s
+    done["other"] = time.monotonic()
+    thread.join(10.0)
+    other.close()
+    assert done["other"] - start < 0.2 and done["other"] < done["debate"]
+    (entry,) = coord.last_store_report["debates"]
+    assert entry["method"] == "llm"

@@ -49,7 +49,7 @@ class World:
         st = dict(self.get(mid).state)
         st.update(keys)
         with self.mem.storage.transaction() as tx:
-            tx.update_state(self.part, mid, st)
+            tx.update_states(self.part, {mid: st})
 
     def edges(self) -> dict[tuple[str, str, str], Edge]:
         return {(e.src, e.dst, e.relation): e for e in self.mem.storage.edges(self.part)}
@@ -68,7 +68,7 @@ class World:
 
     def kv_put(self, key: str, value: Any) -> None:
         with self.mem.storage.transaction() as tx:
-            tx.kv_put(self.part, key, value)
+            tx.kv_put(self.part, {key: value})
 
 
 @pytest.fixture

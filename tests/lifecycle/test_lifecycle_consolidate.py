@@ -4,15 +4,13 @@ episodes, procedures are promoted; each switchable."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from zenbrain.lifecycle import run_consolidate
-from zenbrain.lifecycle_common import (
-    ARCHIVED_BY,
-    CONSOLIDATED_INTO,
-    EVIDENCE_OF,
-    LifecycleLimits,
-)
+from zenbrain.config import LifecycleLimits
 from zenbrain.model import Kind, Layer
+from zenbrain.pipeline.lifecycle import run_consolidate
+from zenbrain.state import ARCHIVED_BY, CONSOLIDATED_INTO
+from zenbrain.state import RELATION_EVIDENCE_OF as EVIDENCE_OF
 
 RUNS = [
     "I went running in the park this morning with Sam",
@@ -35,7 +33,7 @@ def _episodes(w, texts):
 
 
 def _schemas(w):
-    return [i for i in w.mem.list(w.scope, layer="semantic") if i.kind is Kind.SCHEMA]
+    return [i for i in w.mem.list_memories(w.scope, layer="semantic") if i.kind is Kind.SCHEMA]
 
 
 class EchoChat:
@@ -105,7 +103,8 @@ def test_a_new_cluster_close_to_a_schema_joins_it(world):
     w.mem.consolidate(w.scope)
     (schema,) = _schemas(w)
     more = _episodes(w, MORE_RUNS)
-    rep = run_consolidate(w.mem, w.scope, limits=LifecycleLimits(schema_attach_similarity=0.3))
+    w.mem.engine.config = replace(w.mem.config, lifecycle=LifecycleLimits(schema_attach_similarity=0.3))
+    rep = run_consolidate(w.mem.engine, w.scope)
     stage = rep.stages["dual_process_cot"]
     assert stage["schemas_created"] == []
     (ext,) = stage["schemas_extended"]

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from zenbrain import dynamics
-from zenbrain.lifecycle_common import ARCHIVED_BY, RESCUED_AT
+from zenbrain import state as keys
 from zenbrain.model import Edge, Layer
 from zenbrain.pma import triple_copy
+from zenbrain.state import ARCHIVED_BY, RESCUED_AT
 
 NEUTRAL = [
     "The library on Elm Street opens at nine",
@@ -117,7 +117,7 @@ def test_triple_copy_medium_copy_outlasts_the_ebbinghaus_curve(world):
     f, rep = run()
     assert f.id not in rep.stages["archive"]["ids"]
     assert rep.stages["retrievability"]["curves"] == ["ebbinghaus_decay", "triple_copy"]
-    s0 = f.state[dynamics.COPIES]["s0"]
+    s0 = f.state[keys.COPIES]["s0"]
     assert f.id in rep.stages["review"]["ids"]
     assert rep.stages["review"]["retrievability"][f.id] == pytest.approx(0.8 * s0 * math.exp(-10 / 14), rel=1e-6)
     f_off, rep_off = run("triple_copy")
@@ -132,9 +132,9 @@ def _stc_scene(w):
     donor = w.store("The Italian place on Mill Road does great risotto")
     # Known starting points, independent of encoding-time mechanisms.
     w.set(weak.id, strength=0.6, stability=1.0)
-    w.set_state(weak.id, **{dynamics.COPIES: triple_copy.encode(s0=0.6, now=weak.last_access).to_dict()})
+    w.set_state(weak.id, **{keys.COPIES: triple_copy.encode(s0=0.6, now=weak.last_access).to_dict()})
     w.set(donor.id, stability=365.0, strength=1.0)
-    w.set_state(donor.id, **{dynamics.COPIES: triple_copy.encode(s0=1.0, now=donor.last_access,
+    w.set_state(donor.id, **{keys.COPIES: triple_copy.encode(s0=1.0, now=donor.last_access,
                                                                   deep_target=1.0).to_dict()})
     w.put_edges([Edge(weak.id, donor.id, "related", 0.9, 1.0, 0, w.clock.now())])
     return weak, donor
@@ -157,7 +157,7 @@ def test_stc_rescues_a_fading_memory_before_it_is_archived(world):
     assert old_r < 0.4 and new_r == pytest.approx(old_r + 0.3, abs=1e-6)
     assert rescue["stability"][1] > rescue["stability"][0]
     item = w.get(weak.id)
-    assert item.state[dynamics.RESCUED] == 1 and item.state[RESCUED_AT] > 0
+    assert item.state[keys.RESCUED] == 1 and item.state[RESCUED_AT] > 0
     assert "rescued" in [e.action for e in w.mem.history(weak.id, w.scope)]
     assert weak.id not in second.stages["archive"]["ids"] and not item.archived
     # a memory is rescued once per tag: no second rescue without a new access

@@ -9,18 +9,21 @@ import math
 import numpy as np
 import pytest
 
-from zenbrain import dynamics, lifecycle
-from zenbrain.lifecycle_common import BRIDGE, CONF_LOCAL, COUNTERFACTUAL, KV_EDGE_DECAY
+from zenbrain import state as keys
 from zenbrain.mechanisms import compositional
 from zenbrain.model import Edge, Layer
+from zenbrain.pipeline import lifecycle
 from zenbrain.pma import metacognition, neuromodulator, triple_copy
+from zenbrain.state import CONF_LOCAL, KV_EDGE_DECAY
+from zenbrain.state import RELATION_BRIDGE as BRIDGE
+from zenbrain.state import RELATION_COUNTERFACTUAL as COUNTERFACTUAL
 
 OFF = {"skipped": "switched off"}
 
 
 def _sleep_detailed(w):
     """A sleep with the full report (one entry per replayed memory, changed edge and belief)."""
-    return lifecycle.run_sleep(w.mem, w.scope, detail=True)
+    return lifecycle.run_sleep(w.mem.engine, w.scope, detail=True)
 
 
 # ---------------------------------------------------------------------------- neuromodulator
@@ -28,7 +31,7 @@ def _neuro_scene(w, hours_ago: float = 24.0):
     state = neuromodulator.NeuromodulatorState(
         tonic={"DA": 0.2, "NE": 0.5, "5HT": 0.9, "ACh": 0.5}, bursts=(), updated_at=w.clock.now() - hours_ago * 3600
     )
-    w.kv_put(dynamics.KV_NEURO, state.to_dict())
+    w.kv_put(keys.KV_NEURO, state.to_dict())
 
 
 def test_neuromodulator_homeostasis_relaxes_tonic_levels_and_sets_patience(world):
@@ -39,7 +42,7 @@ def test_neuromodulator_homeostasis_relaxes_tonic_levels_and_sets_patience(world
     keep = 0.95**24
     assert stage["tonic"]["5HT"] == [0.9, pytest.approx(0.5 + 0.4 * keep)]
     assert stage["tonic"]["DA"] == [0.2, pytest.approx(0.5 - 0.3 * keep)]
-    assert w.kv(dynamics.KV_NEURO)["tonic"]["5HT"] == pytest.approx(0.5 + 0.4 * keep)
+    assert w.kv(keys.KV_NEURO)["tonic"]["5HT"] == pytest.approx(0.5 + 0.4 * keep)
     patience = stage["outputs"]["consolidation_patience"]
     sel = rep.stages["simulation_selection_sleep"]
     assert sel["threshold"] == pytest.approx(0.5 + 0.4 * (patience - 0.5))
@@ -49,7 +52,7 @@ def test_neuromodulator_homeostasis_relaxes_tonic_levels_and_sets_patience(world
     _neuro_scene(w_off)
     rep_off = w_off.mem.sleep(w_off.scope)
     assert rep_off.stages["neuromodulator"] == OFF
-    assert w_off.kv(dynamics.KV_NEURO)["tonic"]["5HT"] == 0.9  # untouched
+    assert w_off.kv(keys.KV_NEURO)["tonic"]["5HT"] == 0.9  # untouched
     assert rep_off.stages["simulation_selection_sleep"]["threshold"] == 0.5
 
 
@@ -144,7 +147,7 @@ def test_replayed_memories_consolidate_into_the_deep_copy(world):
     assert ids["win"] in stage["memories"]
     old, new = stage["memories"][ids["win"]]["deep_target"]
     assert new > old
-    assert w.get(ids["win"]).state[dynamics.COPIES]["deep_target"] == pytest.approx(new)
+    assert w.get(ids["win"]).state[keys.COPIES]["deep_target"] == pytest.approx(new)
     assert ids["dull"] not in stage["memories"]  # depressed, not replayed
     # 60 days on, the consolidated episode survives; the unreplayed one is archived
     assert ids["win"] not in later.stages["archive"]["ids"]
@@ -274,7 +277,7 @@ def test_spectral_health_bridges_a_fragmented_graph(world):
     assert ends & {r.id for r in red} and ends & {b.id for b in blue}
     assert bridge["similarity"] >= 0.3
     assert (bridge["src"], bridge["dst"], BRIDGE) in w.edges()
-    kv = w.kv(dynamics.KV_SPECTRAL)
+    kv = w.kv(keys.KV_SPECTRAL)
     assert kv["fiedler"] == pytest.approx(ctx["fiedler"][1]) and kv["at"] == w.clock.now()
 
     w_off = world("spectral_kg_health")
@@ -282,7 +285,7 @@ def test_spectral_health_bridges_a_fragmented_graph(world):
     rep_off = w_off.mem.sleep(w_off.scope)
     assert rep_off.stages["spectral_kg_health"] == OFF
     assert all(e.relation != BRIDGE for e in w_off.edges().values())
-    assert w_off.kv(dynamics.KV_SPECTRAL) is None
+    assert w_off.kv(keys.KV_SPECTRAL) is None
 
 
 # ---------------------------------------------------------------------------- compositional
@@ -305,7 +308,7 @@ def test_compositional_context_fits_a_shared_basis_across_contexts(world):
     stage = rep.stages["compositional_context"]
     assert stage["context_sizes"] == {"home": 4, "work": 4}
     assert stage["shared_dim"] >= 1
-    state = compositional.CompositionalState.from_json(w.kv(dynamics.KV_COMPOSITIONAL))
+    state = compositional.CompositionalState.from_json(w.kv(keys.KV_COMPOSITIONAL))
     assert state.shared_dim == stage["shared_dim"] and set(state.specific) == {"home", "work"}
     # the shared direction carries the sentence both contexts hold
     v = w.mem.embedder.embed([f"The {SHARED}"])[0]
@@ -316,7 +319,7 @@ def test_compositional_context_fits_a_shared_basis_across_contexts(world):
     _contexts_scene(w_off)
     rep_off = w_off.mem.sleep(w_off.scope)
     assert rep_off.stages["compositional_context"] == OFF
-    assert w_off.kv(dynamics.KV_COMPOSITIONAL) is None
+    assert w_off.kv(keys.KV_COMPOSITIONAL) is None
 
 
 # ---------------------------------------------------------------------------- curiosity
@@ -335,7 +338,7 @@ def test_curiosity_ranks_uncertain_knowledge_first(world):
     stage = rep.stages["curiosity"]
     order = [g["id"] for g in stage["queue"]]
     assert order.index(unsure.id) < order.index(sure.id)
-    queue = w.kv(dynamics.KV_CURIOSITY)
+    queue = w.kv(keys.KV_CURIOSITY)
     assert [g["id"] for g in queue] == order
     assert queue[0]["priority"] >= queue[-1]["priority"]
     assert unsure.id in [m.id for m in w.mem.review_queue(w.scope, limit=5)]
@@ -344,7 +347,7 @@ def test_curiosity_ranks_uncertain_knowledge_first(world):
     _gap_scene(w_off)
     rep_off = w_off.mem.sleep(w_off.scope)
     assert rep_off.stages["curiosity"] == OFF
-    assert w_off.kv(dynamics.KV_CURIOSITY) is None
+    assert w_off.kv(keys.KV_CURIOSITY) is None
 
 
 def test_curiosity_learning_progress_from_confidence_history(world):
@@ -365,7 +368,7 @@ def _monitor_scene(w):
     for i in range(12):
         ms = metacognition.log_retrieval(ms, at=t + i, returned=5, used=0, query_kind="keyword")
         ms = metacognition.log_retrieval(ms, at=t + i, returned=5, used=3, query_kind="semantic")
-    w.kv_put(dynamics.KV_METACOG, ms.to_dict())
+    w.kv_put(keys.KV_METACOG, ms.to_dict())
 
 
 def test_hyperagent_tunes_a_parameter_from_monitor_signals(world):
@@ -375,7 +378,7 @@ def test_hyperagent_tunes_a_parameter_from_monitor_signals(world):
     stage = rep.stages["metacognitive_hyperagent"]
     (change,) = stage["changes"]
     assert change["name"] == "lexical_weight" and change["new"] == pytest.approx(change["old"] + 0.05)
-    kv = w.kv(dynamics.KV_HYPER)
+    kv = w.kv(keys.KV_HYPER)
     assert kv["values"]["lexical_weight"] == pytest.approx(change["new"])
     assert kv["log"][-1]["name"] == "lexical_weight"
     # the cooldown holds the parameter for a day
@@ -386,7 +389,7 @@ def test_hyperagent_tunes_a_parameter_from_monitor_signals(world):
     _monitor_scene(w_off)
     rep_off = w_off.mem.sleep(w_off.scope)
     assert rep_off.stages["metacognitive_hyperagent"] == OFF
-    assert w_off.kv(dynamics.KV_HYPER) is None
+    assert w_off.kv(keys.KV_HYPER) is None
 
 
 # ---------------------------------------------------------------------------- the whole report
@@ -439,5 +442,5 @@ def test_triple_copy_state_is_what_recall_reads(world):
     w = world()
     ids = _selection_scene(w)
     w.mem.sleep(w.scope)
-    st = triple_copy.CopyState.from_dict(w.get(ids["win"]).state[dynamics.COPIES])
+    st = triple_copy.CopyState.from_dict(w.get(ids["win"]).state[keys.COPIES])
     assert st.deep_target > 0 and w.get(ids["win"]).layer is Layer.EPISODIC

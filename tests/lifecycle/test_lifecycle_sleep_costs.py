@@ -1,21 +1,18 @@
-"""What keeps sleep cheap changes nothing it does: summary reports, edge writes merged
-across stages, and lambda_2 rescaled instead of recomputed while the graph barely moved."""
+"""What keeps sleep cheap changes nothing it does: summary reports, and edge writes merged
+across stages."""
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
-import numpy as np
 import pytest
 
-from zenbrain import lifecycle, lifecycle_sleep
-from zenbrain.api import open_memory
 from zenbrain.ids import seeded_ids
-from zenbrain.lifecycle_common import KV_EDGE_DECAY, KV_SPECTRAL_CACHE, Snapshot
-from zenbrain.mechanisms import spectral
 from zenbrain.model import Edge
-from zenbrain.providers.hashing import HashingEmbedder
+from zenbrain.pipeline import lifecycle
+from zenbrain.pipeline.lifecycle.common import Snapshot
+from zenbrain.state import KV_EDGE_DECAY
+from zenbrain.storage.base import Filter
 
 RED = ["The red team plans the product launch", "The red team reviews the launch budget",
        "The red team books the launch venue", "The red team signs the launch contract"]
@@ -53,7 +50,7 @@ def _edge_scene(w):
 
 def _store_state(w):
     """Everything sleep may change, in a form two worlds can be compared by."""
-    items = sorted(w.mem.storage.get(w.part, w.mem.storage.all_ids(w.part)), key=lambda i: i.content)
+    items = sorted(w.mem.storage.query(w.part, Filter(include_archived=True, all_sessions=True)), key=lambda i: i.content)
     name = {i.id: i.content for i in items}
     mems = [(i.content, i.layer, i.archived, i.strength, i.stability, i.conf_alpha, i.conf_beta) for i in items]
     edges = sorted((name[e.src], name[e.dst], e.relation, e.weight, e.variance, e.activations, e.updated_at)
@@ -81,7 +78,7 @@ def test_summary_report_changes_the_same_as_the_detailed_one(world):
         with seeded_ids(11):  # ties are broken by id: both worlds get the same ids
             w = world(seed=3)
             _busy_scene(w)
-            reports.append((w, lifecycle.run_sleep(w.mem, w.scope, detail=detail).stages))
+            reports.append((w, lifecycle.run_sleep(w.mem.engine, w.scope, detail=detail).stages))
     (full, rep), (summary, short) = reports
     assert _store_state(full) == _store_state(summary)
 
@@ -126,14 +123,14 @@ def test_deferred_edge_writes_end_as_the_writes_one_by_one(world):
     with ref.mem.storage.transaction() as tx:
         tx.delete_edges(ref.part, first["deletes"])
         tx.put_edges(ref.part, first["puts"])
-        tx.kv_put(ref.part, "probe", {"at": t})
+        tx.kv_put(ref.part, {"probe": {"at": t}})
     with ref.mem.storage.transaction() as tx:
         tx.put_edges(ref.part, then["puts"])
         tx.delete_edges(ref.part, then["deletes"])
 
     # deferred, then merged into one write
     first, then = writes(*out[0])
-    snap = Snapshot(w.mem, w.part)
+    snap = Snapshot(w.mem.engine, w.part)
     assert len(snap.edges) == 4
     before = w.edges()
     snap.defer_edges(puts=first["puts"], deletes=first["deletes"], kv={"probe": {"at": t}})
@@ -160,149 +157,3 @@ def test_edge_decay_is_written_when_replay_writes_nothing(world):
         assert (b.id, c.id, "related") not in w.edges()
         assert len(rep.stages["two_factor_hebbian"]["pruned"]) == 1
         assert w.kv(KV_EDGE_DECAY)["at"] == w.clock.now()
-
-
-# ---------------------------------------------------------------------------- lambda_2 reuse
-def _chain_scene(w):
-    red = [w.store(t, kind="fact") for t in RED]
-    w.clear_edges()
-    now = w.clock.now()
-    w.put_edges([Edge(x.id, y.id, "related", wt, 1.0, 0, now) for (x, y), wt in zip(itertools.pairwise(red), (1.0, 2.0, 0.5))])
-    return red
-
-
-def _set_weights(w, scale):
-    """Multiply every edge weight by ``scale`` (a number, or a dict by (src, dst))."""
-    edges = list(w.edges().values())
-    w.put_edges([dataclasses.replace(e, weight=e.weight * (scale if isinstance(scale, float) else
-                                                            scale.get((e.src, e.dst), 1.0))) for e in edges])
-
-
-def _exact(w):
-    """lambda_2 of the store's graph now, computed from scratch."""
-    edges = [e for e in w.edges().values() if e.src != e.dst]
-    nodes = sorted({x for e in edges for x in (e.src, e.dst)})
-    pos = {m: k for k, m in enumerate(nodes)}
-    return lifecycle_sleep.graph_health(
-        n=len(nodes), src=np.array([pos[e.src] for e in edges]), dst=np.array([pos[e.dst] for e in edges]),
-        weight=np.array([e.weight for e in edges]), params=spectral.SpectralParams(),
-    ).fiedler
-
-
-def _ctx(rep):
-    return rep.stages["spectral_kg_health"]["contexts"]["default"]
-
-
-def test_lambda2_is_reused_only_while_the_graph_barely_moved(world):
-    w = world("two_factor_hebbian")  # no edge decay: the weights move only when the test moves them
-    red = _chain_scene(w)
-    first = _ctx(w.mem.sleep(w.scope))
-    assert "fiedler_error" not in first and first["fiedler"][0] == pytest.approx(_exact(w), rel=1e-12)
-    assert set(w.kv(KV_SPECTRAL_CACHE)) == {"default"}
-
-    same = _ctx(w.mem.sleep(w.scope))  # nothing changed: the same value, error 0
-    assert same["fiedler"] == first["fiedler"] and same["fiedler_error"] == [0.0, 0.0]
-
-    _set_weights(w, 0.5)  # lambda_2 is homogeneous: a uniform scale is still exact
-    half = _ctx(w.mem.sleep(w.scope))
-    assert half["fiedler_error"] == [0.0, 0.0]
-    assert half["fiedler"][0] == pytest.approx(first["fiedler"][0] / 2, rel=1e-12)
-    assert half["fiedler"][0] == pytest.approx(_exact(w), rel=1e-12)
-
-    _set_weights(w, {(red[0].id, red[1].id): 1.004})  # within the 1 % tolerance: rescaled, error bounded
-    near = _ctx(w.mem.sleep(w.scope))
-    bound = near["fiedler_error"][0]
-    assert 0.0 < bound <= 0.01
-    assert abs(near["fiedler"][0] - _exact(w)) <= bound * _exact(w)
-
-    _set_weights(w, {(red[1].id, red[2].id): 1.5})  # beyond it: computed afresh
-    far = _ctx(w.mem.sleep(w.scope))
-    assert "fiedler_error" not in far and far["fiedler"][0] == pytest.approx(_exact(w), rel=1e-12)
-
-    w.put_edges([Edge(red[0].id, red[3].id, "related", 1.0, 1.0, 0, w.clock.now())])  # a new pair
-    ring = _ctx(w.mem.sleep(w.scope))
-    assert "fiedler_error" not in ring and ring["fiedler"][0] == pytest.approx(_exact(w), rel=1e-12)
-    assert ring["fiedler"][0] > far["fiedler"][0]
-
-
-def test_lambda2_reuse_tolerance_zero_recomputes_any_change(world, tmp_path):
-    w = world("two_factor_hebbian")
-    config = dataclasses.replace(w.mem.config, params={"spectral_kg_health": spectral.SpectralParams(reuse_tolerance=0.0)})
-    mem = open_memory(tmp_path / "strict.db", embedder=HashingEmbedder(64), clock=w.clock, config=config)
-    try:
-        s = type(w)(mem, w.clock, w.scope)
-        red = _chain_scene(s)
-        mem.sleep(s.scope)
-        assert _ctx(mem.sleep(s.scope))["fiedler_error"] == [0.0, 0.0]  # identical: still reused
-        _set_weights(s, {(red[0].id, red[1].id): 1.004})
-        assert "fiedler_error" not in _ctx(mem.sleep(s.scope))
-    finally:
-        mem.close()
-
-
-def test_a_fragmented_graph_is_bridged_with_a_cached_lambda2(world):
-    w = world("two_factor_hebbian")
-    red = _chain_scene(w)
-    w.mem.sleep(w.scope)
-    assert w.kv(KV_SPECTRAL_CACHE)["default"]
-    with w.mem.storage.transaction() as tx:  # cut the chain in two
-        tx.delete_edges(w.part, [(red[1].id, red[2].id, "related")])
-    rep = w.mem.sleep(w.scope).stages["spectral_kg_health"]
-    ctx = rep["contexts"]["default"]
-    assert ctx["components"] == [2, 1] and ctx["fiedler"][0] == 0.0 and ctx["fiedler"][1] > 0.0
-    (bridge,) = rep["bridges"]
-    assert (bridge["src"], bridge["dst"], "bridge") in w.edges()
-    assert ctx["fiedler"][1] == pytest.approx(_exact(w), rel=1e-12)
-
-
-def _random_graph(rng, n, extra):
-    src = np.concatenate([np.arange(n - 1), rng.integers(0, n, extra)])
-    dst = np.concatenate([np.arange(1, n), rng.integers(0, n, extra)])
-    return src, dst, rng.uniform(0.2, 2.0, src.size)
-
-
-def test_lobpcg_starts_from_the_last_block_and_agrees_with_the_exact_solver(monkeypatch):
-    rng = np.random.default_rng(5)
-    n = 80
-    params = spectral.SpectralParams(dense_max_nodes=20)  # LOBPCG from 21 nodes on
-    ids = [f"m{k:03d}" for k in range(n)]
-    src, dst, w = _random_graph(rng, n, 120)
-    starts = []
-    real = lifecycle_sleep._lobpcg_fiedler
-
-    def spy(a, start=None):
-        starts.append(start)
-        return real(a, start)
-
-    monkeypatch.setattr(lifecycle_sleep, "_lobpcg_fiedler", spy)
-    memo = lifecycle_sleep.FiedlerMemo()
-
-    def exact(weight):
-        a = spectral.adjacency(n=n, src=src, dst=dst, weight=weight, params=params)
-        return float(np.linalg.eigvalsh(spectral.laplacian(a).toarray())[1])
-
-    h = lifecycle_sleep.graph_health(n=n, src=src, dst=dst, weight=w, params=params, memo=memo, node_ids=ids)
-    assert starts == [None] and "start" in memo.entry and memo.reused is None
-    assert h.fiedler == pytest.approx(exact(w), rel=1e-9)
-    w2 = w * rng.uniform(0.7, 1.3, w.size)  # far beyond the tolerance: recomputed, from the stored block
-    h2 = lifecycle_sleep.graph_health(n=n, src=src, dst=dst, weight=w2, params=params, memo=memo, node_ids=ids)
-    assert starts[1] is not None and starts[1].shape == (n, 4) and memo.reused is None
-    assert h2.fiedler == pytest.approx(exact(w2), rel=1e-9)
-    # other nodes: the stored block does not apply
-    h3 = lifecycle_sleep.graph_health(n=n, src=src, dst=dst, weight=w2, params=params, memo=memo,
-                                      node_ids=[f"x{k}" for k in range(n)])
-    assert starts[2] is None and h3.fiedler == pytest.approx(h2.fiedler, rel=1e-9)
-    # without a memo nothing is kept or reused
-    h4 = lifecycle_sleep.graph_health(n=n, src=src, dst=dst, weight=w2, params=params)
-    assert starts[3] is None and h4.fiedler == pytest.approx(h2.fiedler, rel=1e-9)
-
-
-def test_a_broken_cache_entry_is_recomputed(world):
-    w = world("two_factor_hebbian")
-    _chain_scene(w)
-    first = _ctx(w.mem.sleep(w.scope))
-    entry = w.kv(KV_SPECTRAL_CACHE)["default"]
-    for broken in ({**entry, "weights": "not base64!"}, {**entry, "fiedler": None}, "junk", {}):
-        w.kv_put(KV_SPECTRAL_CACHE, {"default": broken})
-        again = _ctx(w.mem.sleep(w.scope))
-        assert "fiedler_error" not in again and again["fiedler"] == pytest.approx(first["fiedler"], rel=1e-12)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from zenbrain.errors import ConfigError, ProviderError, ValidationError
 from zenbrain.mechanisms import dual_process as D
+from zenbrain.pipeline.llm import run_dialogue
 from zenbrain.providers.base import ChatModel
 from zenbrain.providers.hashing import HashingEmbedder
 
@@ -189,6 +190,13 @@ def _embedded():
     return [f"ep{i}" for i in range(len(EPISODES))], vecs
 
 
+def _with_chat(chat, ids, texts, vecs, params=None):
+    """System 2 through ``chat``, as the pipeline drives it."""
+    params = params or D.DualProcessParams()
+    return run_dialogue(chat, D.abstract_schema_dialogue(ids=ids, texts=texts, vectors=vecs, params=params),
+                        max_tokens=int(params.llm_max_tokens), temperature=float(params.llm_temperature))
+
+
 def test_extractive_schema_uses_the_episode_nearest_the_centroid_and_shared_terms():
     ids, vecs = _embedded()
     rows = [3, 4, 5]
@@ -207,7 +215,11 @@ def test_extractive_schema_uses_the_episode_nearest_the_centroid_and_shared_term
 
 def test_consolidate_produces_one_schema_per_cluster():
     ids, vecs = _embedded()
-    schemas = D.consolidate(ids=ids, texts=EPISODES, vectors=vecs, params=D.DualProcessParams(similarity_threshold=0.6))
+    params = D.DualProcessParams(similarity_threshold=0.6)
+    clusters = D.cluster_episodes(ids=ids, vectors=vecs, params=params).clusters
+    pos = {m: i for i, m in enumerate(ids)}
+    schemas = [D.abstract_schema(ids=list(c), texts=[EPISODES[pos[m]] for m in c], vectors=vecs[[pos[m] for m in c]],
+                                 params=params) for c in clusters]
     assert [s.evidence_ids for s in schemas] == [("ep0", "ep1", "ep2"), ("ep3", "ep4", "ep5")]
     assert "flat" in schemas[0].terms and all(s.method == "extractive" for s in schemas)
 
@@ -215,8 +227,7 @@ def test_consolidate_produces_one_schema_per_cluster():
 def test_llm_schema_is_parsed_and_the_prompt_quotes_the_episodes():
     ids, vecs = _embedded()
     chat = ScriptedChat(lambda m: "Thinking...\nSCHEMA: The user orders a flat white at the cafe every morning\n")
-    s = D.abstract_schema(ids=ids[:3], texts=EPISODES[:3], vectors=vecs[:3], chat=chat,
-                          params=D.DualProcessParams(llm_max_tokens=77))
+    s = _with_chat(chat, ids[:3], EPISODES[:3], vecs[:3], D.DualProcessParams(llm_max_tokens=77))
     assert s.method == "llm" and s.note == ""
     assert s.text == "The user orders a flat white at the cafe every morning."
     call = chat.calls[0]
@@ -239,7 +250,7 @@ def test_llm_schema_is_parsed_and_the_prompt_quotes_the_episodes():
 )
 def test_unusable_llm_answers_fall_back_to_extractive(reply):
     ids, vecs = _embedded()
-    s = D.abstract_schema(ids=ids[:3], texts=EPISODES[:3], vectors=vecs[:3], chat=ScriptedChat(lambda m: reply))
+    s = _with_chat(ScriptedChat(lambda m: reply), ids[:3], EPISODES[:3], vecs[:3])
     plain = D.abstract_schema(ids=ids[:3], texts=EPISODES[:3], vectors=vecs[:3])
     assert s.method == "extractive_fallback" and s.note
     assert s.text == plain.text

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from zenbrain.errors import ConfigError, ProviderError, ValidationError
 from zenbrain.mechanisms import imad as I
 from zenbrain.model import Kind, Layer, MemoryItem
+from zenbrain.pipeline.llm import run_dialogue
 from zenbrain.providers.hashing import HashingEmbedder
 
 PROPS = settings(derandomize=True, max_examples=50, deadline=None)
@@ -185,6 +186,12 @@ OLD = [I.Fact("s1", "Alice lives in Berlin", alpha=9, beta=1, support=3, updated
        I.Fact("s3", "Alice lives in Munich", alpha=4, beta=1, updated_at=NOW - 40 * DAY)]
 
 
+def _debate(chat, params=I.IMADParams()):
+    """The debate driven by ``chat``, as the pipeline drives it."""
+    return run_dialogue(chat, I.debate(new=NEW, stored=OLD, now=NOW, params=params),
+                        max_tokens=int(params.llm_max_tokens), temperature=float(params.llm_temperature))
+
+
 def test_llm_debate_runs_three_roles_and_follows_the_judge():
     def reply(messages, call):
         system = messages[0]["content"]
@@ -193,7 +200,7 @@ def test_llm_debate_runs_three_roles_and_follows_the_judge():
         return "argument " + str(call)
 
     chat = ScriptedChat(reply)
-    d = I.debate(new=NEW, stored=OLD, now=NOW, chat=chat)
+    d = _debate(chat)
     assert d.method == "llm" and d.verdict == "accept_new"
     assert d.winner_ids == ["new"] and d.loser_ids == ["s1", "s3"]
     assert d.rationale == "the user said they moved last week."
@@ -205,7 +212,7 @@ def test_llm_debate_runs_three_roles_and_follows_the_judge():
 
 def test_undecided_judge_gets_at_most_max_rounds_then_arbitration():
     chat = ScriptedChat(lambda m, n: "VERDICT: undecided" if "judge" in m[0]["content"] else "hmm")
-    d = I.debate(new=NEW, stored=OLD, now=NOW, chat=chat)
+    d = _debate(chat)
     assert len(chat.calls) == 9 and len(d.transcript) == 9
     assert d.method == "arbitration_fallback" and "no verdict after 3 rounds" in d.rationale
     assert d.verdict == I.arbitrate(new=NEW, stored=OLD, now=NOW).verdict
@@ -214,7 +221,7 @@ def test_undecided_judge_gets_at_most_max_rounds_then_arbitration():
 def test_second_round_verdict_stops_the_debate():
     chat = ScriptedChat(lambda m, n: ("VERDICT: undecided" if n == 3 else "VERDICT: merge")
                         if "judge" in m[0]["content"] else "point")
-    d = I.debate(new=NEW, stored=OLD, now=NOW, chat=chat)
+    d = _debate(chat)
     assert d.verdict == "merge" and d.method == "llm" and len(chat.calls) == 6
 
 
@@ -222,13 +229,13 @@ def test_second_round_verdict_stops_the_debate():
 def test_failing_llm_falls_back_to_arbitration(failure):
     chat = ScriptedChat(lambda m, n: failure if ("judge" in m[0]["content"] or isinstance(failure, Exception))
                         else "point")
-    d = I.debate(new=NEW, stored=OLD, now=NOW, chat=chat)
+    d = _debate(chat)
     assert d.method == "arbitration_fallback" and d.verdict == "keep_old"
     assert "chat debate unusable" in d.rationale
 
 
-def test_debate_without_chat_is_arbitration_and_needs_stored_facts():
-    assert I.debate(new=NEW, stored=OLD, now=NOW).method == "arbitration"
+def test_arbitration_decides_without_chat_and_a_debate_needs_stored_facts():
+    assert I.arbitrate(new=NEW, stored=OLD, now=NOW).method == "arbitration"
     with pytest.raises(ValidationError):
         I.debate(new=NEW, stored=[], now=NOW)
 

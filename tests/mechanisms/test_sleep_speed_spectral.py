@@ -7,7 +7,6 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
-from zenbrain import lifecycle_sleep
 from zenbrain.mechanisms import spectral as S
 
 
@@ -95,26 +94,6 @@ def test_unconverged_estimate_is_an_upper_bound_with_its_error():
     assert not short.converged or short.value == pytest.approx(exact, rel=1e-6)
 
 
-def test_graph_health_goes_on_iteratively_when_200_iterations_fall_short(monkeypatch):
-    monkeypatch.setattr(S, "FACTOR_MAX_WORK", 0.0)
-    a = _memory_like(3000, 5)
-    coo = sp.triu(a, k=1).tocoo()
-    real = lifecycle_sleep._lobpcg_fiedler
-    seen = []
-
-    def short(sub, start=None):  # as if 200 iterations had not reached 0.1 %
-        lam, block = real(sub, start)
-        seen.append(lam)
-        return None, block
-
-    monkeypatch.setattr(lifecycle_sleep, "_lobpcg_fiedler", short)
-    memo = lifecycle_sleep.FiedlerMemo()
-    h = lifecycle_sleep.graph_health(n=a.shape[0], src=coo.row, dst=coo.col, weight=coo.data,
-                                     params=S.SpectralParams(), memo=memo,
-                                     node_ids=[f"m{k:05d}" for k in range(a.shape[0])])
-    assert len(seen) == 1 and h.n_components == 1
-    assert h.fiedler == pytest.approx(_exact_sparse(a), rel=1e-6)
-    assert "start" in memo.entry  # the iterative block is kept as the next warm start
 
 
 @pytest.mark.parametrize("n,seed", [(2, 0), (3, 1), (40, 2), (300, 3), (500, 4)])

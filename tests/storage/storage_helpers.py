@@ -60,7 +60,7 @@ def put(store, items: Sequence[MemoryItem], vectors: np.ndarray | None = None) -
         if vectors is not None:
             tx.put_embeddings(store.embedder_name, [i.content_hash for i in items], np.asarray(vectors, np.float32))
         for item in items:
-            tx.put_memory(item)
+            tx.put_memories([item])
 
 
 def random_world(rng: np.random.Generator, n: int = 240, partitions=(P1, P2)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +57,20 @@ def test_the_backend_implements_the_protocol(store):
             assert callable(getattr(tx, name)), name
 
 
-def test_the_protocol_declares_every_transaction_method_the_engine_uses():
-    assert hasattr(Transaction, "update_state")
+def test_the_protocol_declares_every_store_method_the_engine_uses():
+    """The pipeline needs nothing a backend does not promise: every ``tx.<method>`` and
+    ``engine.store.<method>`` it calls is declared in the protocol."""
+    import re
+
+    import zenbrain.pipeline
+
+    root = Path(zenbrain.pipeline.__file__).parent
+    text = "\n".join(p.read_text() for p in root.rglob("*.py"))
+    used_tx = set(re.findall(r"\btx\.([a-z_]+)\(", text))
+    used_store = set(re.findall(r"engine\.store\.([a-z_]+)", text))
+    assert used_tx and used_store
+    assert used_tx <= {n for n in dir(Transaction) if not n.startswith("_")}, used_tx
+    assert used_store <= {n for n in dir(Store) if not n.startswith("_")} | {"dim", "embedder_name"}, used_store
 
 
 # --------------------------------------------------------------------------- transactions
@@ -69,16 +82,16 @@ def test_an_exception_inside_a_transaction_leaves_nothing(store):
     new = make_item(P1, "never committed", id="new")
     with pytest.raises(Boom), store.transaction() as tx:
         tx.put_embeddings(MODEL, [new.content_hash], unit_rows(np.random.default_rng(1), 1))
-        tx.put_memory(new)
+        tx.put_memories([new])
         tx.update_columns(P1, [kept.id], layer=["episodic"], archived=[True])
         tx.put_edges(P1, [Edge(kept.id, new.id, "related")])
-        tx.log(P1, HistoryEvent(kept.id, T0, "touched", {"x": 1}))
-        tx.kv_put(P1, "k", {"v": 1})
+        tx.log(P1, [HistoryEvent(kept.id, T0, "touched", {"x": 1})])
+        tx.kv_put(P1, {"k": {"v": 1}})
         tx.delete_memory(P1, kept.id)
         raise Boom()
     assert store.get(P1, [new.id]) == []
     assert store.get(P1, [kept.id])[0] == kept  # neither changed nor deleted
-    assert store.all_ids(P1) == [kept.id]
+    assert all_ids(store, P1) == [kept.id]
     assert store.cached_embeddings(MODEL, [new.content_hash]) == {}
     assert store.cached_embeddings(MODEL, [kept.content_hash]).keys() == {kept.content_hash}
     assert store.edges(P1) == []
@@ -92,9 +105,9 @@ def test_an_exception_inside_a_transaction_leaves_nothing(store):
 def test_a_transaction_commits_everything_together(store, other_handle):
     a, b = make_item(P1, "first of two"), make_item(P1, "second of two")
     with store.transaction() as tx:
-        tx.put_memory(a)
+        tx.put_memories([a])
         assert {i.id for i in store.query(P1)} == {a.id}  # reads in the transaction see its writes
-        tx.put_memory(b)
+        tx.put_memories([b])
         assert other_handle.get(P1, [a.id]) == []  # nobody else does, yet
     assert {i.id for i in other_handle.query(P1)} == {a.id, b.id}
 
@@ -102,16 +115,16 @@ def test_a_transaction_commits_everything_together(store, other_handle):
 def test_a_nested_transaction_joins_the_outer_one(store):
     a, b = make_item(P1, "outer write"), make_item(P1, "inner write")
     with pytest.raises(RuntimeError), store.transaction() as tx:
-        tx.put_memory(a)
+        tx.put_memories([a])
         with store.transaction() as inner:
             assert inner is tx
-            inner.put_memory(b)
+            inner.put_memories([b])
         raise RuntimeError("abort the outer transaction")
     assert store.get(P1, [a.id, b.id]) == []  # the inner write rolled back with the outer one
     with store.transaction() as tx:
-        tx.put_memory(a)
+        tx.put_memories([a])
         with store.transaction() as inner:
-            inner.put_memory(b)
+            inner.put_memories([b])
     assert {i.id for i in store.get(P1, [a.id, b.id])} == {a.id, b.id}
 
 
@@ -119,14 +132,14 @@ def test_threads_sharing_a_store_lose_nothing(store):
     def work(t):
         for j in range(15):
             with store.transaction() as tx:
-                tx.put_memory(make_item(P1, f"thread {t} item {j}", id=f"t{t}-{j}"))
+                tx.put_memories([make_item(P1, f"thread {t} item {j}", id=f"t{t}-{j}")])
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    assert len(store.all_ids(P1)) == 60
+    assert len(all_ids(store, P1)) == 60
 
 
 # --------------------------------------------------------------------------- put / get / query
@@ -167,8 +180,31 @@ def test_ids_are_unique(store):
     item = make_item(P1, "only once")
     put(store, [item])
     with pytest.raises(Exception):  # noqa: B017 - each backend raises its own integrity error
-        put(store, [make_item(P1, "different text", id=item.id)])
-    assert store.get(P1, [item.id]) == [item]
+        put(store, [make_item(P2, "another user's memory", id=item.id)])
+    assert store.get(P1, [item.id]) == [item] and store.get(P2, [item.id]) == []
+
+
+def test_record_access_counts_each_access_and_never_moves_time_back(store, other_handle):
+    a, b = make_item(P1, "accessed", id="a", last_access=T0 + 50.0), make_item(P1, "untouched", id="b")
+    put(store, [a, b])
+    with store.transaction() as tx:
+        tx.record_access(P1, ["a"], T0 + 100.0)
+    with other_handle.transaction() as tx:
+        tx.record_access(P1, ["a"], T0 + 10.0)  # an older clock: the count grows, the time stays
+        tx.record_access(P2, ["a"], T0 + 500.0)  # another partition: no effect
+    got = {i.id: i for i in store.get(P1, ["a", "b"])}
+    assert (got["a"].access_count, got["a"].last_access) == (a.access_count + 2, T0 + 100.0)
+    assert (got["b"].access_count, got["b"].last_access) == (b.access_count, b.last_access)
+
+
+def test_putting_a_stored_memory_again_replaces_it(store):
+    item = make_item(P1, "first text")
+    put(store, [item])
+    again = make_item(P1, "second text", id=item.id)
+    put(store, [again])
+    assert store.get(P1, [item.id]) == [again]
+    assert [mid for mid, _ in store.lexical_search(P1, "second", 5)] == [item.id]
+    assert store.lexical_search(P1, "first", 5) == []
 
 
 def test_query_honours_every_filter_field(store, world):
@@ -218,6 +254,14 @@ def test_query_refuses_an_unknown_order(store):
         store.query(P1, order_by="content; DROP TABLE memories")
 
 
+def due(store, part, now, limit, flt=Filter()):
+    return store.query(part, replace(flt, due_before=now), order_by="due_at", limit=limit)
+
+
+def all_ids(store, part):
+    return [i.id for i in store.query(part, Filter(include_archived=True, all_sessions=True))]
+
+
 def test_due_lists_overdue_memories_most_overdue_first(store, world):
     items, _ = world
     now = T0 + 500.0
@@ -226,16 +270,15 @@ def test_due_lists_overdue_memories_most_overdue_first(store, world):
             i for i in items
             if i.user_id == "alice" and matches(i, flt) and i.state.get("due_at") is not None and i.state["due_at"] <= now
         ]
-        expect.sort(key=lambda i: i.state["due_at"])
-        assert [i.id for i in store.due(P1, now, 1000, flt)] == [i.id for i in expect]
-        assert [i.id for i in store.due(P1, now, 4, flt)] == [i.id for i in expect[:4]]
+        expect.sort(key=lambda i: i.state["due_at"])  # a stable sort: equally due ones in the order stored
+        assert [i.id for i in due(store, P1, now, 1000, flt)] == [i.id for i in expect]
+        assert [i.id for i in due(store, P1, now, 4, flt)] == [i.id for i in expect[:4]]
 
 
-def test_all_ids_and_partitions(store, world):
+def test_a_maintenance_filter_reads_every_memory_of_a_partition_only(store, world):
     items, _ = world
-    assert sorted(store.all_ids(P1)) == sorted(i.id for i in items if i.user_id == "alice")  # archived, sessions, all
-    assert sorted(store.partitions()) == sorted({P1, P2})
-    assert store.all_ids(("nobody", "agent")) == []
+    assert sorted(all_ids(store, P1)) == sorted(i.id for i in items if i.user_id == "alice")  # archived, sessions, all
+    assert all_ids(store, ("nobody", "agent")) == []
 
 
 def test_stats(store, world):
@@ -251,14 +294,15 @@ def test_stats(store, world):
         assert s.by_layer == {layer.value: n for layer in Layer if (n := sum(i.layer is layer for i in mine))}
         assert s.by_context == {c: n for c in ("work", "home", "default") if (n := sum(i.context == c for i in mine))}
         assert s.edges == (2 if part in (P1, None) else 0)
-        assert s.cached_embeddings == len(items)
+        # A partition's figures are its own: the vectors its memories use, the bytes they hold.
+        assert s.cached_embeddings == len({i.content_hash for i in mine})
+        if part is not None:
+            assert s.file_bytes == 0 and s.stored_bytes >= sum(len(i.content.encode()) for i in mine)
 
 
 def test_stats_through_a_filter_count_what_the_filter_admits(store, world):
     items, _ = world
     rng = np.random.default_rng(21)
-    from dataclasses import replace
-
     for _ in range(20):
         flt = random_filter(rng, [i.id for i in items])
         # Archived rows are counted (and reported as archived) whatever include_archived says.
@@ -272,17 +316,17 @@ def test_stats_through_a_filter_count_what_the_filter_admits(store, world):
 def test_update_state_replaces_state_and_due_time(store):
     a = make_item(P1, "stateful", id="s", state={"due_at": T0 + 100.0, "keep": "old"})
     put(store, [a])
-    assert [i.id for i in store.due(P1, T0 + 100.0, 10)] == ["s"]
+    assert [i.id for i in due(store, P1, T0 + 100.0, 10)] == ["s"]
     with store.transaction() as tx:
-        tx.update_state(P1, "s", {"due_at": T0 + 5000.0, "fsrs": {"reps": 1}})
-        tx.update_state(P2, "s", {"due_at": T0})  # another partition: no effect
+        tx.update_states(P1, {"s": {"due_at": T0 + 5000.0, "fsrs": {"reps": 1}}})
+        tx.update_states(P2, {"s": {"due_at": T0}})  # another partition: no effect
     got = store.get(P1, ["s"])[0]
     assert got.state == {"due_at": T0 + 5000.0, "fsrs": {"reps": 1}}
-    assert store.due(P1, T0 + 4999.0, 10) == []
-    assert [i.id for i in store.due(P1, T0 + 5000.0, 10)] == ["s"]
+    assert due(store, P1, T0 + 4999.0, 10) == []
+    assert [i.id for i in due(store, P1, T0 + 5000.0, 10)] == ["s"]
     with store.transaction() as tx:
-        tx.update_state(P1, "s", {})
-    assert store.due(P1, T0 + 10**9, 10) == [] and store.get(P1, ["s"])[0].state == {}
+        tx.update_states(P1, {"s": {}})
+    assert due(store, P1, T0 + 10**9, 10) == [] and store.get(P1, ["s"])[0].state == {}
 
 
 # --------------------------------------------------------------------------- vectors
@@ -369,7 +413,7 @@ def test_the_index_follows_updates_and_deletes(store, world):
     vecs[e.id] = unit_rows(rng, 1)[0]
     with store.transaction() as tx:
         tx.put_embeddings(MODEL, [e.content_hash], vecs[e.id][None, :])
-        tx.update_memory(e)
+        tx.put_memories([e])
     for flt in (Filter(), Filter(layers=frozenset({Layer.CORE})), Filter(contexts=frozenset({"elsewhere"})), Filter(include_archived=True)):
         expect = brute_top([i for i in alive.values() if i.user_id == "alice"], vecs, q, 25, flt)
         assert [i for i, _ in store.vector_search(P1, q, 25, flt)] == [i for i, _ in expect]
@@ -416,7 +460,7 @@ def test_the_index_stays_exact_through_compaction(store):
         q = unit_rows(rng, 1)[0]
         expect = brute_top(left + more, vecs, q, 20, Filter())
         assert [i for i, _ in store.vector_search(P1, q, 20)] == [i for i, _ in expect]
-    assert len(store.all_ids(P1)) == len(left) + 50
+    assert len(all_ids(store, P1)) == len(left) + 50
 
 
 # --------------------------------------------------------------------------- lexical
@@ -468,7 +512,7 @@ def test_update_memory_replaces_the_lexical_entry(store):
     item.content_hash = chash(item.content)
     item.version = 2
     with store.transaction() as tx:
-        tx.update_memory(item)
+        tx.put_memories([item])
     assert store.lexical_search(P1, "old words", 5) == []
     assert [i for i, _ in store.lexical_search(P1, "different", 5)] == ["u"]
     assert store.get(P1, ["u"]) == [item]
@@ -505,9 +549,9 @@ def test_delete_memory_erases_row_lexical_edges_history_and_orphaned_vector(stor
     put(store, [a, b, c], unit_rows(rng, 3))
     with store.transaction() as tx:
         tx.put_edges(P1, [Edge("a", "c", "r"), Edge("c", "a", "r"), Edge("c", "z", "r")])
-        tx.log(P1, HistoryEvent("a", T0, "created"))
-        tx.log(P1, HistoryEvent("c", T0, "created"))
-        tx.kv_put(P1, "keep", 1)
+        tx.log(P1, [HistoryEvent("a", T0, "created")])
+        tx.log(P1, [HistoryEvent("c", T0, "created")])
+        tx.kv_put(P1, {"keep": 1})
     with store.transaction() as tx:
         tx.delete_memory(P1, "a")
         tx.delete_memory(P1, "does-not-exist")
@@ -559,8 +603,8 @@ def test_history_is_ordered_and_partitioned(store):
     events = [HistoryEvent("m", T0 + i, f"action{i}", {"i": i, "nested": {"x": [1, 2]}}) for i in range(5)]
     with store.transaction() as tx:
         for ev in events:
-            tx.log(P1, ev)
-        tx.log(P2, HistoryEvent("m", T0, "elsewhere"))
+            tx.log(P1, [ev])
+        tx.log(P2, [HistoryEvent("m", T0, "elsewhere")])
     assert store.history(P1, "m") == events  # in logging order
     assert [e.action for e in store.history(P2, "m")] == ["elsewhere"]
     assert store.history(P1, "other") == []
@@ -570,11 +614,11 @@ def test_kv_put_get_overwrite_and_isolation(store):
     values = {"dict": {"a": [1, 2.5, "x"], "b": None}, "list": [1, 2, 3], "num": 3.25, "text": "hello", "flag": True}
     with store.transaction() as tx:
         for k, v in values.items():
-            tx.kv_put(P1, k, v)
+            tx.kv_put(P1, {k: v})
     for k, v in values.items():
         assert store.kv_get(P1, k) == v
     with store.transaction() as tx:
-        tx.kv_put(P1, "num", 4)
+        tx.kv_put(P1, {"num": 4})
     assert store.kv_get(P1, "num") == 4
     assert store.kv_get(P2, "num") is None
     assert store.kv_get(P2, "num", default="d") == "d"
@@ -610,14 +654,14 @@ def test_refuses_another_embedder(backend, tmp_path):
         with pytest.raises(ConfigError):
             backend.open(loc, **kw)
     s = backend.open(loc)
-    assert len(s.all_ids(P1)) == 1
+    assert len(all_ids(s, P1)) == 1
     s.close()
 
 
 def test_migrations_are_recorded_and_idempotent(backend, tmp_path):
     if not backend.has_migrations:
         pytest.skip("backend has no migration table")
-    from zenbrain.storage.migrations import MIGRATIONS
+    from zenbrain.storage.sqlite.migrations import MIGRATIONS
 
     s = backend.create(tmp_path)
     loc = s.contract_location
@@ -666,7 +710,7 @@ def test_a_busy_store_gives_up_with_a_storage_error(backend, tmp_path):
     s = backend.create(tmp_path, timeout=0.2)
     try:
         with backend.hold_write_lock(s.contract_location), pytest.raises(StorageError), s.transaction() as tx:
-            tx.put_memory(make_item(P1, "blocked"))
+            tx.put_memories([make_item(P1, "blocked")])
         put(s, [make_item(P1, "after the lock", id="ok")])
         assert [i.id for i in s.query(P1)] == ["ok"]
     finally:
@@ -715,10 +759,10 @@ with store.transaction() as tx:
     for i in range(5):
         item = make_item(P1, f"uncommitted number {{i}}", id=f"u{{i}}")
         tx.put_embeddings(MODEL, [item.content_hash], unit_rows(rng, 1))
-        tx.put_memory(item)
+        tx.put_memories([item])
     tx.delete_memory(P1, "pre2")
     tx.update_columns(P1, ["pre3"], archived=[True], layer=["core"])
-    tx.kv_put(P1, "crash", True)
+    tx.kv_put(P1, {{"crash": True}})
     sys.stdout.write("inside\\n"); sys.stdout.flush()
     os._exit(3)
 """
@@ -739,7 +783,7 @@ for b in range(100000):
     with store.transaction() as tx:
         tx.put_embeddings(MODEL, [i.content_hash for i in items], unit_rows(rng, 3))
         for i in items:
-            tx.put_memory(i)
+            tx.put_memories([i])
         if b % 7 == 3:
             tx.delete_memory(P1, f"b{{b - 2}}-0")
     sys.stdout.write(f"{{b}}\\n"); sys.stdout.flush()

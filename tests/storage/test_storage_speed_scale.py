@@ -9,9 +9,12 @@ from pathlib import Path
 import numpy as np
 
 from zenbrain.model import Edge
-from zenbrain.storage import sqlite as sqlite_store
-from zenbrain.storage.migrations import MIGRATIONS
+from zenbrain.storage.base import Filter
 from zenbrain.storage.sqlite import SQLiteStore
+from zenbrain.storage.sqlite import store as sqlite_store
+from zenbrain.storage.sqlite.codec import EDGE_COLUMNS
+from zenbrain.storage.sqlite.filters import where as sql_where
+from zenbrain.storage.sqlite.migrations import MIGRATIONS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from storage_helpers import DIM, MODEL, P1, P2, T0, make_item, put, unit_rows
@@ -25,6 +28,11 @@ def fill(store, part, n, start=0):
     items = [make_item(part, f"memory {part[0]} {i}", last_access=T0 + i) for i in range(start, start + n)]
     put(store, items, unit_rows(np.random.default_rng(start), n))
     return items
+
+
+def all_ids(store, part):
+    """Every id of the partition in the order a plain read of the table gives them."""
+    return [r[0] for r in store.raw_connection().execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?", part)]
 
 
 def plan(con, sql, args):
@@ -75,7 +83,7 @@ def test_statistics_are_gathered_as_the_store_grows(tmp_path, monkeypatch):
     assert analyzed() == 130
     # The cache survives the statistics write, and reads are unchanged.
     assert len(s.get(P1, [f"x{i}" for i in range(3)])) == 0
-    assert len(s.all_ids(P1)) == 130
+    assert len(all_ids(s, P1)) == 130
     s.close()
     # A reopened store knows the statistics are current.
     s = open_store(tmp_path / "s.db")
@@ -103,7 +111,7 @@ def test_sampling_a_partition_read_whole_matches_a_choice_over_all_ids(tmp_path)
     # Excluded ids of new memories not stored yet make the first read take the whole partition.
     exclude = {items[3].id} | {f"new{i}" for i in range(5)}
     got = s.sample_ids(P1, 8, np.random.default_rng(5), exclude)
-    ids = [i for i in s.all_ids(P1) if i not in exclude]
+    ids = [i for i in all_ids(s, P1) if i not in exclude]
     pick = np.random.default_rng(5).choice(len(ids), size=8, replace=False)
     assert got == [ids[i] for i in sorted(pick)]
     s.close()
@@ -147,20 +155,28 @@ def test_an_existing_store_gains_the_recently_used_index(tmp_path):
     s = open_store(path)
     fill(s, P1, 5)
     con = s.raw_connection()
-    # Turn it into a store the first migration alone wrote.
+    # Turn it into a store written before the second migration.
     con.execute("DROP INDEX memories_recent")
-    con.execute("DELETE FROM schema_migrations WHERE version > 1")
+    con.execute("DROP TABLE requests")
+    con.execute("DROP TABLE partitions")
+    con.execute("CREATE VIRTUAL TABLE old_fts USING fts5(content, memory_id UNINDEXED, user_id UNINDEXED, "
+                "agent_id UNINDEXED, tokenize = 'porter unicode61')")
+    con.execute("INSERT INTO old_fts SELECT content, memory_id, user_id, agent_id FROM memories_fts")
+    con.execute("DROP TABLE memories_fts")
+    con.execute("ALTER TABLE old_fts RENAME TO memories_fts")
+    con.execute("DELETE FROM schema_migrations WHERE name IN ('0002_recent_index', '0005_requests', "
+                "'0006_partitioned_lexical')")
     s.close()
     s = open_store(path)
     con = s.raw_connection()
     assert [r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY version")] == [n for n, _ in MIGRATIONS]
     assert con.execute("SELECT 1 FROM sqlite_master WHERE name='memories_recent'").fetchone() is not None
-    from zenbrain.storage.base import Filter
-
-    where, args = s._where(P1, Filter(contexts=frozenset({"default"})))
+    where, args = sql_where(P1, Filter(contexts=frozenset({"default"})))
     steps = plan(con, f"SELECT id FROM memories WHERE {where} ORDER BY last_access DESC, id LIMIT 5", args)
     assert any("memories_recent" in step for step in steps), steps
     assert [i.content for i in s.query(P1, order_by="last_access", descending=True, limit=2)] == ["memory alice 4", "memory alice 3"]
+    # The lexical entries moved into their partitions' rowid ranges (migration 0006) and are found as before.
+    assert [mid for mid, _ in s.lexical_search(P1, "alice", 10)] != []
     s.close()
 
 
@@ -181,9 +197,9 @@ def test_edges_among_equals_the_pairwise_filter_in_the_same_order(tmp_path):
         some = [str(x) for x in rng.choice(ids, n, replace=False)]
         q = ",".join("?" * len(some))
         want = [Edge(*r) for r in con.execute(
-            f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q}) "
+            f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q}) "
             "ORDER BY dst, src, relation", (*P1, *some, *some))]
-        assert s.edges_among(P1, some) == want
+        assert s.edges(P1, some, both_ends=True) == want
     s.close()
 
 
@@ -195,8 +211,8 @@ def _edges_by_union_and_first_seen(con, part, ids):
         chunk = idl[i : i + 400]
         q = ",".join("?" * len(chunk))
         for r in con.execute(
-            f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
-            f"SELECT {sqlite_store._EDGE} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
+            f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
+            f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
             (*part, *chunk, *part, *chunk),
         ):
             if r[:3] not in seen:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..providers.base import Embedder, normalize_rows
+from ..providers.base import Embedder, embed_queries, normalize_rows
 from .base import Doc
 
 __all__ = [
@@ -131,24 +132,27 @@ class BM25System:
         if docs:
             self._dirty = True
 
-    def _build(self) -> None:
+    def _build(self) -> Any:
+        """The BM25 index of the stored docs, built anew and kept (bm25s ships no types)."""
         import bm25s
 
         index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
         index.index(self._tokens, show_progress=False)
         self._index = index
         self._dirty = False
+        return index
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every stored doc for ``query`` (insertion order)."""
         if not self._ids:
             return np.zeros(0, dtype=np.float32)
-        if self._dirty or self._index is None:
-            self._build()
+        index = self._index
+        if self._dirty or index is None:
+            index = self._build()
         q = [t for t in self.tokenize(query) if t in self._vocab]
         if not q:
             return np.zeros(len(self._ids), dtype=np.float32)
-        return np.asarray(self._index.get_scores(q), dtype=np.float32)
+        return np.asarray(index.get_scores(q), dtype=np.float32)
 
     def search(self, query: str, k: int, *, query_time: float | None = None) -> list[str]:
         s = self.scores(query)
@@ -167,7 +171,8 @@ class BM25System:
 class DenseSystem:
     """Cosine similarity over unit-length float32 embeddings (exact, numpy).
 
-    One ``embed`` call per ``add``; query vectors are kept in a small LRU cache.
+    One ``embed`` call per ``add``; queries go through ``embed_query`` where the embedder
+    tells queries from stored texts (e5), and their vectors are kept in a small LRU cache.
     """
 
     def __init__(self, embedder: Embedder, name: str | None = None, *, query_cache_size: int = 4096) -> None:
@@ -199,7 +204,7 @@ class DenseSystem:
         if v is not None:
             self._qcache.move_to_end(query)
             return v
-        v = normalize_rows(np.asarray(self.embedder.embed([query]), dtype=np.float32))[0]
+        v = normalize_rows(np.asarray(embed_queries(self.embedder, [query]), dtype=np.float32))[0]
         if self._cache_size > 0:
             self._qcache[query] = v
             if len(self._qcache) > self._cache_size:

@@ -8,9 +8,14 @@ Each item is a question with its own haystack::
      "answer_session_ids": [...]}
 
 Questions are isolated: a system is reset, fed one item's haystack and asked that item's
-question. Every turn becomes one ``Doc`` with id ``"{question_id}::{session_id}::t{turn}"``
-(``turn`` is the 0-based position inside the session). Gold for session-level metrics is
-``answer_session_ids``; gold for turn-level metrics is the turns marked ``has_answer``.
+question. Every turn becomes one ``Doc`` with id ``"{question_id}::s{index}::t{turn}"``
+(``index``: the session's 0-based position in the haystack; ``turn``: the turn's position
+inside the session). The public files name gold sessions ``answer_...`` and mark gold
+turns ``has_answer``; neither reaches the system under test: doc ids, ``Doc.session`` and
+metadata carry the positional session id only. The item keeps the mapping back
+(``turn_to_session``: doc id -> original session id) for scoring. Gold for session-level
+metrics is ``answer_session_ids``; gold for turn-level metrics is the turns marked
+``has_answer``.
 Abstention questions (``question_id`` ending in ``_abs``) have no evidence to retrieve and,
 as in the official evaluation, are left out of retrieval metrics.
 """
@@ -34,6 +39,7 @@ __all__ = [
     "LongMemEvalItem",
     "is_abstention",
     "load_longmemeval",
+    "opaque_session_id",
     "parse_longmemeval",
     "parse_longmemeval_date",
     "resolve_data_dir",
@@ -71,7 +77,13 @@ def is_abstention(question_id: str) -> bool:
     return str(question_id).endswith("_abs")
 
 
+def opaque_session_id(index: int) -> str:
+    """The session id a system under test sees: its position in the haystack, no hint of gold."""
+    return f"s{index}"
+
+
 def turn_doc_id(question_id: str, session_id: str, turn: int) -> str:
+    """``session_id`` is the opaque one (:func:`opaque_session_id`)."""
     return f"{question_id}::{session_id}::t{turn}"
 
 
@@ -115,11 +127,10 @@ def _parse_item(item: dict[str, Any], index: int, *, user_only: bool) -> LongMem
         raw_sid = str(session_ids[si]) if si < len(session_ids) else f"session_{si}"
         used_ids[raw_sid] += 1
         haystack_ids.append(raw_sid)
-        # A session id repeated inside one haystack keeps its id for session-level
-        # scoring, but its turn doc ids get a suffix so they stay unique.
-        sid = raw_sid if used_ids[raw_sid] == 1 else f"{raw_sid}#{used_ids[raw_sid]}"
-        if sid != raw_sid:
+        if used_ids[raw_sid] > 1:
+            # A session id repeated inside one haystack keeps its id for session-level scoring.
             stats["duplicate_session_ids"] += 1
+        sid = opaque_session_id(si)
         date_text = dates[si] if si < len(dates) else None
         when = parse_longmemeval_date(date_text)
         if not isinstance(session, list):
@@ -145,15 +156,13 @@ def _parse_item(item: dict[str, Any], index: int, *, user_only: bool) -> LongMem
                     text=content,
                     time=when,
                     speaker=role or None,
-                    session=raw_sid,
+                    session=sid,
                     metadata={
                         "question_id": qid,
-                        "session_id": raw_sid,
                         "session_index": si,
                         "session_date": date_text,
                         "turn_index": ti,
                         "role": role,
-                        "has_answer": has_answer,
                     },
                 )
             )

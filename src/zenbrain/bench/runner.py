@@ -50,7 +50,9 @@ def locomo_headline_metrics(ks: Sequence[int]) -> list[str]:
 
 
 def longmemeval_headline_metrics(ks: Sequence[int]) -> list[str]:
-    return [f"session_recall_any@{k}" for k in ks] + [f"turn_recall_any@{k}" for k in ks]
+    """The official strict ``recall_all@k`` (every answer session / turn found) beside the
+    lenient ``recall_any@k`` (at least one), at session and turn level."""
+    return [f"{level}_recall_{kind}@{k}" for level in ("session", "turn") for k in ks for kind in ("all", "any")]
 
 
 def _check_systems(systems: Sequence[RetrievalSystem]) -> None:

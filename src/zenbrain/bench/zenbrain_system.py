@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from typing import Any
 
 from ..clock import SimulatedClock
 from ..config import Config
@@ -64,19 +65,25 @@ class ZenBrainSystem:
         if latest is not None and latest > self.clock.now():
             # The conversation happened in the past: let "now" be just after its last turn.
             self.clock.set(latest + 3600.0)
-        records = []
+        # Each conversation session is stored as the session it was, its turns in order, as
+        # an application that records a conversation would.
+        sessions: dict[str | None, list[Doc]] = {}
         for d in docs:
-            meta = {"doc_id": d.id}
-            if d.speaker:
-                meta["speaker"] = d.speaker
-            if d.session:
-                meta["session"] = d.session
-            records.append(
-                dict(content=d.text, kind=Kind.EPISODE, layer=Layer.EPISODIC, metadata=meta, event_time=d.time)
-            )
-        items = self.memory.store_many(records, self.scope)
-        for item in items:
-            self._doc_of[item.id] = item.metadata["doc_id"]
+            sessions.setdefault(d.session, []).append(d)
+        for session, part in sessions.items():
+            records = []
+            for d in part:
+                meta: dict[str, Any] = {"doc_id": d.id}
+                if d.session:
+                    meta["session"] = d.session
+                rec: dict[str, Any] = dict(content=d.text, kind=Kind.EPISODE, layer=Layer.EPISODIC, metadata=meta,
+                                           event_time=d.time)
+                if d.speaker:
+                    rec["speaker"] = d.speaker
+                records.append(rec)
+            scope = self.scope if session is None else self.scope.with_session(str(session))
+            for item in self.memory.store_many(records, scope):
+                self._doc_of[item.id] = item.metadata["doc_id"]
 
     def search(self, query: str, k: int, *, query_time: float | None = None) -> list[str]:
         hits = self.memory.recall(query, self.scope, k=k, touch=self.touch)

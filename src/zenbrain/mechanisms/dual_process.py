@@ -19,19 +19,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.cluster.hierarchy import linkage, to_tree
-from scipy.sparse.csgraph import connected_components
-from scipy.spatial.distance import pdist
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
-from ..providers.base import ChatModel
 
 
 @dataclass(frozen=True)
@@ -93,6 +88,10 @@ def _split(unit: np.ndarray, threshold_dist: float, max_size: int) -> list[np.nd
     distance is the mean over cross pairs, and heights grow towards the root), so every
     part has mean pairwise similarity >= 1 - threshold_dist.
     """
+    # scipy is imported where it is used: importing zenbrain stays fast (scipy.cluster ~0.2 s).
+    from scipy.cluster.hierarchy import linkage, to_tree
+    from scipy.spatial.distance import pdist
+
     n = unit.shape[0]
     if n == 1:
         return [np.array([0])]
@@ -102,11 +101,12 @@ def _split(unit: np.ndarray, threshold_dist: float, max_size: int) -> list[np.nd
     stack = [root]
     while stack:
         node = stack.pop()
-        if node.is_leaf() or (node.dist <= threshold_dist and node.count <= max_size):
+        left, right = node.left, node.right  # both None at a leaf
+        if left is None or right is None or (node.dist <= threshold_dist and node.count <= max_size):
             out.append(np.array(sorted(node.pre_order()), dtype=np.int64))
         else:
-            stack.append(node.get_right())
-            stack.append(node.get_left())
+            stack.append(right)
+            stack.append(left)
     return out
 
 
@@ -144,6 +144,10 @@ def may_cluster(unit: np.ndarray, params: DualProcessParams = DualProcessParams(
             cols.append(j)
     if not rows:
         return False
+    # Imported where used, as above.
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
     r, c = np.concatenate(rows), np.concatenate(cols)
     graph = sp.coo_matrix((np.ones(r.size, dtype=np.int8), (r, c)), shape=(n, n)).tocsr()
     _, labels = connected_components(graph, directed=False)
@@ -168,7 +172,8 @@ def cluster_episodes(
     if not may_cluster(unit, params):
         return Clustering([], list(ids))
     parts = _split(unit, 1.0 - params.similarity_threshold, int(params.max_cluster_size))
-    clusters, rest = [], []
+    clusters: list[list[int]] = []
+    rest: list[int] = []
     for part in parts:
         if len(part) >= params.min_cluster_size:
             clusters.append(sorted(int(i) for i in part))
@@ -222,7 +227,7 @@ def _salient_terms(texts: Sequence[str], share: float, limit: int) -> list[str]:
     per_text = [content_terms(t) for t in texts]
     df = Counter(t for terms in per_text for t in terms)
     need = max(2, int(np.ceil(share * len(texts)))) if len(texts) > 1 else 1
-    first_seen = {}
+    first_seen: dict[str, int] = {}
     for terms in per_text:
         for t in terms:
             first_seen.setdefault(t, len(first_seen))
@@ -295,16 +300,10 @@ def parse_schema_reply(reply: str, texts: Sequence[str], *, params: DualProcessP
     return text
 
 
-def abstract_schema(
-    *,
-    ids: Sequence[str],
-    texts: Sequence[str],
-    vectors: Any,
-    chat: ChatModel | None = None,
-    params: DualProcessParams = DualProcessParams(),
-) -> Schema:
-    """System 2: one schema for one cluster. Uses ``chat`` if given, extractive otherwise
-    (and whenever the chat model fails or answers something unusable)."""
+def _cluster_view(ids: Sequence[str], texts: Sequence[str], vectors: Any,
+                  params: DualProcessParams) -> tuple[list[str], dict[str, Any], str]:
+    """The cluster's texts nearest the centroid first, the fields every schema of it
+    shares, and its extractive sentence."""
     n = len(ids)
     if n == 0 or len(texts) != n:
         raise ValidationError("ids and texts must be non-empty and of equal length")
@@ -324,55 +323,53 @@ def abstract_schema(
         terms=tuple(terms),
         representative_id=ids[rep],
     )
-    note = ""
-    transcript: list[dict[str, str]] = []
-    if chat is not None:
-        ordered = [texts[i] for i in order]
-        messages = build_schema_prompt(ordered, params=params)
-        transcript = list(messages)
-        try:
-            reply = chat.complete(
-                messages, max_tokens=int(params.llm_max_tokens), temperature=float(params.llm_temperature)
-            )
-            transcript.append({"role": "assistant", "content": str(reply)})
-            text = parse_schema_reply(reply, ordered, params=params)
-            return Schema(text=text, method="llm", transcript=transcript, **common)
-        except Exception as exc:  # noqa: BLE001 - any provider failure falls back; the note keeps the reason
-            note = f"{type(exc).__name__}: {exc}"
-    return Schema(
-        text=_extractive_text(texts[rep], terms, n),
-        method="extractive_fallback" if chat is not None else "extractive",
-        note=note,
-        transcript=transcript,
-        **common,
-    )
+    return [texts[i] for i in order], common, _extractive_text(texts[rep], terms, n)
 
 
-def consolidate(
+def abstract_schema(
     *,
     ids: Sequence[str],
     texts: Sequence[str],
     vectors: Any,
-    chat: ChatModel | None = None,
     params: DualProcessParams = DualProcessParams(),
-) -> list[Schema]:
-    """System 1 then System 2: one schema per cluster of similar episodes, largest first."""
-    if len(texts) != len(ids):
-        raise ValidationError("ids and texts must have equal length")
-    if not ids:
-        return []
-    unit = _unit_rows(vectors, len(ids))
-    pos = {m: i for i, m in enumerate(ids)}
-    clustering = cluster_episodes(ids=ids, vectors=unit, params=params)
-    out = []
-    for members in clustering.clusters:
-        rows = [pos[m] for m in members]
-        out.append(
-            abstract_schema(
-                ids=members, texts=[texts[i] for i in rows], vectors=unit[rows], chat=chat, params=params
-            )
-        )
-    return out
+) -> Schema:
+    """System 2 without a chat model: the extractive schema of one cluster."""
+    _, common, extractive = _cluster_view(ids, texts, vectors, params)
+    return Schema(text=extractive, method="extractive", **common)
+
+
+SchemaDialogue = Generator[list[dict[str, str]], "str | BaseException", Schema]
+
+
+def abstract_schema_dialogue(
+    *,
+    ids: Sequence[str],
+    texts: Sequence[str],
+    vectors: Any,
+    params: DualProcessParams = DualProcessParams(),
+) -> SchemaDialogue:
+    """System 2 with a chat model, as a one-turn dialogue: yields the prompt, takes the
+    model's reply (or the exception it raised) and returns the schema; the extractive one
+    whenever the reply is unusable (``note`` says why)."""
+    ordered, common, extractive = _cluster_view(ids, texts, vectors, params)
+    return _schema_dialogue(ordered, common, extractive, params)
+
+
+def _schema_dialogue(ordered: list[str], common: dict[str, Any], extractive: str,
+                     params: DualProcessParams) -> SchemaDialogue:
+    messages = build_schema_prompt(ordered, params=params)
+    transcript = list(messages)
+    reply = yield messages
+    if isinstance(reply, BaseException):
+        note = f"{type(reply).__name__}: {reply}"
+    else:
+        transcript.append({"role": "assistant", "content": str(reply)})
+        try:
+            return Schema(text=parse_schema_reply(reply, ordered, params=params), method="llm",
+                          transcript=transcript, **common)
+        except ValidationError as exc:
+            note = f"ValidationError: {exc}"
+    return Schema(text=extractive, method="extractive_fallback", note=note, transcript=transcript, **common)
 
 
 # --------------------------------------------------------------------------- procedures
@@ -417,9 +414,9 @@ __all__ = [
     "Procedure",
     "Schema",
     "abstract_schema",
+    "abstract_schema_dialogue",
     "build_schema_prompt",
     "cluster_episodes",
-    "consolidate",
     "content_terms",
     "may_cluster",
     "parse_schema_reply",

@@ -26,11 +26,6 @@ import numpy as np
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
 
-try:  # the ufunc np.clip ends in for float arrays, without np.clip's Python-level dispatch
-    from numpy._core.umath import clip as _clip
-except ImportError:  # an older numpy layout
-    _clip = np.clip
-
 SECONDS_PER_DAY = 86400.0
 
 # Status codes returned by ``status`` (small ints so they vectorise).
@@ -85,7 +80,7 @@ def emotional_multiplier(
     a = np.asarray(arousal, dtype=float)
     v = np.asarray(valence, dtype=float)
     s = np.asarray(significance, dtype=float)
-    intensity = _clip(np.maximum(np.maximum(np.abs(v), a), s), 0.0, 1.0)
+    intensity = np.clip(np.maximum(np.maximum(np.abs(v), a), s), 0.0, 1.0)
     m = 1.0 + (params.emotional_cap - 1.0) * intensity
     return _out(m, arousal, valence, significance)
 
@@ -108,7 +103,7 @@ def retrievability(
 ) -> Any:
     """R = exp(-t / (S * m)) in (0, 1]; exactly 1 for core memories and for t <= 0."""
     t = np.maximum(0.0, np.asarray(elapsed_days, dtype=float))
-    s = _clip(np.asarray(stability, dtype=float), params.min_stability, params.max_stability)
+    s = np.clip(np.asarray(stability, dtype=float), params.min_stability, params.max_stability)
     m = np.asarray(
         emotional_multiplier(arousal=arousal, valence=valence, significance=significance, params=params), dtype=float
     )
@@ -141,12 +136,9 @@ def status(
 
 def review_stability(*, stability: Any, success: Any = True, params: EbbinghausParams = DEFAULTS) -> Any:
     """New S after a review: x growth_factor when recalled, x lapse_factor when forgotten, clamped."""
-    if isinstance(stability, (float, int)) and isinstance(success, (bool, int, np.bool_)):
-        s1 = float(stability) * (params.growth_factor if success else params.lapse_factor)
-        return min(params.max_stability, max(params.min_stability, s1))
     s = np.asarray(stability, dtype=float)
     ok = np.asarray(success, dtype=bool)
-    new = _clip(s * np.where(ok, params.growth_factor, params.lapse_factor), params.min_stability, params.max_stability)
+    new = np.clip(s * np.where(ok, params.growth_factor, params.lapse_factor), params.min_stability, params.max_stability)
     return _out(new, stability, success)
 
 
@@ -165,7 +157,7 @@ def days_until(
     """
     if not 0.0 <= threshold <= 1.0:
         raise ValidationError(f"threshold must be in [0, 1], got {threshold!r}")
-    s = _clip(np.asarray(stability, dtype=float), params.min_stability, params.max_stability)
+    s = np.clip(np.asarray(stability, dtype=float), params.min_stability, params.max_stability)
     m = np.asarray(
         emotional_multiplier(arousal=arousal, valence=valence, significance=significance, params=params), dtype=float
     )

@@ -36,16 +36,14 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logsumexp
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
-from ..providers.base import ChatModel
 from . import bayesian
 
 VERDICTS = ("accept_new", "keep_old", "merge")
@@ -260,6 +258,15 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
     return tuple(dict.fromkeys(cues))
 
 
+def replaced_spans(a: str, b: str) -> int:
+    """How many separate stretches of words one statement replaces in the other. One means
+    the two say the same thing but for one slot (an update); more means they speak of
+    different subjects ("room 12 is on floor 3" / "room 14 is on floor 2")."""
+    pa, pb = _parse(a), _parse(b)
+    ops = difflib.SequenceMatcher(None, pa.tokens, pb.tokens, autojunk=False).get_opcodes()
+    return sum(1 for tag, *_ in ops if tag == "replace")
+
+
 def _as_fact(c: Any) -> Fact:
     if isinstance(c, Fact):
         return c
@@ -288,25 +295,25 @@ def find_contradictions(
         raise ValidationError("new_text must be non-empty text")
     if not candidates:
         return []
-    candidates = [_as_fact(c) for c in candidates]
-    if any(c.vector is None for c in candidates) or new_vec is None:
+    facts = [_as_fact(c) for c in candidates]
+    if any(f.vector is None for f in facts) or new_vec is None:
         raise ValidationError("every candidate and the new fact need a vector")
     q = np.asarray(new_vec, dtype=np.float64).reshape(-1)
-    mat = np.asarray([np.asarray(c.vector, dtype=np.float64).reshape(-1) for c in candidates])
+    mat = np.asarray([np.asarray(f.vector, dtype=np.float64).reshape(-1) for f in facts])
     if mat.shape[1] != q.shape[0]:
         raise ValidationError("candidate vectors and new_vec must have the same width")
     if not (np.all(np.isfinite(mat)) and np.all(np.isfinite(q))):
         raise ValidationError("vectors must be finite")
     norms = np.linalg.norm(mat, axis=1) * np.linalg.norm(q)
-    sims = np.divide(mat @ q, norms, out=np.zeros(len(candidates)), where=norms > 0)
+    sims = np.divide(mat @ q, norms, out=np.zeros(len(facts)), where=norms > 0)
     order = np.argsort(-sims, kind="stable")[: int(params.max_candidates)]
     out = []
     for i in order:
         if sims[i] < params.similarity_threshold:
             break
-        cues = conflict_cues(new_text, candidates[i].text, params=params)
+        cues = conflict_cues(new_text, facts[i].text, params=params)
         if cues:
-            out.append(Contradiction(candidates[i], float(sims[i]), cues))
+            out.append(Contradiction(facts[i], float(sims[i]), cues))
     return out
 
 
@@ -345,6 +352,9 @@ def arbitrate(
     *, new: Fact, stored: Sequence[Fact], now: float, params: IMADParams = IMADParams()
 ) -> DebateDecision:
     """Evidence-weighted arbitration between the new fact and the stored facts it contradicts."""
+    # scipy is imported where it is used: importing zenbrain stays fast.
+    from scipy.special import expit, logsumexp
+
     if not stored:
         raise ValidationError("arbitration needs at least one stored fact")
     s_new = evidence_score(new, now=now, params=params)
@@ -391,25 +401,29 @@ def parse_verdict(reply: str) -> str | None:
     return {"acceptnew": "accept_new", "keepold": "keep_old", "merge": "merge", "undecided": "undecided"}[v]
 
 
+Dialogue = Generator[list[dict[str, str]], "str | BaseException", DebateDecision]
+
+
 def debate(
     *,
     new: Fact,
     stored: Sequence[Fact],
     now: float,
-    chat: ChatModel | None = None,
     params: IMADParams = IMADParams(),
-) -> DebateDecision:
-    """Decide between a new fact and the stored facts it contradicts, before it is committed.
-
-    With ``chat``: proponent, opponent and judge turns, up to ``max_rounds`` rounds, until the
-    judge names a verdict. Without it, or if the model errs, never decides, or answers in a
-    form that cannot be parsed: evidence-weighted arbitration (``method`` says which).
-    """
+) -> Dialogue:
+    """A debate between a new fact and the stored facts it contradicts, as a dialogue with a
+    chat model: each step yields the messages of one turn (proponent, opponent, judge, up to
+    ``max_rounds`` rounds) and takes the model's reply, or the exception the model raised.
+    It returns the decision once the judge names a verdict; if the model errs, never
+    decides, or answers in a form that cannot be parsed, it returns evidence-weighted
+    arbitration (``method`` says which). The caller runs the model; without one, use
+    ``arbitrate``."""
     if not stored:
         raise ValidationError("debate needs at least one stored fact")
-    if chat is None:
-        return arbitrate(new=new, stored=stored, now=now, params=params)
+    return _debate(new, list(stored), now, params)
 
+
+def _debate(new: Fact, stored: list[Fact], now: float, params: IMADParams) -> Dialogue:
     case = "NEW statement: " + _describe(new, now) + "\nSTORED statements it contradicts:\n" + "\n".join(
         f"- [{f.id}] " + _describe(f, now) for f in stored
     )
@@ -425,28 +439,30 @@ def debate(
         "'REASON: <one sentence>'.",
     }
     transcript: list[dict[str, str]] = []
-    kw = dict(max_tokens=int(params.llm_max_tokens), temperature=float(params.llm_temperature))
-    failure = ""
-    try:
-        for rnd in range(1, int(params.max_rounds) + 1):
-            for role in ("proponent", "opponent", "judge"):
-                history = "\n\n".join(f"{t['speaker']}: {t['content']}" for t in transcript)
-                user = f"{case}\n\nDebate so far (round {rnd} of {int(params.max_rounds)}):\n{history or '(none)'}\n\nYour turn as {role}."
-                reply = chat.complete([{"role": "system", "content": roles[role]}, {"role": "user", "content": user}], **kw)
-                transcript.append({"speaker": role, "round": str(rnd), "content": str(reply)})
-            verdict = parse_verdict(transcript[-1]["content"])
-            if verdict is None:
-                failure = "judge reply has no parsable verdict"
-                break
-            if verdict != "undecided":
-                winners, losers = _decision(verdict, new, stored)
-                m = re.search(r"reason\s*[:=]\s*(.+)", transcript[-1]["content"], re.IGNORECASE)
-                rationale = m.group(1).strip() if m else transcript[-1]["content"].strip()[:500]
-                return DebateDecision(verdict, winners, losers, rationale, transcript, "llm")
-        else:
-            failure = f"no verdict after {int(params.max_rounds)} rounds"
-    except Exception as exc:  # noqa: BLE001 - any provider failure falls back to arbitration
-        failure = f"{type(exc).__name__}: {exc}"
+    failure = f"no verdict after {int(params.max_rounds)} rounds"
+    for rnd in range(1, int(params.max_rounds) + 1):
+        for role in ("proponent", "opponent", "judge"):
+            history = "\n\n".join(f"{t['speaker']}: {t['content']}" for t in transcript)
+            user = (f"{case}\n\nDebate so far (round {rnd} of {int(params.max_rounds)}):\n{history or '(none)'}"
+                    f"\n\nYour turn as {role}.")
+            reply = yield [{"role": "system", "content": roles[role]}, {"role": "user", "content": user}]
+            if isinstance(reply, BaseException):
+                return _fallback(new, stored, now, params, transcript, f"{type(reply).__name__}: {reply}")
+            transcript.append({"speaker": role, "round": str(rnd), "content": str(reply)})
+        verdict = parse_verdict(transcript[-1]["content"])
+        if verdict is None:
+            failure = "judge reply has no parsable verdict"
+            break
+        if verdict != "undecided":
+            winners, losers = _decision(verdict, new, stored)
+            m = re.search(r"reason\s*[:=]\s*(.+)", transcript[-1]["content"], re.IGNORECASE)
+            rationale = m.group(1).strip() if m else transcript[-1]["content"].strip()[:500]
+            return DebateDecision(verdict, winners, losers, rationale, transcript, "llm")
+    return _fallback(new, stored, now, params, transcript, failure)
+
+
+def _fallback(new: Fact, stored: Sequence[Fact], now: float, params: IMADParams, transcript: list[dict[str, str]],
+              failure: str) -> DebateDecision:
     decision = arbitrate(new=new, stored=stored, now=now, params=params)
     decision.method = "arbitration_fallback"
     decision.transcript = transcript

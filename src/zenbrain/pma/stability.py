@@ -48,6 +48,9 @@ class StabilityParams(Params):
     w_confidence: float = bounded(0.3, 0.0, 1.0, "lock weight of the confidence")
     w_age: float = bounded(0.2, 0.0, 1.0, "lock weight of the age")
     w_core: float = bounded(0.2, 0.0, 1.0, "lock weight of the core flag")
+    gate_min_lock: float = bounded(
+        0.3, 0.0, 1.0, "lock score from which revisions are gated (a fresh memory stays editable by small corrections)"
+    )
 
 
 DEFAULT_PARAMS = StabilityParams()
@@ -153,10 +156,10 @@ def assess(
 ) -> StabilityAssessment:
     """One memory, with its age computed from ``created_at``; for logging why an update was refused."""
     age = max(0.0, (now - created_at) / DAY)
-    kw = dict(access_count=access_count, confidence=confidence, age_days=age, core=core, params=params)
-    lock = float(lock_score(**kw))
+    lock = float(lock_score(access_count=access_count, confidence=confidence, age_days=age, core=core, params=params))
     rho = float(rigidity(age_days=age, params=params))
-    thr = float(update_threshold(**kw))
+    thr = float(update_threshold(access_count=access_count, confidence=confidence, age_days=age, core=core,
+                                 params=params))
     return StabilityAssessment(lock=lock, rigidity=rho, threshold=thr, allowed=bool(pe >= thr), pe=float(pe))
 
 

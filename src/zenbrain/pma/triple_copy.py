@@ -41,7 +41,6 @@ Every function accepts numpy arrays; :class:`CopyState` is what a memory stores
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,11 +49,6 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..params import Params, bounded
-
-try:  # the ufunc np.clip ends in for float arrays, without np.clip's Python-level dispatch
-    from numpy._core.umath import clip as _clip
-except ImportError:  # an older numpy layout
-    _clip = np.clip
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -122,15 +116,15 @@ def strengths(
     """Vectorised strengths. ``deep_target=None`` means ``deep_initial_share * s0``;
     ``deep_age_s=None`` means the deep copy started with the encoding (``age_s``).
     Negative ages count as 0."""
-    s0 = _clip(np.asarray(s0, dtype=float), 0.0, 1.0)
+    s0 = np.clip(np.asarray(s0, dtype=float), 0.0, 1.0)
     t = np.maximum(np.asarray(age_s, dtype=float), 0.0)
     td = t if deep_age_s is None else np.maximum(np.asarray(deep_age_s, dtype=float), 0.0)
     target = params.deep_initial_share * s0 if deep_target is None else np.asarray(deep_target, dtype=float)
-    target = _clip(target, 0.0, 1.0)
-    base = _clip(np.asarray(deep_base, dtype=float), 0.0, 1.0)
-    fast = _clip(s0 * np.exp(-t / params.tau_fast_s), 0.0, 1.0)
-    medium = _clip(params.medium_share * s0 * np.exp(-t / params.tau_medium_s), 0.0, 1.0)
-    deep = _clip(target - (target - base) * np.exp(-td / params.tau_deep_s), 0.0, 1.0)
+    target = np.clip(target, 0.0, 1.0)
+    base = np.clip(np.asarray(deep_base, dtype=float), 0.0, 1.0)
+    fast = np.clip(s0 * np.exp(-t / params.tau_fast_s), 0.0, 1.0)
+    medium = np.clip(params.medium_share * s0 * np.exp(-t / params.tau_medium_s), 0.0, 1.0)
+    deep = np.clip(target - (target - base) * np.exp(-td / params.tau_deep_s), 0.0, 1.0)
     composite = np.maximum(np.maximum(fast, medium), deep)
     return CopyStrengths(_out(fast), _out(medium), _out(deep), _out(composite))
 
@@ -147,22 +141,10 @@ def encode(
     return CopyState(s0=s, anchor=float(now), deep_base=0.0, deep_target=d, deep_anchor=float(now))
 
 
-def _unit(x: float) -> float:
-    return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
-
-
 def evaluate(state: CopyState, *, now: float, params: TripleCopyParams = DEFAULT_PARAMS) -> CopyStrengths:
-    """Strengths of one memory at ``now`` (the scalar case of ``strengths``, in plain floats:
-    it runs for every hit of every recall)."""
-    s0 = _unit(float(state.s0))
-    t = max(float(now) - state.anchor, 0.0)
-    td = max(float(now) - state.deep_anchor, 0.0)
-    target = _unit(float(state.deep_target))
-    base = _unit(float(state.deep_base))
-    fast = _unit(s0 * math.exp(-t / params.tau_fast_s))
-    medium = _unit(params.medium_share * s0 * math.exp(-t / params.tau_medium_s))
-    deep = _unit(target - (target - base) * math.exp(-td / params.tau_deep_s))
-    return CopyStrengths(fast, medium, deep, max(fast, medium, deep))
+    """Strengths of one memory at ``now``."""
+    return strengths(s0=state.s0, age_s=float(now) - state.anchor, deep_base=state.deep_base,
+                     deep_target=state.deep_target, deep_age_s=float(now) - state.deep_anchor, params=params)
 
 
 def evaluate_many(
@@ -172,25 +154,12 @@ def evaluate_many(
     cols = np.array(
         [(s.s0, s.anchor, s.deep_base, s.deep_target, s.deep_anchor) for s in states], dtype=float
     ).reshape(-1, 5)
-    return strengths_of_columns(cols, now=now, params=params)
-
-
-def strengths_of_columns(cols: np.ndarray, *, now: float, params: TripleCopyParams = DEFAULT_PARAMS) -> CopyStrengths:
-    """Strengths at ``now`` of copy states given as rows (s0, anchor, deep_base, deep_target,
-    deep_anchor), the column order of :class:`CopyState`."""
-    return strengths(
-        s0=cols[:, 0],
-        age_s=now - cols[:, 1],
-        deep_base=cols[:, 2],
-        deep_target=cols[:, 3],
-        deep_age_s=now - cols[:, 4],
-        params=params,
-    )
+    return strengths(s0=cols[:, 0], age_s=now - cols[:, 1], deep_base=cols[:, 2], deep_target=cols[:, 3],
+                     deep_age_s=now - cols[:, 4], params=params)
 
 
 def _finite(x: Any) -> bool:
-    """np.isfinite for one number (math.isfinite for a float: the same answer, faster)."""
-    return math.isfinite(x) if type(x) is float else bool(np.isfinite(x))
+    return bool(np.isfinite(x))
 
 
 def _check_q(q: float) -> float:
@@ -203,38 +172,12 @@ def reinforce(
     state: CopyState, *, now: float, quality: float = 1.0, params: TripleCopyParams = DEFAULT_PARAMS
 ) -> CopyState:
     """A recall or review at ``now``: re-encode fast and medium, grow the deep target."""
-    return CopyState(*_reinforced(state.s0, state.anchor, state.deep_base, state.deep_target, state.deep_anchor,
-                                  float(now), _check_q(quality), params))
-
-
-def reinforce_stored(
-    data: Mapping[str, Any], *, now: float, quality: float = 1.0, params: TripleCopyParams = DEFAULT_PARAMS
-) -> dict[str, float]:
-    """``reinforce(CopyState.from_dict(data), ...).to_dict()`` without the two objects
-    (a recall reinforces every hit's stored state and writes it back)."""
-    s0, anchor, deep_base, deep_target, deep_anchor = (float(data["s0"]), float(data["anchor"]), float(data["deep_base"]),
-                                                       float(data["deep_target"]), float(data["deep_anchor"]))
-    s0, anchor, deep_base, deep_target, deep_anchor = _reinforced(s0, anchor, deep_base, deep_target, deep_anchor,
-                                                                  float(now), _check_q(quality), params)
-    return {"s0": s0, "anchor": anchor, "deep_base": deep_base, "deep_target": deep_target, "deep_anchor": deep_anchor}
-
-
-def _reinforced(s0: float, anchor: float, deep_base: float, deep_target: float, deep_anchor: float, now: float,
-                q: float, params: TripleCopyParams) -> tuple[float, float, float, float, float]:
-    """The fields of the reinforced state: ``evaluate`` at ``now`` (its operations, inlined),
-    then the re-encoding."""
-    s = _unit(float(s0))
-    t = max(now - anchor, 0.0)
-    td = max(now - deep_anchor, 0.0)
-    target = _unit(float(deep_target))
-    base = _unit(float(deep_base))
-    fast = _unit(s * math.exp(-t / params.tau_fast_s))
-    medium = _unit(params.medium_share * s * math.exp(-t / params.tau_medium_s))
-    deep = _unit(target - (target - base) * math.exp(-td / params.tau_deep_s))
-    b = max(s0, float(max(fast, medium, deep)))
-    new_s0 = b + q * params.reinforce_gain * (1.0 - b)
-    new_target = deep_target + q * params.deep_gain * max(0.0, new_s0 - deep_target)
-    return new_s0, now, float(deep), new_target, now
+    q = _check_q(quality)
+    cur = evaluate(state, now=now, params=params)
+    base = max(state.s0, float(cur.composite))
+    s0 = base + q * params.reinforce_gain * (1.0 - base)
+    target = state.deep_target + q * params.deep_gain * max(0.0, s0 - state.deep_target)
+    return CopyState(s0=s0, anchor=float(now), deep_base=float(cur.deep), deep_target=target, deep_anchor=float(now))
 
 
 def consolidate(
@@ -266,7 +209,5 @@ __all__ = [
     "evaluate",
     "evaluate_many",
     "reinforce",
-    "reinforce_stored",
     "strengths",
-    "strengths_of_columns",
 ]

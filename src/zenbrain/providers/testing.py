@@ -10,7 +10,11 @@ daemon thread, bound to 127.0.0.1 on an ephemeral port) that speaks:
 
 Chat replies come from a Python callable that receives the conversation as
 OpenAI-style messages (for Anthropic requests the ``system`` field is prepended as
-a ``system`` message). Failures can be injected with :meth:`fail_next`, and every
+a ``system`` message). Structured answers take the real wire forms: an OpenAI request
+with ``response_format`` of type ``json_schema`` must name the schema (else 400) and gets
+the reply text as its message content; an Anthropic request that forces a tool
+(``tool_choice`` of type ``tool``) gets the reply, which must then be a JSON object, as
+that tool's ``tool_use`` block. Failures can be injected with :meth:`fail_next`, and every
 request is recorded in :attr:`requests`. Example::
 
     with FakeProviderServer(reply=lambda msgs: "ok") as srv:
@@ -26,14 +30,16 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from .base import Embedder
+import numpy as np
+
+from .base import Embedder, StructuredReply, TokenUsage
 from .hashing import HashingEmbedder
-from .openai_compat import TokenUsage
+from .openai_compat import _json_object
 
 Reply = Callable[[list[dict[str, str]]], str]
 
@@ -87,6 +93,19 @@ class FunctionChat:
         self.usage.add(self.last_usage.prompt_tokens, self.last_usage.completion_tokens)
         return text
 
+    def complete_json(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> StructuredReply:
+        """The reply decoded as a JSON object (the schema is not enforced in process)."""
+        text = self.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        return StructuredReply(_json_object(text, self.name), self.last_usage.copy(), self.name)
+
 
 class FakeProviderServer:
     """A local OpenAI- and Anthropic-compatible server with deterministic answers.
@@ -113,10 +132,10 @@ class FakeProviderServer:
         self._thread: threading.Thread | None = None
 
     # lifecycle -------------------------------------------------------------
-    def start(self) -> FakeProviderServer:
+    def start(self) -> Self:
         if self._httpd is not None:
             return self
-        server = self
+        server: FakeProviderServer = self
 
         class Handler(_Handler):
             owner = server
@@ -186,7 +205,7 @@ class FakeProviderServer:
             return 400, _error("'input' must be a string or a list of strings")
         if any(t == "" for t in inputs):
             return 400, _error("'input' must not contain empty strings")
-        vecs = self.embedder.embed(inputs) if inputs else []
+        vecs: np.ndarray | list[np.ndarray] = self.embedder.embed(inputs) if inputs else []
         data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]} for i, v in enumerate(vecs)]
         data.reverse()  # clients must sort by index
         tokens = sum(count_tokens(t) for t in inputs)
@@ -201,6 +220,9 @@ class FakeProviderServer:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return 400, _error("'messages' must be a non-empty list")
+        fmt = body.get("response_format")
+        if fmt is not None and not _valid_response_format(fmt):
+            return 400, _error("'response_format' must be {'type': 'json_schema', 'json_schema': {'name', 'schema'}}")
         text = str(self.reply([dict(m) for m in messages]))
         p = sum(count_tokens(m.get("content", "")) for m in messages)
         c = count_tokens(text)
@@ -222,15 +244,36 @@ class FakeProviderServer:
         text = str(self.reply(convo))
         p = sum(count_tokens(m.get("content", "")) for m in convo)
         c = count_tokens(text)
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        stop = "end_turn"
+        forced = body.get("tool_choice")
+        if isinstance(forced, dict) and forced.get("type") == "tool":
+            tools = {t.get("name"): t for t in body.get("tools") or [] if isinstance(t, dict)}
+            if forced.get("name") not in tools or not isinstance(tools[forced.get("name")].get("input_schema"), dict):
+                return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "unknown tool"}}
+            data = json.loads(text)  # a reply that is not JSON becomes a 500, as any failing reply
+            if not isinstance(data, dict):
+                raise ValueError("a forced tool call needs a JSON object as its input")
+            content = [{"type": "tool_use", "id": "toolu_fake", "name": forced["name"], "input": data}]
+            stop = "tool_use"
         return 200, {
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",
             "model": body.get("model", ""),
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "content": content,
+            "stop_reason": stop,
             "usage": {"input_tokens": p, "output_tokens": c},
         }
+
+
+def _valid_response_format(fmt: Any) -> bool:
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("json_schema", "json_object", "text"):
+        return False
+    if fmt["type"] != "json_schema":
+        return True
+    spec = fmt.get("json_schema")
+    return isinstance(spec, dict) and isinstance(spec.get("name"), str) and isinstance(spec.get("schema"), dict)
 
 
 def _error(message: str) -> dict[str, Any]:

@@ -1,8 +1,8 @@
-"""The storage contract. The coordinator talks to storage only through this protocol,
-so a PostgreSQL backend can replace SQLite without touching it.
+"""The storage contract. The pipeline talks to storage only through this protocol, so a
+PostgreSQL backend can replace SQLite without touching it.
 
-A *partition* is (user_id, agent_id): every read and write names one, and no call
-can reach another partition's rows.
+A *partition* is (user_id, agent_id): every read and write names one, and no call can
+reach another partition's rows.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from ..model import Edge, HistoryEvent, Layer, MemoryItem
 
 Partition = tuple[str, str]  # (user_id, agent_id)
 
+ORDERABLE = frozenset({"created_at", "event_time", "last_access", "due_at", "strength", "updated_at", "position"})
+
 
 @dataclass(frozen=True)
 class Filter:
@@ -30,9 +32,14 @@ class Filter:
     include_archived: bool = False
     all_sessions: bool = False  # WORKING and SHORT_TERM items of every session (maintenance only)
     kinds: frozenset[str] | None = None
-    event_after: float | None = None
+    event_after: float | None = None  # event time (creation time when there is none) at or after
     event_before: float | None = None
+    due_before: float | None = None  # review due at or before this time
     ids: frozenset[str] | None = None
+    sessions: frozenset[str] | None = None  # memories of these sessions (any layer)
+    turns: frozenset[tuple[str, int]] | None = None  # memories at these (session, position)
+    # Only what still held at this time: memories superseded at or before it are left out.
+    current_at: float | None = None
 
 
 @dataclass
@@ -42,69 +49,68 @@ class StoreStats:
     edges: int = 0
     by_layer: dict[str, int] = field(default_factory=dict)
     by_context: dict[str, int] = field(default_factory=dict)
-    cached_embeddings: int = 0
-    file_bytes: int = 0
+    cached_embeddings: int = 0  # a partition's: the distinct vectors its memories use
+    file_bytes: int = 0  # the whole file only (0 for a partition)
+    stored_bytes: int = 0  # a partition's text, metadata, state and vectors
 
 
 class Transaction(Protocol):
-    """Writes of one operation. Everything commits together or not at all."""
+    """The writes of one operation: everything commits together or not at all."""
 
-    def put_memory(self, item: MemoryItem) -> None: ...
+    # Set once the outermost transaction has committed: whether erased content is gone
+    # from the store's files too (False: it stays pending until readers of older snapshots
+    # end; the store finishes it later). None while uncommitted or when nothing was erased.
+    scrubbed: bool | None
 
     def put_memories(self, items: Sequence[MemoryItem]) -> None:
-        """``put_memory`` of each item, in order."""
+        """Write whole memories (insert, or replace the stored row): columns, metadata,
+        state, and the lexical entry of the content."""
         ...
-
-    def update_memory(self, item: MemoryItem) -> None: ...
 
     def update_columns(self, partition: Partition, ids: Sequence[str], **columns: Sequence[Any]) -> None:
-        """Vectorised update of plain columns (strength, stability, archived, ...) for many rows."""
+        """Set plain columns (strength, stability, archived, layer, ...) of many memories;
+        each column's values are in the order of ``ids``."""
         ...
 
-    def update_state(self, partition: Partition, memory_id: str, state: dict[str, Any]) -> None:
-        """Replace a memory's mechanism state (and its review due time, ``state["due_at"]``)."""
+    def update_states(self, partition: Partition, states: Mapping[str, Mapping[str, Any]]) -> None:
+        """Replace the mechanism state of memories (id -> state), and with it their review
+        due time (``state["due_at"]``)."""
         ...
 
-    def update_states(self, partition: Partition, states: Mapping[str, dict[str, Any]], **columns: Sequence[Any]) -> None:
-        """``update_state`` of each memory of ``states`` (id -> state), in one go; with
-        ``columns`` (values in the order of ``states``), ``update_columns`` of them first."""
+    def record_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
+        """Count one access of each memory and move its last access forward to ``now``,
+        atomically (concurrent recalls from other processes are not lost)."""
         ...
 
-    def delete_memory(self, partition: Partition, memory_id: str) -> None:
-        """Erase: the row, its lexical entry, its edges, its history and snapshots, an orphaned vector."""
+    def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
+        """Erase: the row, its lexical entry, its edges, its history, an orphaned vector.
+        Returns what was removed: ``memories``, ``lexical_entries``, ``edges``,
+        ``history_rows``, ``requests`` and ``vectors`` (vectors this partition no longer
+        uses; whether another partition keeps the same vector does not show)."""
         ...
 
-    def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None: ...
-
-    def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None: ...
-
-    def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None: ...
-
-    def log(self, partition: Partition, event: HistoryEvent) -> None: ...
-
-    def log_many(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
-        """``log`` of each event, in order."""
+    def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Cache vectors by the content hash of their text."""
         ...
 
-    def touch_recalled(self, partition: Partition, ids: Sequence[str], now: float, stability: Sequence[Any],
-                       states: Sequence[dict[str, Any]]) -> None:
-        """What a recall writes of the memories it returned: ``increment_access(ids, now)``,
-        then ``update_columns(ids, stability=stability)``, then ``update_state`` of each id
-        with its state (``states`` in the order of ``ids``)."""
+    def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
+        """Insert edges, or replace those with the same (src, dst, relation)."""
         ...
 
-    def kv_put(self, partition: Partition, key: str, value: Any) -> None: ...
-
-    def kv_put_many(self, partition: Partition, values: Mapping[str, Any]) -> None:
-        """``kv_put`` of each key of ``values`` (key -> value), in one go."""
+    def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:
+        """Delete edges by (src, dst, relation)."""
         ...
 
-    def kv_clear(self, partition: Partition) -> None:
-        """Erase every key of the partition."""
+    def log(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
+        """Append history events, in order."""
         ...
 
-    def increment_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
-        """Count one access of each memory atomically and move last_access forward."""
+    def kv_put(self, partition: Partition, values: Mapping[str, Any]) -> None:
+        """Set partition records (key -> JSON-able value)."""
+        ...
+
+    def kv_clear(self, partition: Partition) -> int:
+        """Erase every record of the partition; returns how many."""
         ...
 
 
@@ -114,18 +120,13 @@ class Store(Protocol):
     embedder_name: str
     dim: int
 
-    def transaction(self, *, durable: bool = True) -> AbstractContextManager[Transaction]: ...
-
-    def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]: ...
-
-    def get_shared(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
-        """``get`` for a caller that only reads the items' metadata and state: those dicts may
-        be shared with the store (never change them in place; replacing them is fine). A store
-        without such sharing returns what ``get`` does."""
+    def transaction(self, *, durable: bool = True) -> AbstractContextManager[Transaction]:
+        """One atomic write; a transaction opened inside another joins it. ``durable=False``
+        may skip the flush to disk at commit (the write stays atomic)."""
         ...
 
-    def detach(self, items: Iterable[MemoryItem]) -> None:
-        """Give items from ``get_shared`` metadata and state dicts of their own."""
+    def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        """The memories of ``ids`` that exist, in the order of ``ids``."""
         ...
 
     def query(
@@ -136,7 +137,11 @@ class Store(Protocol):
         order_by: str = "created_at",
         descending: bool = False,
         limit: int | None = None,
-    ) -> list[MemoryItem]: ...
+    ) -> list[MemoryItem]:
+        """The memories ``flt`` lets through, ordered by one of ``ORDERABLE``; ties by id,
+        except that equally due memories (``order_by="due_at"``) come in the order they
+        were stored."""
+        ...
 
     def vector_search(
         self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *, per_layer: bool = False
@@ -144,37 +149,30 @@ class Store(Protocol):
         """Top-k (id, cosine) over the partition; with ``per_layer`` top-k of every layer."""
         ...
 
-    def vector_search_many(
-        self, partition: Partition, queries: np.ndarray, k: int, flt: Filter = Filter()
-    ) -> list[list[tuple[str, float]]]:
-        """``vector_search`` for every row of ``queries``, in one pass over the vectors."""
-        ...
-
     def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
         """Top-k (id, BM25 score, higher is better)."""
         ...
 
-    def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray: ...
-
-    def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
-
-    def edges(self, partition: Partition, ids: Iterable[str] | None = None) -> list[Edge]:
-        """Edges touching any of ``ids`` (all edges of the partition when None)."""
+    def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:
+        """The vectors of ``ids`` (rows of zeros for unknown ids)."""
         ...
 
-    def edges_among(self, partition: Partition, ids: Iterable[str]) -> list[Edge]:
-        """Edges whose two ends are both in ``ids``."""
+    def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Cached vectors by content hash (the hashes that are cached)."""
         ...
 
-    def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]: ...
-
-    def kv_get(self, partition: Partition, key: str, default: Any = None) -> Any: ...
-
-    def kv_get_many(self, partition: Partition, keys: Iterable[str]) -> dict[str, Any]:
-        """``kv_get`` of several keys in one read: key -> value of the keys that are set."""
+    def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False) -> list[Edge]:
+        """Edges touching any of ``ids`` (all edges of the partition when None); with
+        ``both_ends`` only those whose two ends are both in ``ids``."""
         ...
 
-    def all_ids(self, partition: Partition) -> list[str]: ...
+    def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
+        ...
+
+    def kv_get(self, partition: Partition, key: str | None = None, default: Any = None) -> Any:
+        """The partition record ``key`` (``default`` when unset); with no key, every record
+        of the partition as a dict (key -> value)."""
+        ...
 
     def sample_ids(
         self, partition: Partition, k: int, rng: np.random.Generator, exclude: AbstractSet[str] = frozenset()
@@ -183,15 +181,15 @@ class Store(Protocol):
         ``rng``; all of them (and ``rng`` untouched) when there are no more than ``k``."""
         ...
 
-    def due(self, partition: Partition, now: float, limit: int, flt: Filter = Filter()) -> list[MemoryItem]:
-        """Memories whose review is due at ``now``, most overdue first."""
+    def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats:
         ...
 
-    def partitions(self) -> list[Partition]: ...
+    def partitions(self) -> list[Partition]:
+        """Every (user, agent) holding memories, for the application's own maintenance."""
+        ...
 
-    def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats: ...
-
-    def close(self) -> None: ...
+    def close(self) -> None:
+        ...
 
 
 def iter_chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

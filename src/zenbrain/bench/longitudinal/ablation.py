@@ -330,7 +330,8 @@ def summarize(results: dict[Hashable, Any], plan: Plan, workloads: Sequence[str]
     left out and listed under ``errors``."""
     from ...experiments.stats import compare_paired
 
-    errors = {"/".join(map(str, k)): v["error"] for k, v in results.items() if "error" in v}  # type: ignore[arg-type]
+    errors = {"/".join(str(x) for x in k) if isinstance(k, tuple) else str(k): v["error"]
+              for k, v in results.items() if "error" in v}
     results = {k: v for k, v in results.items() if "error" not in v}
     out: dict[str, Any] = {"plan": plan.as_dict(), "rows": [r.name for r in rows], "workloads": {}, "errors": errors}
     contrasts = [r.name for r in rows if r.kind == "zenbrain" and r.name != "full"]

@@ -1,6 +1,6 @@
 """Command line of the longitudinal benchmarks.
 
-``register(bench_subs, locomo=..., command=...)`` (called by ``bench.cli_ext``) adds
+``register(bench_subs, locomo=...)`` (called by :func:`zenbrain.bench.commands.register`) adds
 
 * ``--timeline`` and its options to ``zenbrain bench locomo``;
 * ``zenbrain bench updates``: knowledge that changes (generated, LoCoMo pairs, LongMemEval);
@@ -19,8 +19,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ... import cli as _cli
+from ...cli_support import (
+    CACHE_FILE,
+    EXIT_OK,
+    cache_dir,
+    command,
+    embedder_spec,
+    make_config,
+    off_names,
+    parse_ints,
+    split_list,
+    status,
+)
 from ...errors import ConfigError
+from ..embedding import bench_embedder
+from ..inputs import load_conversations
+from ..names import BENCH_SYSTEMS
+from ..systems import make_systems
 
 __all__ = ["register"]
 
@@ -43,14 +58,19 @@ def _protocol_options(p: argparse.ArgumentParser) -> None:
 def _protocol(args: argparse.Namespace) -> Any:
     from .timeline import Protocol
 
-    nightly = () if args.nightly.strip() in ("", "none") else tuple(_cli._split(args.nightly))
+    nightly = () if args.nightly.strip() in ("", "none") else tuple(split_list(args.nightly))
     try:
         return Protocol(context_k=args.context_k, nightly=nightly)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
 
-def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, command: Callable[..., argparse.ArgumentParser]) -> None:
+Runner = Callable[[argparse.Namespace], int]
+
+
+def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, checked: Callable[[Runner], Runner]) -> None:
+    """Add the longitudinal options and commands; ``checked`` wraps each runner with the
+    check that the 'bench' extra is installed."""
     g = locomo.add_argument_group("longitudinal mode")
     g.add_argument("--timeline", action="store_true",
                    help="store each session at its own date on a simulated clock, decay and sleep every night, ask "
@@ -61,9 +81,10 @@ def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, command: Calla
     g.add_argument("--no-update-pairs", action="store_true", help="with --timeline: skip the curated LoCoMo update questions")
     _protocol_options(locomo)
     static_func = locomo.get_default("func")
-    locomo.set_defaults(func=lambda args: cmd_locomo_timeline(args) if args.timeline else static_func(args))
+    timeline_func = checked(cmd_locomo_timeline)
+    locomo.set_defaults(func=lambda args: timeline_func(args) if args.timeline else static_func(args))
 
-    p = command(bench_subs, "updates", cmd_updates,
+    p = command(bench_subs, "updates", checked(cmd_updates),
                 "knowledge that changes: is the current fact ranked first, does the stale one outrank it?", scope=False)
     p.add_argument("--systems", default="zenbrain,bm25,dense", metavar="S[,S]", help="zenbrain, bm25, dense, hybrid")
     p.add_argument("--modes", default="new,update,revise,correct", metavar="M[,M]",
@@ -88,7 +109,7 @@ def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, command: Calla
     p.add_argument("--no-progress", action="store_true")
     _protocol_options(p)
 
-    p = command(bench_subs, "noise", cmd_noise, "low-value chatter beside the facts that matter, over simulated weeks",
+    p = command(bench_subs, "noise", checked(cmd_noise), "low-value chatter beside the facts that matter, over simulated weeks",
                 scope=False)
     p.add_argument("--data", metavar="PATH", help="LoCoMo file or data folder")
     p.add_argument("--conversations", default="all", metavar="N|all|ID[,ID]")
@@ -103,7 +124,7 @@ def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, command: Calla
     p.add_argument("--no-progress", action="store_true")
     _protocol_options(p)
 
-    p = command(bench_subs, "mechanisms", cmd_mechanisms,
+    p = command(bench_subs, "mechanisms", checked(cmd_mechanisms),
                 "every mechanism switched off in turn on the longitudinal workloads, paired statistics", scope=False)
     p.add_argument("--data", metavar="PATH", help="LoCoMo file or data folder")
     p.add_argument("--workloads", default="timeline,updates,noise", metavar="W[,W]")
@@ -132,7 +153,7 @@ def _prewarm(embedder: Any, texts: Sequence[str], chunk: int = 1024) -> dict[str
         embedder.embed(texts[i : i + chunk])
     fresh = embedder.stats.misses - before
     sec = time.perf_counter() - t0
-    _cli._status(f"embeddings: {len(texts)} distinct texts, {fresh} embedded in {sec:.1f} s, {len(texts) - fresh} from the cache")
+    status(f"embeddings: {len(texts)} distinct texts, {fresh} embedded in {sec:.1f} s, {len(texts) - fresh} from the cache")
     return {"texts": len(texts), "embedded": fresh, "seconds": sec}
 
 
@@ -173,7 +194,7 @@ def _close(systems: Sequence[Any]) -> None:
 
 
 def _load_timed(data: str | None, which: str) -> list[Any]:
-    return _cli.load_conversations(data, which)
+    return load_conversations(data, which)
 
 
 # --------------------------------------------------------------------------- bench locomo --timeline
@@ -186,25 +207,25 @@ def cmd_locomo_timeline(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.mode != "per_conversation":
         raise ConfigError("--timeline runs per conversation (one store each); drop --mode pooled")
-    names = list(dict.fromkeys(_cli._split(args.systems)))
-    ablations = [a for item in args.ablate for a in _cli._split(item)]
-    ks = _cli._ints(args.ks, "--ks")
+    names = list(dict.fromkeys(split_list(args.systems)))
+    ablations = [a for item in args.ablate for a in split_list(item)]
+    ks = parse_ints(args.ks, "--ks")
     if not ks or min(ks) < 1:
         raise ConfigError("--ks must be positive integers")
-    categories = _cli._ints(args.categories, "--categories") or None
+    categories = parse_ints(args.categories, "--categories") or None
     protocol = _protocol(args)
     convs = _load_timed(args.data, args.conversations)
     progress = not args.no_progress
-    _cli._status(f"LoCoMo timeline: {len(convs)} conversation(s), {sum(len(c.docs) for c in convs)} turns; "
+    status(f"LoCoMo timeline: {len(convs)} conversation(s), {sum(len(c.docs) for c in convs)} turns; "
                  f"protocol {protocol.as_dict()}; load average {os.getloadavg()[0]:.2f}")
-    embedder = _cli.bench_embedder(args, progress=progress)
-    config = _cli.make_config(args)
+    embedder = bench_embedder(args, progress=progress)
+    config = make_config(args)
     static_res = None
     try:
         _prewarm(embedder, [d.text for c in convs for d in c.docs] + [q.question for c in convs for q in c.questions])
         if not args.no_static:
-            static_names = [n for n in names if n in _cli.BENCH_SYSTEMS]
-            systems = _cli.make_systems(static_names, [], embedder, config)
+            static_names = [n for n in names if n in BENCH_SYSTEMS]
+            systems = make_systems(static_names, [], embedder, config)
             try:
                 static_res = run_locomo(systems, convs, ks=ks, progress=progress, categories=categories)
             finally:
@@ -219,7 +240,7 @@ def cmd_locomo_timeline(args: argparse.Namespace) -> int:
     finally:
         embedder.close()
     results["embedder"] = embedder.name
-    results["mechanisms_off"] = sorted(_cli._off_names(args))
+    results["mechanisms_off"] = sorted(off_names(args))
     results["load_average_end"] = os.getloadavg()[0]
     if static_res is not None:
         results["static"] = static_res
@@ -227,8 +248,8 @@ def cmd_locomo_timeline(args: argparse.Namespace) -> int:
     md = "# LoCoMo through time\n\n" + timeline_table(results, markdown=True, ci=True) + "\n\n" + timeline_details(results)
     paths = write_files(results, md, args.out, "locomo_timeline")
     print(f"\nwrote {paths['json']} and {paths['markdown']}")
-    _cli._status(f"done in {time.perf_counter() - t0:.1f} s")
-    return _cli.EXIT_OK
+    status(f"done in {time.perf_counter() - t0:.1f} s")
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------- bench updates
@@ -249,12 +270,12 @@ def _update_spec(args: argparse.Namespace, seed: int) -> Any:
 def _update_systems(args: argparse.Namespace, embedder: Any, protocol: Any) -> list[Any]:
     from .timeline import UPDATE_MODES, LifeStore
 
-    names = _cli._split(args.systems)
-    modes = _cli._split(args.modes) or ["new"]
+    names = split_list(args.systems)
+    modes = split_list(args.modes) or ["new"]
     bad = [m for m in modes if m not in UPDATE_MODES]
     if bad:
         raise ConfigError(f"unknown update mode(s) {bad}; modes are {', '.join(UPDATE_MODES)}")
-    config = _cli.make_config(args)
+    config = make_config(args)
     out: list[Any] = []
     for n in names:
         if n == "zenbrain":
@@ -275,16 +296,16 @@ def cmd_updates(args: argparse.Namespace) -> int:
     from .updates import run_generated_updates, summarize_updates
 
     t0 = time.perf_counter()
-    seeds = _cli._ints(args.seeds, "--seeds")
+    seeds = parse_ints(args.seeds, "--seeds")
     if not seeds:
         raise ConfigError("--seeds needs at least one seed")
     protocol = _protocol(args)
     workloads = [generate(_update_spec(args, s)) for s in seeds]
     progress = not args.no_progress
-    embedder = _cli.bench_embedder(args, progress=progress)
+    embedder = bench_embedder(args, progress=progress)
     results: dict[str, Any] = {"benchmark": "updates", "protocol": protocol.as_dict(),
                                "spec": workloads[0].spec.as_dict(), "seeds": seeds, "sources": {}}
-    _cli._status(f"updates: {len(workloads)} generated workload(s), "
+    status(f"updates: {len(workloads)} generated workload(s), "
                  f"{sum(len(w.probes) for w in workloads)} questions; load average {os.getloadavg()[0]:.2f}")
     try:
         texts = [d.text for w in workloads for s in w.sessions for d in s.docs] + \
@@ -301,11 +322,11 @@ def cmd_updates(args: argparse.Namespace) -> int:
             from ..longmemeval import load_longmemeval
 
             try:
-                items = load_longmemeval(args.longmemeval, question_types=_cli._split(args.lme_types) or None,
+                items = load_longmemeval(args.longmemeval, question_types=split_list(args.lme_types) or None,
                                          limit=args.lme_limit, include_abstention=False)
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"cannot read LongMemEval data: {exc}") from None
-            _cli._status(f"LongMemEval: {len(items)} item(s) of type {args.lme_types}")
+            status(f"LongMemEval: {len(items)} item(s) of type {args.lme_types}")
             texts += [d.text for it in items for d in it.docs] + [it.question for it in items]
         _prewarm(embedder, texts)
         systems = _update_systems(args, embedder, protocol)
@@ -330,8 +351,8 @@ def cmd_updates(args: argparse.Namespace) -> int:
           + "\n\n" + update_views_table(results))
     paths = write_files(results, md, args.out, "updates")
     print(f"\nwrote {paths['json']} and {paths['markdown']}")
-    _cli._status(f"done in {time.perf_counter() - t0:.1f} s")
-    return _cli.EXIT_OK
+    status(f"done in {time.perf_counter() - t0:.1f} s")
+    return EXIT_OK
 
 
 def _revision_lines(results: dict[str, Any]) -> str:
@@ -401,9 +422,9 @@ def cmd_noise(args: argparse.Namespace) -> int:
     convs = _load_timed(args.data, which)
     protocol = _protocol(args)
     progress = not args.no_progress
-    embedder = _cli.bench_embedder(args, progress=progress)
+    embedder = bench_embedder(args, progress=progress)
     pools = noise_pool(all_convs)
-    _cli._status(f"noise: {len(convs)} conversation(s), {args.per_day} chatter turns a day; "
+    status(f"noise: {len(convs)} conversation(s), {args.per_day} chatter turns a day; "
                  f"load average {os.getloadavg()[0]:.2f}")
     try:
         texts = []
@@ -411,9 +432,9 @@ def cmd_noise(args: argparse.Namespace) -> int:
             sessions, probes, _ = noise_workload(c, pools[c.sample_id], per_day=args.per_day, seed=args.seed)
             texts += [d.text for s in sessions for d in s.docs] + [p.question for p in probes]
         _prewarm(embedder, texts)
-        names = _cli._split(args.systems)
-        ablations = [a for item in args.ablate for a in _cli._split(item)]
-        systems = _timeline_systems(names, ablations, embedder, _cli.make_config(args), protocol, flat=args.flat)
+        names = split_list(args.systems)
+        ablations = [a for item in args.ablate for a in split_list(item)]
+        systems = _timeline_systems(names, ablations, embedder, make_config(args), protocol, flat=args.flat)
         try:
             # The chatter is drawn from every conversation of the file, whichever are run.
             results = run_noise(systems, convs, pool_from=all_convs, per_day=args.per_day, seed=args.seed,
@@ -429,8 +450,8 @@ def cmd_noise(args: argparse.Namespace) -> int:
     md = "# Noise and forgetting\n\n" + noise_table(results, markdown=True) + "\n\n" + noise_trace(results)
     paths = write_files(results, md, args.out, "noise")
     print(f"\nwrote {paths['json']} and {paths['markdown']}")
-    _cli._status(f"done in {time.perf_counter() - t0:.1f} s")
-    return _cli.EXIT_OK
+    status(f"done in {time.perf_counter() - t0:.1f} s")
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------- bench mechanisms
@@ -467,12 +488,12 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
     from .report import mechanisms_markdown, write_files
 
     t0 = time.perf_counter()
-    workloads = _cli._split(args.workloads)
+    workloads = split_list(args.workloads)
     bad = [w for w in workloads if w not in WORKLOADS]
     if bad or not workloads:
         raise ConfigError(f"unknown workload(s) {bad}; workloads are {', '.join(WORKLOADS)}")
     try:
-        rows = make_rows(_cli._split(args.only) or None)
+        rows = make_rows(split_list(args.only) or None)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     data = args.data
@@ -482,20 +503,20 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         raise ConfigError(f"LoCoMo data not found: {exc}") from None
     convs = _load_timed(str(file), ",".join(QUICK_CONVERSATIONS) if args.quick else args.conversations)
-    seeds = _cli._ints(args.update_seeds, "--update-seeds") or [0]
+    seeds = parse_ints(args.update_seeds, "--update-seeds") or [0]
     if args.context_k < 0 or args.noise_per_day < 0:
         raise ConfigError("--context-k and --noise-per-day must not be negative")
     progress = not args.no_progress
     if args.no_cache:
         raise ConfigError("bench mechanisms needs the embedding cache (its workers read vectors from it)")
-    cache = str(_cli.cache_dir() / _cli.CACHE_FILE)
-    embedder = _cli.bench_embedder(args, progress=progress)
+    cache = str(cache_dir() / CACHE_FILE)
+    embedder = bench_embedder(args, progress=progress)
     try:
-        plan = Plan(data=str(file), conversations=tuple(c.sample_id for c in convs), embedder_spec=_cli.embedder_spec(args),
+        plan = Plan(data=str(file), conversations=tuple(c.sample_id for c in convs), embedder_spec=embedder_spec(args),
                     embedder_name=embedder.name, embedder_dim=embedder.dim, cache_path=cache,
                     update_seeds=tuple(seeds), update_spec=dict(QUICK_UPDATES) if args.quick else {},
                     noise_per_day=args.noise_per_day, protocol={"context_k": args.context_k}, seed=args.seed)
-        _cli._status(f"mechanisms: workloads {', '.join(workloads)}; {len(rows)} rows; conversations "
+        status(f"mechanisms: workloads {', '.join(workloads)}; {len(rows)} rows; conversations "
                      f"{', '.join(plan.conversations)}; load average {os.getloadavg()[0]:.2f}")
         _prewarm(embedder, texts_to_embed(plan, workloads))
     finally:
@@ -507,7 +528,7 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
     done, done_s = _load_runs(log, plan) if args.resume else ({}, {})
     todo = [j for j in jobs if j.key not in done]
     if done:
-        _cli._status(f"resuming: {len(jobs) - len(todo)} of {len(jobs)} runs already in {log}")
+        status(f"resuming: {len(jobs) - len(todo)} of {len(jobs)} runs already in {log}")
     with open(log, "a" if args.resume else "w", encoding="utf-8") as fh:
         def save(key: Any, result: Any, sec: float) -> None:
             fh.write(json.dumps({"key": list(key), "plan": plan.as_dict(), "seconds": sec, "result": result}) + "\n")
@@ -529,4 +550,4 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
     print(md)
     paths = write_files(raw, md, args.out, "mechanisms")
     print(f"\nwrote {paths['json']} and {paths['markdown']}")
-    return _cli.EXIT_OK
+    return EXIT_OK

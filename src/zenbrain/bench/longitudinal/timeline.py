@@ -457,7 +457,7 @@ class LifeStore:
 
     def doc_states(self) -> dict[str, dict[str, Any]]:
         """Per stored document: archived or not, layer and kind of its memory now."""
-        items = self.mem.list(self.user, include_archived=True)
+        items = self.mem.list_memories(self.user, include_archived=True)
         out: dict[str, dict[str, Any]] = {}
         for it in items:
             doc = self._doc_of.get(it.id)
@@ -481,7 +481,8 @@ class LifeStore:
             "active": st["memories"] - st["archived"],
             "by_layer": st["by_layer"],
             "edges": st["edges"],
-            "file_bytes": st["file_bytes"],
+            "stored_bytes": st["stored_bytes"],  # what the user's memories hold
+            "file_bytes": os.path.getsize(self._path()),
             "seconds": dict(self._seconds),
             "cpu_seconds": dict(self._cpu),
             "lifecycle_seconds": self._seconds["decay"] + self._seconds["sleep"] + self._seconds["consolidate"],

@@ -71,7 +71,7 @@ def longmemeval_update_workload(item: LongMemEvalItem) -> tuple[list[TimedSessio
         last = t
     time_of_session: dict[str, float] = {}
     for s in sessions:
-        sid = str(s.docs[0].metadata.get("session_id", s.docs[0].session))
+        sid = item.turn_to_session.get(s.docs[0].id, s.docs[0].session or s.key)  # the file's own session id
         time_of_session[sid] = max(time_of_session.get(sid, -math.inf), s.time)
     answer = [s for s in item.answer_session_ids if s in time_of_session]
     latest = max(answer, key=lambda s: time_of_session[s]) if answer else None

@@ -31,9 +31,8 @@ import numpy as np
 from zenbrain.clock import DAY, SimulatedClock
 from zenbrain.config import Config
 from zenbrain.coordinator import MemoryCoordinator
-from zenbrain.lifecycle_common import retrievability as _lifecycle_retrievability
-from zenbrain.mechanisms import ebbinghaus
 from zenbrain.model import Kind, Layer, MemoryItem, Scope
+from zenbrain.pipeline.retrievability import retrievability as _lifecycle_retrievability
 from zenbrain.storage.sqlite import SQLiteStore
 
 from .synthetic import SyntheticEmbedder, Workload
@@ -146,9 +145,9 @@ def retention_of(run: Run, ids: Sequence[str] | None = None) -> dict[str, Any]:
     ordered = [by_id[i] for i in ids if i in by_id]
     if not ordered:
         return {"retention": 0.0, "mean_r": 0.0, "archived": 0.0, "retained": np.zeros(0, bool)}
-    r = np.asarray(_lifecycle_retrievability(run.coord, ordered, run.clock.now()), dtype=float)
+    r = np.asarray(_lifecycle_retrievability(run.coord.engine, ordered, run.clock.now()), dtype=float)
     archived = np.fromiter((i.archived for i in ordered), bool, len(ordered))
-    thr = run.coord.config.param("ebbinghaus_decay", ebbinghaus.DEFAULTS).archive_threshold
+    thr = run.coord.config.params.ebbinghaus_decay.archive_threshold
     retained = (~archived) & (r > thr)
     return {
         "retention": float(retained.mean()),
@@ -224,7 +223,7 @@ def review_due(run: Run, rng: np.random.Generator, limit: int) -> dict[str, int]
     due = run.coord.review_queue(run.scope, limit=limit)
     if not due:
         return {"reviewed": 0, "good": 0}
-    r = np.asarray(_lifecycle_retrievability(run.coord, due, run.clock.now()), dtype=float)
+    r = np.asarray(_lifecycle_retrievability(run.coord.engine, due, run.clock.now()), dtype=float)
     draws = rng.random(len(due))
     grades = ["good" if u < ri else "again" for ri, u in zip(r, draws)]
     run.coord.review_many([(item.id, g) for item, g in zip(due, grades)], run.scope)

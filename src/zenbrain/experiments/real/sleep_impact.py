@@ -20,7 +20,7 @@ import numpy as np
 
 from zenbrain.config import Config
 from zenbrain.ids import seeded_ids
-from zenbrain.lifecycle_common import retrievability as lc_retrievability
+from zenbrain.pipeline.retrievability import retrievability as lc_retrievability
 from zenbrain.storage.base import Filter
 
 from .harness import DAY, K, open_run, retention_of
@@ -68,7 +68,7 @@ def run_one(arm: str, seed: int, days: int = 7, per_day: int = 50, n_queries: in
             active = [f for f in facts if not f.archived]
             everything = run.coord.storage.query(run.part, Filter(contexts=None, session_id=None))  # active only
             tokens = int(sum(len(i.content.split()) for i in everything))
-            r_all = lc_retrievability(run.coord, facts, run.clock.now())
+            r_all = lc_retrievability(run.coord.engine, facts, run.clock.now())
         finally:
             run.close()
     return {

@@ -1,0 +1,221 @@
+"""Per-row filter columns of a partition, as numpy arrays, and the masks of filters.
+
+A filter is any object with the attributes of the store's ``Filter`` (layers, contexts,
+session_id, include_archived, all_sessions, kinds, event_after, event_before, ids):
+each restriction is a comparison of integer codes, so a mask over a million rows costs
+a few milliseconds; it is cached and patched row by row as rows change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..model import Layer
+
+LAYER_NAMES: tuple[str, ...] = tuple(layer.value for layer in Layer)
+LAYER_CODE: dict[str, int] = {name: i for i, name in enumerate(LAYER_NAMES)}
+# Working and short-term memories belong to one session: other sessions never see them.
+EPHEMERAL = np.zeros(len(LAYER_NAMES), dtype=bool)
+EPHEMERAL[[LAYER_CODE[Layer.WORKING.value], LAYER_CODE[Layer.SHORT_TERM.value]]] = True
+_MASK_CACHE = 32
+
+
+class FilterLike(Protocol):
+    layers: Any
+    contexts: Any
+    session_id: str | None
+    include_archived: bool
+    all_sessions: bool
+    kinds: Any
+    event_after: float | None
+    event_before: float | None
+    ids: Any
+
+
+def layer_code(layer: object) -> int:
+    return LAYER_CODE[str(getattr(layer, "value", layer))]
+
+
+@dataclass
+class _Cached:
+    mask: np.ndarray  # may be longer than the rows: the first n count
+    count: int
+    version: int
+
+
+class Columns:
+    """Growable per-row arrays: layer, context, session, kind (as codes), archived, event
+    time, whether the row is the live version of a memory (``alive``) and has a vector
+    (``dense``), and a 63-bit key of its content hash (a changed key means a changed
+    vector)."""
+
+    _ARRAYS = (("layer", np.int8), ("context", np.int32), ("session", np.int32), ("kind", np.int32),
+               ("archived", np.bool_), ("alive", np.bool_), ("dense", np.bool_), ("event", np.float64), ("chash", np.int64))
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.n = 0
+        self.codes: dict[str | None, int] = {}
+        self.layers_present: set[int] = set()  # layer codes ever set (a superset of those live)
+        self.version = 0  # changes so far
+        self._changed: list[int] = []  # the rows of the last changes, oldest first
+        self._since = 0  # the version at which _changed starts
+        self._masks: dict[Hashable, _Cached] = {}
+        for name, dtype in self._ARRAYS:
+            setattr(self, name, np.zeros(capacity, dtype=dtype))
+
+    layer: np.ndarray
+    context: np.ndarray
+    session: np.ndarray
+    kind: np.ndarray
+    archived: np.ndarray
+    alive: np.ndarray
+    dense: np.ndarray
+    event: np.ndarray
+    chash: np.ndarray
+
+    def code(self, value: str | None) -> int:
+        c = self.codes.get(value)
+        if c is None:
+            c = self.codes[value] = len(self.codes)
+        return c
+
+    def append(self) -> int:
+        """A new row (dead until set); its index."""
+        if self.n == len(self.alive):
+            new = max(1024, 2 * self.n)
+            for name, dtype in self._ARRAYS:
+                grown = np.zeros(new, dtype=dtype)
+                grown[: self.n] = getattr(self, name)[: self.n]
+                setattr(self, name, grown)
+        self.n += 1
+        self._touch(self.n - 1)
+        return self.n - 1
+
+    def set(self, row: int, *, layer: str, context: str, session_id: str | None, kind: str, archived: bool,
+            event_time: float, chash: int, dense: bool) -> None:
+        self.layer[row] = layer_code(layer)
+        self.context[row] = self.code(context)
+        self.session[row] = self.code(session_id)
+        self.kind[row] = self.code(kind)
+        self.archived[row] = archived
+        self.event[row] = event_time
+        self.chash[row] = chash
+        self.dense[row] = dense
+        self.alive[row] = True
+        self.layers_present.add(int(self.layer[row]))
+        self._touch(row)
+
+    def kill(self, row: int) -> None:
+        self.alive[row] = False
+        self._touch(row)
+
+    def _touch(self, row: int) -> None:
+        self._changed.append(row)
+        self.version += 1
+        if len(self._changed) > max(65536, self.n):  # forget old changes: older masks are rebuilt
+            self._changed.clear()
+            self._masks.clear()
+            self._since = self.version
+
+    def _table(self, values: Any) -> np.ndarray:
+        table = np.zeros(len(self.codes) + 1, dtype=bool)
+        table[[self.codes[v] for v in values if v in self.codes]] = True
+        return table
+
+    def mask(self, flt: FilterLike | None, ids: Sequence[str], pos: dict[str, int], *, layer: int | None = None,
+             dense: bool = False, rows: np.ndarray | None = None) -> np.ndarray:
+        """Whether each row (all rows, or ``rows``) is live and passes ``flt`` (and is of
+        layer code ``layer``, and has a vector if ``dense``). No filter means the store's
+        default one: no archived memories, no working or short-term memory."""
+        at: slice | np.ndarray = slice(0, self.n) if rows is None else rows
+        m = self.alive[at].copy()
+        if dense:
+            m &= self.dense[at]
+        codes = self.layer[at]
+        if layer is not None:
+            m &= codes == layer
+        if flt is None:
+            return m & ~self.archived[at] & ~EPHEMERAL[codes]
+        if not flt.include_archived:
+            m &= ~self.archived[at]
+        if flt.layers is not None:
+            table = np.zeros(len(LAYER_NAMES), dtype=bool)
+            table[[layer_code(x) for x in flt.layers]] = True
+            m &= table[codes]
+        if flt.contexts is not None:
+            m &= self._table(flt.contexts)[self.context[at]]
+        if not flt.all_sessions:
+            ephemeral = EPHEMERAL[codes]
+            if flt.session_id is None:
+                m &= ~ephemeral
+            else:
+                m &= ~ephemeral | (self.session[at] == self.codes.get(flt.session_id, -1))
+        if flt.kinds is not None:
+            m &= self._table(flt.kinds)[self.kind[at]]
+        if flt.event_after is not None:
+            m &= self.event[at] >= flt.event_after
+        if flt.event_before is not None:
+            m &= self.event[at] <= flt.event_before
+        if flt.ids is not None:
+            if rows is None:
+                sel = np.zeros(self.n, dtype=bool)
+                sel[[pos[i] for i in flt.ids if i in pos]] = True
+            else:
+                sel = np.fromiter((ids[r] in flt.ids for r in rows.tolist()), bool, len(rows))
+            m &= sel
+        return m
+
+    def cached_mask(self, flt: FilterLike | None, ids: Sequence[str], pos: dict[str, int], *,
+                    layer: int | None = None, dense: bool = False) -> tuple[np.ndarray, int]:
+        """``mask(...)`` (read-only) and how many rows it lets through. Kept per filter
+        (filters are frozen dataclasses: equal filters share one) and brought up to date by
+        re-evaluating only the rows changed since, so a write between two searches costs
+        the rows it touched, not a pass over the partition."""
+        key = (flt, layer, dense)
+        try:
+            entry = self._masks.get(key)
+        except TypeError:  # an unhashable filter: built each time
+            m = self.mask(flt, ids, pos, layer=layer, dense=dense)
+            return m, int(np.count_nonzero(m))
+        n = self.n
+        if entry is not None and entry.version != self.version:
+            behind = self.version - entry.version
+            if entry.version < self._since or behind > n // 32:
+                entry = None
+            else:
+                rows = np.unique(np.asarray(self._changed[len(self._changed) - behind :], dtype=np.int64))
+                if len(entry.mask) < n:
+                    grown = np.zeros(max(n, 2 * len(entry.mask)), dtype=bool)
+                    grown[: len(entry.mask)] = entry.mask
+                    entry.mask = grown
+                new = self.mask(flt, ids, pos, layer=layer, dense=dense, rows=rows)
+                entry.count += int(np.count_nonzero(new)) - int(np.count_nonzero(entry.mask[rows]))
+                entry.mask[rows] = new
+                entry.version = self.version
+        if entry is None:
+            m = self.mask(flt, ids, pos, layer=layer, dense=dense)
+            entry = _Cached(m, int(np.count_nonzero(m)), self.version)
+            if len(self._masks) >= _MASK_CACHE:
+                self._masks.clear()
+            self._masks[key] = entry
+        view = entry.mask[:n]
+        view.flags.writeable = False
+        return view, entry.count
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name)[: self.n] for name, _ in self._ARRAYS}
+
+    @classmethod
+    def from_state(cls, arrays: dict[str, np.ndarray], codes: list[str | None]) -> Columns:
+        n = len(arrays["alive"])
+        cols = cls(capacity=max(1024, n))
+        for name, dtype in cls._ARRAYS:
+            getattr(cols, name)[:n] = np.asarray(arrays[name], dtype=dtype)
+        cols.n = n
+        cols.codes = {c: i for i, c in enumerate(codes)}
+        cols.layers_present = set(np.unique(cols.layer[:n][cols.alive[:n]]).tolist())
+        return cols

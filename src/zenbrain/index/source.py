@@ -1,0 +1,83 @@
+"""What the indexes of this package need from a store: committed rows and a change log.
+
+A store (SQLite today, PostgreSQL later) feeds the indexes through :class:`IndexSource`.
+The indexes never read a table themselves, so they stay correct for any store that
+keeps a monotonic change log: every committed change to a memory row appends
+``(seq, partition, memory_id)``, with ``seq`` increasing. An index records the last
+``seq`` it reflects; on the next use it asks for the ids changed since, reads their
+current rows and applies them (a missing row is a deletion). Applying a row twice is
+harmless, so rows read after the log position may be newer than it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+Partition = tuple[str, str]  # (user_id, agent_id)
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """One memory as the indexes see it. ``vector`` is float32 of the source's width, or
+    None when the memory has no embedding under the source's embedder (such a memory is
+    lexical only)."""
+
+    id: str
+    content: str
+    content_hash: str
+    vector: np.ndarray | None
+    layer: str
+    context: str
+    session_id: str | None
+    archived: bool
+    kind: str
+    event_time: float
+
+
+@dataclass(frozen=True)
+class ChangeBatch:
+    """The ids changed after one log position, up to ``seq`` (inclusive)."""
+
+    seq: int
+    changed: Sequence[tuple[Partition, str]]
+
+
+@runtime_checkable
+class IndexSource(Protocol):
+    """The store's side of the indexes.
+
+    ``store_id`` names this database for good (a random id kept in the database): an
+    index file written for another database, or for a copy restored from a backup whose
+    log went another way, is rejected by it. ``embedder_name`` and ``dim`` say which
+    vectors ``rows`` returns.
+    """
+
+    store_id: str
+    embedder_name: str
+    dim: int
+
+    def log_seq(self) -> int:
+        """The newest committed change log position (0 for an empty log)."""
+        ...
+
+    def changes_since(self, seq: int) -> ChangeBatch | None:
+        """The distinct (partition, id) changed after ``seq``, up to the newest committed
+        position; None when the log no longer reaches back to ``seq`` (it was truncated)
+        or ``seq`` is beyond the log's end: then the indexes rebuild."""
+        ...
+
+    def rows(self, partition: Partition, ids: Sequence[str]) -> list[IndexRow]:
+        """The committed rows of ``ids`` that exist (an absent id has been deleted)."""
+        ...
+
+    def all_rows(self, partition: Partition) -> Iterable[IndexRow]:
+        """Every committed row of the partition, read in one snapshot."""
+        ...
+
+    def partitions(self) -> list[Partition]:
+        """Every partition that holds a row."""
+        ...

@@ -1,0 +1,297 @@
+"""The lexical index and the vector partitions of one database, kept in step with it.
+
+Every index records the change-log position it reflects. Before a search, :meth:`sync`
+asks the source for the ids changed since the oldest of them, reads their rows once per
+partition and applies them to each index (idempotent, so an index already past some of
+those changes takes them again harmlessly). Files live in one directory beside the
+database (``<database>.idx/`` by convention)::
+
+    manifest.json                      format, store id, embedder, width; each index's position
+    lexical/ + lexical.keys.npz        tantivy segments and the id <-> key table
+    p-<partition hash>.vec.npy|.cols.npz|.usearch   one vector partition
+
+Files are written by :meth:`save` (atomically, the manifest last): a crash leaves the
+previous, consistent set, older than the database, which the next sync brings up to
+date. Files from another database, another embedder or width, a position beyond the
+log's end or a log that no longer reaches back, and unreadable files, are rebuilt from
+the source's rows. After loading, a sample of rows is compared with the source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections import defaultdict
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from .columns import FilterLike
+from .lexical import KeyTable, LexicalIndex, text_key
+from .source import IndexRow, IndexSource, Partition
+from .vectors import AnnParams, VectorPartition, content_key
+
+FORMAT = 1
+VERIFY_SAMPLE = 16
+
+
+def _stem(partition: Partition) -> str:
+    return "p-" + hashlib.sha1("\x1f".join(partition).encode()).hexdigest()[:20]
+
+
+class IndexSet:
+    """Lexical and vector search of a store's partitions (see module docs).
+
+    ``directory`` None keeps everything in memory (nothing persists); otherwise the
+    directory is created on :meth:`save`."""
+
+    def __init__(self, source: IndexSource, directory: str | os.PathLike[str] | None,
+                 params: AnnParams | None = None) -> None:
+        self.source = source
+        self.params = params or AnnParams()
+        self.directory = Path(directory) if directory is not None else None
+        self._lock = threading.RLock()
+        self._parts: dict[Partition, VectorPartition] = {}
+        self._part_seq: dict[Partition, int] = {}
+        self._saved: dict[str, dict] = {}  # partition stem -> manifest entry, for partitions not loaded
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self.rebuilds: list[str] = []  # what was rebuilt and why (for diagnostics and tests)
+        self._lockfile: IO[bytes] | None = None
+        if self.directory is not None and not self._lock_directory():
+            # One process owns the files (tantivy allows one writer): another works in memory.
+            self.rebuilds.append(f"{self.directory} is in use by another process: indexes kept in memory")
+            self.directory = None
+        self._open()
+
+    # -- opening and rebuilding -------------------------------------------------------------
+    def _lock_directory(self) -> bool:
+        assert self.directory is not None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fh = open(self.directory / ".lock", "a+b")  # noqa: SIM115 - held open while the set lives
+        try:
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # pragma: no cover - no advisory locks: trust the caller
+            pass
+        except OSError:
+            fh.close()
+            return False
+        self._lockfile = fh
+        return True
+
+    def _manifest(self) -> dict | None:
+        if self.directory is None:
+            return None
+        try:
+            m = json.loads((self.directory / "manifest.json").read_text())
+        except (OSError, ValueError):
+            return None
+        src = self.source
+        if not isinstance(m, dict) or m.get("format") != FORMAT or m.get("store_id") != src.store_id \
+                or m.get("embedder") != src.embedder_name or m.get("dim") != src.dim:
+            self.rebuilds.append("manifest of another store, embedder or format")
+            return None
+        return m
+
+    def _open(self) -> None:
+        m = self._manifest()
+        if m is None and self.directory is not None and self.directory.exists():
+            self._wipe()
+        self._saved = dict(m["partitions"]) if m else {}
+        lexical = None
+        if m is not None and self.directory is not None:
+            try:
+                lexical = LexicalIndex(self.directory / "lexical", KeyTable.load(self.directory / "lexical.keys.npz"))
+                self._lex_seq = int(m["lexical_seq"])
+            except (OSError, ValueError, KeyError) as exc:
+                self.rebuilds.append(f"lexical index unreadable ({exc})")
+                lexical = None
+        self.lexical = lexical if lexical is not None else self._build_lexical()
+
+    def _wipe(self) -> None:
+        assert self.directory is not None
+        for p in self.directory.iterdir():
+            if p.name == ".lock":
+                continue
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+
+    def _lexical_dir(self) -> Path:
+        if self.directory is not None:
+            return self.directory / "lexical"
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="zenbrain-lexical-", ignore_cleanup_errors=True)
+        return Path(self._scratch.name) / "lexical"
+
+    def _build_lexical(self) -> LexicalIndex:
+        d = self._lexical_dir()
+        LexicalIndex.remove_files(d)
+        if self.directory is not None:
+            (self.directory / "lexical.keys.npz").unlink(missing_ok=True)
+        seq = self.source.log_seq()  # rows read after this position: later changes replay
+        lex = LexicalIndex(d)
+        for part in self.source.partitions():
+            lex.add_all(part, self.source.all_rows(part))
+        lex.commit()
+        self._lex_seq = seq
+        return lex
+
+    def _load_partition(self, partition: Partition) -> VectorPartition:
+        stem = _stem(partition)
+        entry = self._saved.get(stem)
+        if entry is not None and self.directory is not None and entry.get("partition") == list(partition):
+            try:
+                part = VectorPartition.load(self.directory / stem, self.source.dim, self.params)
+                self._parts[partition] = part
+                self._part_seq[partition] = int(entry["seq"])
+                self._sync_locked()
+                if self._parts.get(partition) is not part:  # the replay found the log elsewhere: rebuilt
+                    return self._parts[partition]
+                if self._verify_partition(partition, part):
+                    return part
+                # Either file may have lost a change: rebuild both from the store.
+                self.rebuilds.append(f"{stem}: disagrees with the store")
+                self.lexical = self._build_lexical()
+            except (OSError, ValueError, KeyError, RuntimeError) as exc:
+                self.rebuilds.append(f"{stem}: unreadable ({exc})")
+            self._parts.pop(partition, None)
+        return self._build_partition(partition)
+
+    def _build_partition(self, partition: Partition) -> VectorPartition:
+        seq = self.source.log_seq()
+        part = VectorPartition(self.source.dim, self.params)
+        for row in self.source.all_rows(partition):
+            part.upsert(row)
+        part.maintain()
+        self._parts[partition] = part
+        self._part_seq[partition] = seq
+        return part
+
+    def _verify_partition(self, partition: Partition, part: VectorPartition) -> bool:
+        """A sample of the partition's memories match the source: the same ids live, the
+        same content and vector (a cheap guard against files that lost a change)."""
+        if not part.pos:
+            return True
+        rng = np.random.default_rng(len(part.pos))
+        ids = [part.ids[r] for r in rng.choice(list(part.pos.values()), min(VERIFY_SAMPLE, len(part.pos)),
+                                                replace=False).tolist()]
+        rows = {r.id: r for r in self.source.rows(partition, ids)}
+        for mid in ids:
+            row = rows.get(mid)
+            if row is None:
+                return False
+            r = part.pos[mid]
+            if part.cols.chash[r] != content_key(row.content_hash):
+                return False
+            mine = part.vector(mid)
+            if (mine is None) != (row.vector is None):
+                return False
+            if mine is not None and not np.array_equal(mine, np.asarray(row.vector, dtype=np.float32)):
+                return False
+            lk = self.lexical.keys.key.get(mid)
+            if lk is None or not self.lexical.keys.live[lk] or self.lexical.keys.chash[lk] != text_key(row.content):
+                return False
+        return True
+
+    def partition(self, partition: Partition) -> VectorPartition:
+        """The partition's vector index, loaded or built on first use, synced."""
+        with self._lock:
+            part = self._parts.get(partition)
+            if part is None:
+                return self._load_partition(partition)
+            self._sync_locked()
+            return part
+
+    # -- following the change log ------------------------------------------------------------
+    def sync(self) -> None:
+        with self._lock:
+            self._sync_locked()
+
+    def _sync_locked(self) -> None:
+        start = min([self._lex_seq, *self._part_seq.values()])
+        batch = self.source.changes_since(start)
+        if batch is None:
+            self.rebuilds.append(f"change log does not reach back to {start}")
+            self.lexical = self._build_lexical()
+            for p in list(self._parts):
+                self._build_partition(p)
+            return
+        if batch.seq <= start and not batch.changed:
+            return
+        by_part: dict[Partition, list[str]] = defaultdict(list)
+        for (user, agent), mid in batch.changed:
+            by_part[(user, agent)].append(mid)
+        for part, ids in by_part.items():
+            rows: list[IndexRow] = []
+            for i in range(0, len(ids), 500):
+                rows.extend(self.source.rows(part, ids[i : i + 500]))
+            self.lexical.apply(part, ids, rows)
+            vp = self._parts.get(part)
+            if vp is not None:
+                found = {r.id for r in rows}
+                for r in rows:
+                    vp.upsert(r)
+                for mid in ids:
+                    if mid not in found:
+                        vp.remove(mid)
+                vp.maintain()
+        self.lexical.maybe_commit()
+        self._lex_seq = batch.seq
+        for p in self._part_seq:
+            self._part_seq[p] = batch.seq
+
+    # -- search -----------------------------------------------------------------------------
+    def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: FilterLike | None = None, *,
+                      per_layer: bool = False) -> list[tuple[str, float]]:
+        with self._lock:
+            return self.partition(partition).search(query, k, flt, per_layer=per_layer)
+
+    def lexical_search(self, partition: Partition, text: str, k: int,
+                       flt: FilterLike | None = None) -> list[tuple[str, float]]:
+        with self._lock:
+            part = self.partition(partition)
+            return self.lexical.search(partition, text, k, part.accept(flt))
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self) -> None:
+        """Write every loaded index and the manifest (no-op without a directory)."""
+        if self.directory is None:
+            return
+        with self._lock:
+            self._sync_locked()
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.lexical.commit()
+            tmp = self.directory / f".keys.{os.getpid()}.tmp"
+            self.lexical.keys.save(tmp)
+            os.replace(tmp, self.directory / "lexical.keys.npz")
+            entries = dict(self._saved)
+            for part, vp in self._parts.items():
+                stem = _stem(part)
+                vp.save(self.directory / stem)
+                entries[stem] = {"partition": list(part), "seq": self._part_seq[part]}
+            manifest = {"format": FORMAT, "store_id": self.source.store_id, "embedder": self.source.embedder_name,
+                        "dim": self.source.dim, "lexical_seq": self._lex_seq, "partitions": entries}
+            tmp = self.directory / f".manifest.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps(manifest))
+            os.replace(tmp, self.directory / "manifest.json")
+            self._saved = entries
+
+    def close(self) -> None:
+        with self._lock:
+            self.save()
+            self.lexical.close()
+            if self._scratch is not None:
+                with contextlib.suppress(OSError):
+                    self._scratch.cleanup()
+            if self._lockfile is not None:
+                self._lockfile.close()
+                self._lockfile = None

@@ -1,0 +1,338 @@
+"""Dense top-k of one partition: exact below a size, HNSW with exact re-ranking above.
+
+Rows are append-only: a memory whose vector changes gets a new row and its old row dies;
+a change of its filter columns (layer, archived, ...) is made in place. Vectors live in
+a float32 matrix (the persisted part memory-mapped, new rows in memory). From
+``ann_min_rows`` live rows on, a usearch HNSW graph (int8 by default) holds the rows
+up to ``graph_rows``; rows after it are scored exactly, and are added to the graph once
+there are ``tail_max`` of them. The graph only proposes candidates: they are re-ranked
+by their float32 vectors, so returned scores are exact dot products.
+
+Filters: a filter's mask is applied to the graph's candidates, which are oversampled by
+the inverse of the share of rows the filter keeps; when it keeps few rows (see
+``AnnParams.exact_ratio``), those rows are scanned exactly instead (a selective filter
+would need a huge candidate list). If too few candidates survive, the search is retried
+with more and finally done exactly: a filtered search never returns fewer results than
+exist.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .columns import Columns, FilterLike
+from .source import IndexRow
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class AnnParams:
+    """When and how the graph is used. Defaults measured on real MiniLM vectors
+    (``scripts/bench_index_choice.py ann``)."""
+
+    ann_min_rows: int = 20_000  # below: exact scans only (about 1 ms)
+    exact_max_allowed: int = 2048  # a filter keeping at most this many rows: exact scan
+    # Also exact when the graph would be asked for at least 1/exact_ratio of the kept rows:
+    # gathering a few thousand rows costs less than a search that deep (n rows, a kept, k
+    # results: exact when a <= sqrt(exact_ratio * oversample * k * n), ~18k of 1M for k=10).
+    exact_ratio: float = 8.0
+    oversample: float = 4.0  # candidates asked of the graph per result, over the kept share
+    min_candidates: int = 64
+    expansion_search: int = 128
+    connectivity: int = 16
+    expansion_add: int = 100
+    # int8 graph vectors (usearch scales unit vectors by 127): at 100k MiniLM vectors the
+    # same recall as float16 after the re-rank (0.988 at ef 128), searches ~1.6x and
+    # builds ~3.5x faster, half the bytes. Vectors of other than unit length: use "f16".
+    graph_dtype: str = "i8"
+    tail_max: int = 4096  # rows scored exactly before they join the graph
+    compact_dead_share: float = 0.25  # rebuild when this share of rows is dead
+
+
+def content_key(content_hash: str) -> int:
+    """A 63-bit integer of a content hash (hex or any text), to tell changed vectors."""
+    try:
+        return int(content_hash[:15], 16)
+    except ValueError:
+        import hashlib
+
+        return int.from_bytes(hashlib.blake2b(content_hash.encode(), digest_size=8).digest(), "big") >> 1
+
+
+class VectorPartition:
+    """The dense index of one partition (see module docs)."""
+
+    def __init__(self, dim: int, params: AnnParams | None = None) -> None:
+        self.dim = dim
+        self.params = params or AnnParams()
+        self.ids: list[str] = []
+        self.pos: dict[str, int] = {}
+        self.cols = Columns()
+        self._base = np.zeros((0, dim), dtype=np.float32)  # rows [0, len(_base)), maybe memory-mapped
+        self._tail = np.zeros((1024, dim), dtype=np.float32)  # rows after the base
+        self.graph: Any = None  # a usearch Index over rows [0, graph_rows)
+        self.graph_rows = 0
+        self._graph_path: Path | None = None  # a memory-mapped graph is read-only until loaded
+        self.dead = 0
+
+    # -- rows -------------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self.cols.n
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def _append_vector(self, vector: np.ndarray) -> int:
+        row = self.cols.append()
+        t = row - len(self._base)
+        if t >= len(self._tail):
+            grown = np.zeros((max(1024, 2 * len(self._tail)), self.dim), dtype=np.float32)
+            grown[: len(self._tail)] = self._tail
+            self._tail = grown
+        self._tail[t] = vector
+        self.ids.append("")
+        return row
+
+    def upsert(self, row: IndexRow) -> None:
+        """Apply the current state of a memory. A memory without a vector keeps a row (a
+        zero vector, not ``dense``) so that filters can be checked for lexical results."""
+        key = content_key(row.content_hash)
+        r = self.pos.get(row.id)
+        # A new row when the vector changes (its content did, or it has one at last).
+        if r is None or self.cols.chash[r] != key or (row.vector is not None and not self.cols.dense[r]):
+            if r is not None:
+                self._kill(r)
+            vec = np.zeros(self.dim, np.float32) if row.vector is None else np.asarray(row.vector, np.float32).ravel()
+            if vec.shape[0] != self.dim:
+                raise ValueError(f"vector of {row.id} has {vec.shape[0]} dimensions, expected {self.dim}")
+            r = self._append_vector(vec)
+            self.ids[r] = row.id
+            self.pos[row.id] = r
+        self.cols.set(r, layer=row.layer, context=row.context, session_id=row.session_id, kind=row.kind,
+                      archived=row.archived, event_time=row.event_time, chash=key,
+                      dense=row.vector is not None)
+
+    def remove(self, memory_id: str) -> None:
+        r = self.pos.pop(memory_id, None)
+        if r is not None:
+            self._kill(r)
+
+    def _kill(self, r: int) -> None:
+        self.cols.kill(r)
+        self.dead += 1
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        nb = len(self._base)
+        if len(rows) and rows.max() < nb:
+            return np.asarray(self._base[rows])
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        low = rows < nb
+        out[low] = self._base[rows[low]]
+        out[~low] = self._tail[rows[~low] - nb]
+        return out
+
+    def vector(self, memory_id: str) -> np.ndarray | None:
+        r = self.pos.get(memory_id)
+        if r is None or not self.cols.dense[r]:
+            return None
+        return self.vectors_of(np.array([r]))[0]
+
+    def accept(self, flt: FilterLike | None) -> Callable[[list[str]], np.ndarray]:
+        """A test of ids against ``flt`` (for lexical results): unknown ids fail."""
+        mask, _ = self.cols.cached_mask(flt, self.ids, self.pos)
+        pos = self.pos
+
+        def test(ids: list[str]) -> np.ndarray:
+            return np.fromiter((mask[r] if (r := pos.get(i)) is not None else False for i in ids), bool, len(ids))
+
+        return test
+
+    def _scores_all(self, q: np.ndarray) -> np.ndarray:
+        nb = len(self._base)
+        head = self._base @ q
+        if self.n == nb:
+            return head
+        return np.concatenate([head, self._tail[: self.n - nb] @ q])
+
+    # -- maintenance ------------------------------------------------------------------------
+    def maintain(self) -> None:
+        """Compact when many rows are dead; build or extend the graph when due."""
+        p = self.params
+        if self.dead > 1024 and self.dead > p.compact_dead_share * self.n:
+            self._compact()
+        live = len(self.pos)
+        if self.graph is None:
+            if live >= p.ann_min_rows:
+                self._build_graph()
+        elif self.n - self.graph_rows >= p.tail_max:
+            self._extend_graph()
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.cols.alive[: self.n])
+        vecs = self.vectors_of(keep)
+        state = {name: arr[keep] for name, arr in self.cols.state().items()}
+        codes = sorted(self.cols.codes, key=self.cols.codes.__getitem__)
+        self.cols = Columns.from_state(state, codes)
+        self.ids = [self.ids[r] for r in keep.tolist()]
+        self.pos = {mid: r for r, mid in enumerate(self.ids)}
+        self._base = vecs
+        self._tail = np.zeros((1024, self.dim), dtype=np.float32)
+        self.dead = 0
+        self.graph, self.graph_rows, self._graph_path = None, 0, None
+
+    def _new_graph(self) -> Any:
+        from usearch.index import Index
+
+        p = self.params
+        return Index(ndim=self.dim, metric="ip", dtype=p.graph_dtype, connectivity=p.connectivity,
+                     expansion_add=p.expansion_add, expansion_search=p.expansion_search)
+
+    def _build_graph(self) -> None:
+        self.graph = self._new_graph()
+        self.graph_rows = 0
+        self._graph_path = None
+        self._extend_graph()
+
+    def _extend_graph(self) -> None:
+        if self._graph_path is not None:  # memory-mapped: load it to add to it
+            from usearch.index import Index
+
+            self.graph = Index.restore(str(self._graph_path), view=False)
+            self._graph_path = None
+        rows = np.arange(self.graph_rows, self.n)
+        rows = rows[self.cols.alive[rows] & self.cols.dense[rows]]
+        if len(rows):
+            # A large build uses every core (a one-time cost); a tail of new rows one.
+            threads = 0 if len(rows) >= 10_000 else 1
+            self.graph.add(rows.astype(np.uint64), self.vectors_of(rows), threads=threads, log=False)
+        self.graph_rows = self.n
+
+    # -- search -----------------------------------------------------------------------------
+    def _allowed(self, flt: FilterLike | None, layer: int | None = None) -> tuple[np.ndarray, int]:
+        """The mask of rows with a vector that ``flt`` (and the layer code) allows, and its count."""
+        return self.cols.cached_mask(flt, self.ids, self.pos, layer=layer, dense=True)
+
+    def search(self, query: np.ndarray, k: int, flt: FilterLike | None = None, *,
+               per_layer: bool = False) -> list[tuple[str, float]]:
+        """Top-k (id, score) by dot product among the rows ``flt`` allows, best first; with
+        ``per_layer``, the top k of each layer present, layer by layer (in layer order)."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if k <= 0 or not self.pos:
+            return []
+        if not per_layer:
+            return self._search(q, k, *self._allowed(flt))
+        out: list[tuple[str, float]] = []
+        for code in sorted(self.cols.layers_present):
+            mask, count = self._allowed(flt, code)
+            if count:
+                out.extend(self._search(q, k, mask, count))
+        return out
+
+    def _search(self, q: np.ndarray, k: int, mask: np.ndarray, count: int) -> list[tuple[str, float]]:
+        p = self.params
+        if not count:
+            return []
+        want = max(p.min_candidates, math.ceil(p.oversample * k * self.n / count))
+        if self.graph is None or count <= p.exact_max_allowed or want * p.exact_ratio >= count:
+            return self._exact(q, k, np.flatnonzero(mask))
+        g = self.graph_rows
+        tail = np.flatnonzero(mask[g:]) + g
+        in_graph = count - len(tail)
+        while True:
+            want = min(want, g)
+            self.graph.expansion_search = max(p.expansion_search, want)
+            keys = np.asarray(self.graph.search(q, want, threads=1).keys, dtype=np.int64)
+            cand = keys[mask[keys]]
+            if len(cand) >= min(k, in_graph) or want >= g:
+                break
+            if want * 4 > in_graph * 8:  # the graph would be asked for most of itself
+                return self._exact(q, k, np.flatnonzero(mask))
+            want *= 4
+        if len(tail):
+            cand = np.concatenate([cand, tail])
+        return self._exact(q, k, cand)
+
+    def _exact(self, q: np.ndarray, k: int, rows: np.ndarray) -> list[tuple[str, float]]:
+        if 2 * len(rows) > self.n:
+            scores = self._scores_all(q)[rows]
+        else:
+            scores = self.vectors_of(rows) @ q
+        if len(rows) > k:
+            top = np.argpartition(-scores, k - 1)[:k]
+        else:
+            top = np.arange(len(rows))
+        # Best first; equal scores by row, so results do not depend on the candidate order.
+        order = top[np.lexsort((rows[top], -scores[top]))]
+        ids = self.ids
+        return [(ids[r], float(s)) for r, s in zip(rows[order].tolist(), scores[order].tolist()) if math.isfinite(s)]
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, stem: Path) -> None:
+        """Write ``stem``.vec.npy, .cols.npz and, with a graph, .usearch (each atomically)."""
+        tmp = f".{os.getpid()}.tmp"
+        vecs = self.vectors_of(np.arange(self.n))
+        with open(f"{stem}.vec.npy{tmp}", "wb") as fh:
+            np.save(fh, vecs)
+        state = self.cols.state()
+        codes = sorted(self.cols.codes, key=self.cols.codes.__getitem__)
+        meta = {"format": FORMAT, "dim": self.dim, "graph_rows": self.graph_rows if self.graph is not None else 0,
+                "codes": codes, "dead": self.dead}
+        ids = "\n".join(self.ids).encode()
+        with open(f"{stem}.cols.npz{tmp}", "wb") as fh:
+            arrays = {"ids": np.frombuffer(ids, dtype=np.uint8),
+                      "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), **state}
+            np.savez(fh, **arrays)  # type: ignore[arg-type]
+        graph_file = Path(f"{stem}.usearch")
+        if self.graph is not None and self._graph_path != graph_file:
+            self.graph.save(f"{graph_file}{tmp}")
+            os.replace(f"{graph_file}{tmp}", graph_file)
+        elif self.graph is None:
+            graph_file.unlink(missing_ok=True)
+        os.replace(f"{stem}.vec.npy{tmp}", f"{stem}.vec.npy")
+        os.replace(f"{stem}.cols.npz{tmp}", f"{stem}.cols.npz")
+
+    @classmethod
+    def load(cls, stem: Path, dim: int, params: AnnParams | None = None) -> VectorPartition:
+        """A partition from its files; ValueError (or OSError) when they are missing,
+        corrupt or of another width."""
+        part = cls(dim, params)
+        with np.load(f"{stem}.cols.npz") as z:
+            meta = json.loads(z["meta"].tobytes())
+            if meta.get("format") != FORMAT or meta.get("dim") != dim:
+                raise ValueError("index file of another format or width")
+            state = {name: z[name] for name, _ in Columns._ARRAYS}
+            ids = z["ids"].tobytes().decode().split("\n")
+        n = len(state["alive"])
+        if n == 0:
+            ids = []
+        vecs = np.load(f"{stem}.vec.npy", mmap_mode="r")
+        if vecs.shape != (n, dim) or vecs.dtype != np.float32 or len(ids) != n:
+            raise ValueError("index files disagree on the number of rows")
+        part.cols = Columns.from_state(state, meta["codes"])
+        part.ids = ids
+        alive = state["alive"]
+        part.pos = {ids[r]: r for r in np.flatnonzero(alive).tolist()}
+        if len(part.pos) != int(alive.sum()):
+            raise ValueError("index file lists a memory twice")
+        part._base = vecs
+        part.dead = int(meta.get("dead", n - len(part.pos)))
+        graph_rows = int(meta["graph_rows"])
+        if graph_rows:
+            from usearch.index import Index
+
+            graph_file = Path(f"{stem}.usearch")
+            graph = Index.restore(str(graph_file), view=True)
+            if graph is None or graph.ndim != dim:
+                raise ValueError("graph file missing or of another width")
+            part.graph, part.graph_rows, part._graph_path = graph, graph_rows, graph_file
+        return part

@@ -1,0 +1,213 @@
+"""Shared pieces of the offline lifecycle (decay, consolidate, sleep): the partition
+snapshot the stages share, and small helpers for report entries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...engine import Engine
+from ...model import Edge, Layer, MemoryItem
+from ...storage.base import Filter, Partition
+
+SKIPPED = "switched off"
+
+
+def skipped(reason: str = SKIPPED) -> dict[str, Any]:
+    return {"skipped": reason}
+
+
+# ---------------------------------------------------------------------------- loading
+def load(
+    engine: Engine,
+    part: Partition,
+    *,
+    layers: Iterable[Layer] | None = None,
+    include_archived: bool = False,
+    order_by: str = "created_at",
+    descending: bool = False,
+    limit: int | None = None,
+) -> list[MemoryItem]:
+    """Long-term memories of the whole partition (every context; never working/short-term)."""
+    flt = Filter(
+        layers=None if layers is None else frozenset(layers),
+        contexts=None,
+        session_id=None,
+        include_archived=include_archived,
+    )
+    return engine.store.query(part, flt, order_by=order_by, descending=descending, limit=limit)
+
+
+class Snapshot:
+    """The partition's long-term memories and edges, read once per operation.
+
+    Stages read from it and, when they write, change the snapshot's objects the same way
+    (strengths, states, archived flags, layers, confidences; edges put or deleted), so a
+    whole sleep reads the store twice instead of once per stage. Writes by another
+    process during the operation are not seen (as with any read-then-write pass).
+
+    Edge writes can be deferred (``defer_edges``): the snapshot changes at once and the
+    store at the next edge write through the snapshot (``write_edges``, ``put_edges``,
+    ``delete_edges``) or ``flush``, in that write's transaction. ``write_edges`` merges
+    them with its own: an edge put twice is written once, with its last value; an edge
+    put and then deleted is only deleted. The store ends as after the writes one by one.
+    """
+
+    def __init__(self, engine: Engine, part: Partition) -> None:
+        self.engine = engine
+        self.part = part
+        self.items: dict[str, MemoryItem] = {i.id: i for i in load(engine, part, include_archived=True)}
+        self._edges: dict[tuple[str, str, str], Edge] | None = None
+        # Deferred writes: deletions (they came first), then puts by key, then key-value pairs.
+        self._deferred_deletes: list[tuple[str, str, str]] = []
+        self._deferred_puts: dict[tuple[str, str, str], Edge] = {}
+        self._deferred_kv: dict[str, Any] = {}
+
+    def select(
+        self, *, layers: Iterable[Layer] | None = None, archived: bool | None = False, kind: Any = None
+    ) -> list[MemoryItem]:
+        """Memories (oldest first) of the given layers; ``archived=None`` means either state."""
+        lay = None if layers is None else frozenset(layers)
+        if kind is None and archived is not None:  # the common filters, tested with less work
+            if lay is None:
+                return [i for i in self.items.values() if i.archived == archived]
+            return [i for i in self.items.values() if i.layer in lay and i.archived == archived]
+        return [
+            i for i in self.items.values()
+            if (lay is None or i.layer in lay)
+            and (archived is None or i.archived == archived)
+            and (kind is None or i.kind is kind)
+        ]
+
+    def add(self, items: Iterable[MemoryItem]) -> None:
+        for i in items:
+            self.items[i.id] = i
+
+    @property
+    def edges(self) -> dict[tuple[str, str, str], Edge]:
+        if self._edges is None:
+            self._edges = {(e.src, e.dst, e.relation): e for e in self.engine.store.edges(self.part)}
+        return self._edges
+
+    def edges_touching(self, ids: Iterable[str]) -> list[Edge]:
+        want = set(ids)
+        return [e for e in self.edges.values() if e.src in want or e.dst in want]
+
+    def reload_edges_of(self, ids: Sequence[str]) -> None:
+        """Re-read the edges touching ``ids`` (after a write this snapshot did not make,
+        e.g. ``store_many`` linking new memories)."""
+        if self._edges is None or not ids:
+            return
+        self.flush()  # the store must hold what the snapshot holds before it is read again
+        for e in self.engine.store.edges(self.part, list(ids)):
+            self._edges[edge_key(e)] = e
+
+    def put_edges(self, tx: Any, edges: Sequence[Edge]) -> None:
+        self.write_edges(tx, puts=edges)
+
+    def delete_edges(self, tx: Any, keys: Sequence[tuple[str, str, str]]) -> None:
+        self.write_edges(tx, deletes=keys)
+
+    def write_edges(
+        self,
+        tx: Any,
+        *,
+        puts: Sequence[Edge] | Mapping[tuple[str, str, str], Edge] = (),
+        deletes: Sequence[tuple[str, str, str]] = (),
+    ) -> None:
+        """Put ``puts``, then delete ``deletes`` (with the deferred writes before them), in ``tx``.
+
+        ``puts`` may be given keyed already (``{(src, dst, relation): edge}``)."""
+        first = self._deferred_deletes
+        merged = self._deferred_puts
+        kv = self._deferred_kv
+        self._deferred_deletes, self._deferred_puts, self._deferred_kv = [], {}, {}
+        if isinstance(puts, Mapping):
+            keyed: Any = puts.items()
+            puts = list(puts.values())
+        else:
+            keyed = [((e.src, e.dst, e.relation), e) for e in puts]
+        if self._edges is not None:
+            self._edges.update(keyed)
+            for k in deletes:
+                self._edges.pop(k, None)
+        if first:
+            tx.delete_edges(self.part, first)
+        if merged:
+            merged.update(keyed)
+            for k in deletes:
+                merged.pop(k, None)
+            out = list(merged.values())
+        else:
+            out = list(puts)
+        if out:
+            tx.put_edges(self.part, out)
+        if deletes:
+            tx.delete_edges(self.part, list(deletes))
+        for key, value in kv.items():
+            tx.kv_put(self.part, {key: value})
+
+    def defer_edges(
+        self,
+        *,
+        puts: Sequence[Edge] | Mapping[tuple[str, str, str], Edge] = (),
+        deletes: Sequence[tuple[str, str, str]] = (),
+        kv: dict[str, Any] | None = None,
+    ) -> None:
+        """Change the snapshot now and the store with the next edge write (see the class).
+
+        Only for writes made before any other deferred write: deletions of edges that no
+        deferred put names, then puts (a sequence, or keyed as in ``write_edges``). ``kv``
+        pairs are written with the edges.
+        """
+        if self.deferred:
+            raise RuntimeError("edge writes are already deferred; flush them first")
+        current = self.edges  # loaded now: a later load would not see the deferred writes
+        self._deferred_deletes = list(deletes)
+        if isinstance(puts, Mapping):
+            self._deferred_puts = dict(puts)
+        else:
+            self._deferred_puts = {(e.src, e.dst, e.relation): e for e in puts}
+        self._deferred_kv = dict(kv or {})
+        current.update(self._deferred_puts)
+        for k in deletes:
+            current.pop(k, None)
+
+    @property
+    def deferred(self) -> bool:
+        return bool(self._deferred_puts or self._deferred_deletes or self._deferred_kv)
+
+    def flush(self) -> None:
+        """Write the deferred edge writes, if any, in a transaction of their own."""
+        if self.deferred:
+            with self.engine.store.transaction() as tx:
+                self.write_edges(tx)
+
+
+def vectors(engine: Engine, part: Partition, ids: Sequence[str]) -> np.ndarray:
+    if not ids:
+        return np.zeros((0, engine.store.dim), dtype=np.float32)
+    return np.asarray(engine.store.vectors(part, list(ids)), dtype=np.float32)
+
+
+def edge_key(e: Edge) -> tuple[str, str, str]:
+    return (e.src, e.dst, e.relation)
+
+
+def edge_entry(e: Edge, old: float | None = None, new: float | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"src": e.src, "dst": e.dst, "relation": e.relation}
+    if old is not None or new is not None:
+        out["weight"] = [num(old if old is not None else e.weight), num(new if new is not None else e.weight)]
+    else:
+        out["weight"] = num(e.weight)
+    return out
+
+
+def num(x: Any) -> float:
+    return float(x)
+
+
+def col(items: Sequence[MemoryItem], name: str, dtype: Any = float) -> np.ndarray:
+    return np.fromiter((getattr(i, name) for i in items), dtype=dtype, count=len(items))

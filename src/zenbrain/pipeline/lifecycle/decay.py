@@ -1,0 +1,291 @@
+"""decay(): forgetting curves, STC rescue, archiving and restoring.
+
+Runs over every long-term memory of the scope's partition (all contexts of the user
+and agent; working and short-term memory belong to sessions and are left to
+``end_session``). Core memories are never tagged, archived or restored.
+
+1. ``retrievability``: R of every memory with ``dynamics.retrievability`` (Ebbinghaus
+   and TripleCopy combined, one vectorised pass).
+2. ``stc_rescue``: memories whose R fell below the tag threshold and that have a
+   strongly consolidated partner (R >= donor threshold; related by an edge or by vector
+   similarity) accessed within the STC window of their own last access are rescued by
+   ``pma.stc.find_rescues``. The rescue lifts the memory to the rescued level now and
+   slows its forgetting by the decay multiplier: its Ebbinghaus stability becomes
+   ``max(S / multiplier, S needed for R(now) = level)``; with TripleCopy, its deep copy
+   restarts at the rescued level and its target keeps ``1 - multiplier`` of the lift
+   (so a multiplier of 0.5 keeps half of the rescue for good). Its strength gains the
+   boost. Each memory is rescued at most once per tag (per last access).
+3. ``archive`` / ``restore`` / ``review``: ``ebbinghaus.status`` on the (post-rescue) R.
+   ARCHIVE archives (recoverable, logged "archived"); RESTORE brings back a memory that
+   *decay* archived (one archived by the IB budget or by hand stays archived); memories
+   in the review band are reported.
+
+Nothing decays when both ``ebbinghaus_decay`` and ``triple_copy`` are off.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...config import LifecycleLimits
+from ...engine import Engine
+from ...mechanisms import ebbinghaus
+from ...model import HistoryEvent, Layer, MemoryItem, Scope
+from ...pma import stc, triple_copy
+from ...state import (
+    ARCHIVED_BY,
+    COPIES,
+    RELATION_CONTRADICTS,
+    RESCUED,
+    RESCUED_AT,
+    SIGNIFICANCE,
+)
+from ..access import get_own, partition_of
+from ..retrievability import copy_state, retrievability
+from .common import Snapshot, col, num, skipped, vectors
+
+STAGES = ("retrievability", "stc_rescue", "archive", "restore", "review")
+_NON_RELATED = frozenset({RELATION_CONTRADICTS})  # a contradiction does not donate plasticity
+
+
+def decay_stages(
+    engine: Engine, scope: Scope, snap: Snapshot | None = None
+) -> dict[str, dict[str, Any]]:
+    limits = engine.config.lifecycle
+    part = partition_of(scope)
+    now = engine.clock.now()
+    use_ebb, use_tc = engine.on("ebbinghaus_decay"), engine.on("triple_copy")
+    if not (use_ebb or use_tc):
+        out = {name: skipped("no forgetting curve: ebbinghaus_decay and triple_copy are off") for name in STAGES}
+        if not engine.on("stc_rescue"):
+            out["stc_rescue"] = skipped()
+        return out
+
+    snap = snap or Snapshot(engine, part)
+    items = snap.select(archived=None)
+    n = len(items)
+    core = np.fromiter((i.layer is Layer.CORE for i in items), dtype=bool, count=n)
+    archived = col(items, "archived", bool)
+    r = retrievability(engine, items, now)
+    stages: dict[str, dict[str, Any]] = {}
+    live = ~core
+    stages["retrievability"] = {
+        "memories": int(live.sum()),  # every non-core long-term memory of the partition
+        "archived_before": int((live & archived).sum()),
+        "curves": [name for name, on in (("ebbinghaus_decay", use_ebb), ("triple_copy", use_tc)) if on],
+        "mean": num(r[live].mean()) if live.any() else None,
+        "min": num(r[live].min()) if live.any() else None,
+    }
+
+    ebb = engine.config.params.ebbinghaus_decay
+    with engine.store.transaction() as tx:
+        if engine.on("stc_rescue"):
+            stages["stc_rescue"] = _rescue(engine, tx, snap, items, r, archived, core, now, limits)
+        else:
+            stages["stc_rescue"] = skipped()
+        status = np.asarray(
+            ebbinghaus.status(retrievability=r, archived=archived, core=core, params=ebb), dtype=np.int8
+        ).reshape(-1)
+        to_archive = np.flatnonzero((status == ebbinghaus.ARCHIVE) & ~core)
+        by_decay = np.fromiter((i.state.get(ARCHIVED_BY) == "decay" for i in items), dtype=bool, count=n)
+        to_restore = np.flatnonzero((status == ebbinghaus.RESTORE) & ~core & by_decay)
+        review = np.flatnonzero((status == ebbinghaus.REVIEW) & ~core)
+
+        ids = [items[j].id for j in to_archive]
+        tx.update_columns(part, ids, archived=[True] * len(ids), updated_at=[now] * len(ids))
+        # States and history rows of each group in one statement each (the same rows, in order).
+        for j in to_archive:
+            it = items[j]
+            it.archived = True
+            it.state[ARCHIVED_BY] = "decay"
+        tx.update_states(part, {items[j].id: items[j].state for j in to_archive})
+        tx.log(part, [
+            HistoryEvent(items[j].id, now, "archived", {"why": "decay", "retrievability": num(r[j])})
+            for j in to_archive
+        ])
+        ids = [items[j].id for j in to_restore]
+        tx.update_columns(part, ids, archived=[False] * len(ids), updated_at=[now] * len(ids))
+        for j in to_restore:
+            it = items[j]
+            it.archived = False
+            it.state.pop(ARCHIVED_BY, None)
+        tx.update_states(part, {items[j].id: items[j].state for j in to_restore})
+        tx.log(part, [
+            HistoryEvent(items[j].id, now, "restored", {"why": "retrievability recovered", "retrievability": num(r[j])})
+            for j in to_restore
+        ])
+
+    def listing(idx: np.ndarray) -> dict[str, Any]:
+        return {
+            "count": int(idx.size),
+            "ids": [items[j].id for j in idx],
+            "retrievability": {items[j].id: num(r[j]) for j in idx},
+        }
+
+    stages["archive"] = listing(to_archive)
+    stages["restore"] = listing(to_restore)
+    stages["review"] = listing(review)
+    return stages
+
+
+def _rescue(
+    engine: Engine,
+    tx: Any,
+    snap: Snapshot,
+    items: list[MemoryItem],
+    r: np.ndarray,
+    archived: np.ndarray,
+    core: np.ndarray,
+    now: float,
+    limits: LifecycleLimits,
+) -> dict[str, Any]:
+    """Find and apply STC rescues; updates ``items`` and ``r`` in place for the later stages."""
+    params = engine.config.params.stc_rescue
+    part = snap.part
+    n = len(items)
+    last = col(items, "last_access")
+    rescued_at = np.fromiter((float(i.state.get(RESCUED_AT, math.nan)) for i in items), dtype=float, count=n)
+    fresh = np.isnan(rescued_at) | (rescued_at < last)
+    eligible = ~archived
+    tagged = np.flatnonzero(eligible & ~core & (r < params.tag_threshold) & fresh)
+    donors = np.flatnonzero(eligible & (r >= params.donor_threshold))
+    donors = donors[~np.isin(donors, tagged)]
+    report: dict[str, Any] = {"tagged": int(tagged.size), "donors": int(donors.size), "rescued": 0, "rescues": {}}
+    if tagged.size == 0 or donors.size == 0:
+        return report
+
+    # Only pairs inside the time window can rescue: keep tagged memories with a donor
+    # activation within the window and donors with a tag time within it (sorted search).
+    w = params.window_s
+    d_times = np.sort(last[donors])
+    lo = np.searchsorted(d_times, last[tagged] - w, side="left")
+    hi = np.searchsorted(d_times, last[tagged] + w, side="right")
+    tagged = tagged[hi > lo]
+    t_times = np.sort(last[tagged])
+    lo = np.searchsorted(t_times, last[donors] - w, side="left")
+    hi = np.searchsorted(t_times, last[donors] + w, side="right")
+    donors = donors[hi > lo]
+    report["in_window"] = {"tagged": int(tagged.size), "donors": int(donors.size)}
+    if tagged.size == 0 or donors.size == 0:
+        return report
+
+    pool = np.concatenate([tagged, donors])
+    pool_ids = [items[j].id for j in pool]
+    vec = vectors(engine, part, pool_ids)
+    local = {mid: k for k, mid in enumerate(pool_ids)}
+    edge_rows = []
+    for e in snap.edges_touching(pool_ids):
+        a, b = local.get(e.src), local.get(e.dst)
+        if a is None or b is None or a == b or e.relation in _NON_RELATED:
+            continue
+        edge_rows.append((a, b, float(e.weight)))
+    edges = np.asarray(edge_rows, dtype=float).reshape(-1, 3)
+
+    n_t, n_d = tagged.size, donors.size
+    block = max(1, int(limits.stc_max_pairs) // max(1, n_d))
+    found: list[tuple[int, int, stc.Rescue]] = []  # (item index, donor item index, rescue)
+    donor_local = np.arange(n_t, n_t + n_d)
+    for start in range(0, n_t, block):
+        t_local = np.arange(start, min(n_t, start + block))
+        sub = np.concatenate([t_local, donor_local])
+        remap = np.full(n_t + n_d, -1)
+        remap[sub] = np.arange(sub.size)
+        sub_edges = None
+        if edges.size:
+            ends_a, ends_b = edges[:, 0].astype(int), edges[:, 1].astype(int)
+            keep = (remap[ends_a] >= 0) & (remap[ends_b] >= 0)
+            sub_edges = np.column_stack([remap[ends_a[keep]], remap[ends_b[keep]], edges[keep, 2]])
+        res = stc.find_rescues(
+            strength=r[pool[sub]],
+            tag_time=last[pool[sub]],
+            activation_time=last[pool[sub]],
+            embeddings=vec[sub],
+            edges=sub_edges,
+            donor_score=r[pool[sub]],
+            params=params,
+        )
+        for resc in res.rescues:
+            if resc.index < t_local.size:  # a tagged memory of this block
+                found.append((int(pool[sub[resc.index]]), int(pool[sub[resc.donor]]), resc))
+
+    if not found:
+        return report
+    ebb = engine.config.params.ebbinghaus_decay
+    tc = engine.config.params.triple_copy
+    use_ebb, use_tc = engine.on("ebbinghaus_decay"), engine.on("triple_copy")
+    changed = []
+    for j, donor_j, resc in found:
+        it = items[j]
+        level = float(resc.new_strength)
+        mult = float(resc.decay_multiplier)
+        old_s, old_strength, old_r = it.stability, it.strength, float(r[j])
+        if use_ebb:
+            elapsed = max(0.0, (now - it.last_access) / ebbinghaus.SECONDS_PER_DAY)
+            m = float(ebbinghaus.emotional_multiplier(
+                arousal=it.arousal, valence=it.valence,
+                significance=float(it.state.get(SIGNIFICANCE, 0.0)), params=ebb,
+            ))
+            slower = old_s / mult if mult > 0 else ebb.max_stability
+            needed = elapsed / (m * -math.log(level)) if 0.0 < level < 1.0 and elapsed > 0 else 0.0
+            it.stability = float(min(ebb.max_stability, max(old_s, slower, needed)))
+        if use_tc:
+            st = copy_state(it, tc)
+            target = max(st.deep_target, st.deep_target + (1.0 - mult) * (level - st.deep_target))
+            new_state = triple_copy.CopyState(
+                s0=st.s0, anchor=st.anchor, deep_base=level, deep_target=min(1.0, target), deep_anchor=float(now)
+            )
+            it.state[COPIES] = new_state.to_dict()
+        it.strength = float(min(1.0, it.strength + params.strength_boost))
+        it.state[RESCUED] = int(it.state.get(RESCUED, 0)) + 1
+        it.state[RESCUED_AT] = float(now)
+        changed.append((j, donor_j, resc, old_s, old_strength, old_r))
+
+    idx = [c[0] for c in changed]
+    new_r = retrievability(engine, [items[j] for j in idx], now)
+    r[idx] = new_r
+    ids = [items[j].id for j in idx]
+    tx.update_columns(
+        part, ids,
+        stability=[items[j].stability for j in idx],
+        strength=[items[j].strength for j in idx],
+    )
+    tx.update_states(part, {items[j].id: items[j].state for j in idx})
+    rescues: dict[str, Any] = {}
+    events: list[HistoryEvent] = []
+    for (j, donor_j, resc, old_s, old_strength, old_r), rr in zip(changed, new_r):
+        it = items[j]
+        donor_id = items[donor_j].id
+        entry = {
+            "donor": donor_id,
+            "via": resc.via,
+            "relatedness": num(resc.relatedness),
+            "dt_s": num(resc.dt_s),
+            "retrievability": [num(old_r), num(rr)],
+            "stability": [num(old_s), num(it.stability)],
+            "strength": [num(old_strength), num(it.strength)],
+        }
+        events.append(HistoryEvent(it.id, now, "rescued", entry))
+        rescues[it.id] = entry
+    tx.log(part, events)
+    report["rescued"] = len(rescues)
+    report["rescues"] = rescues
+    return report
+
+
+__all__ = ["STAGES", "decay_stages"]
+
+
+def restore(engine: Engine, scope: Scope, memory_id: str) -> MemoryItem:
+    """Bring an archived memory back into recall (by hand: decay may archive it again)."""
+    part = partition_of(scope)
+    item = get_own(engine, scope, memory_id)
+    now = engine.clock.now()
+    with engine.store.transaction() as tx:
+        tx.update_columns(part, [item.id], archived=[False], last_access=[now], strength=[max(item.strength, 0.5)])
+        tx.log(part, [HistoryEvent(item.id, now, "restored", {})])
+    item.archived = False
+    item.last_access = now
+    return item

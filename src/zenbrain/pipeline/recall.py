@@ -1,0 +1,234 @@
+"""Recall: classify the query, gather candidates, fuse, rank, de-duplicate, and (unless
+read-only) let being recalled change the memories.
+
+1. Candidates: dense top-K of every layer, BM25 top-K, the scope's core memories, and
+   (when the fusion recipe expands to neighbours) the turns next to them in their session.
+2. Fusion by the configured recipe (``retrieval.fusion``, ``RecallParams.recipe``): dense
+   and lexical evidence normalised and weighted, a strong turn lending to its neighbours,
+   a preference for the speakers the query names and for memories of the time it names;
+   then the query type's layer weight (and the cross-context weight).
+3. Ranking factors (``ranking``): recency direction, the Two-Factor boost,
+   retrievability, priority.
+4. De-duplication of near-identical content, the top k kept.
+5. Side effects (``recall_effects``), in one transaction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..clock import DAY
+from ..engine import Engine
+from ..errors import ValidationError
+from ..model import Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
+from ..results import RecallResult
+from ..retrieval import fusion
+from ..retrieval.dates import TimeWindow
+from ..retrieval.query import classify
+from ..retrieval.turn_context import named_speakers
+from ..state import MENTIONED
+from ..storage.base import Filter, Partition
+from ..text import jaccard, token_set
+from ..validation import check_content, check_k, check_number
+from . import ranking, turns
+from .access import partition_of, read_filter
+from .recall_effects import after_recall
+from .tuned import tuned
+
+
+def _layer_set(engine: Engine, layers: Iterable[Layer | str] | Layer | str | None) -> frozenset[Layer] | None:
+    if isinstance(layers, (str, Layer)):
+        layers = [layers]
+    chosen = frozenset(Layer.parse(x) for x in layers) if layers is not None else None
+    if engine.config.disabled_layers:
+        chosen = (chosen if chosen is not None else frozenset(Layer)) - engine.config.disabled_layers
+    return chosen
+
+
+def _time_range(time_range: Any) -> tuple[float | None, float | None]:
+    if time_range is None:
+        return None, None
+    if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
+        raise ValidationError("time_range must be a (start, end) pair; either may be None")
+    after, before = time_range
+    return (None if after is None else check_number("time_range start", after),
+            None if before is None else check_number("time_range end", before))
+
+
+def _neighbours(engine: Engine, part: Partition, items: dict[str, MemoryItem], flt: Filter,
+                radius: int) -> list[MemoryItem]:
+    """The turns within ``radius`` of the candidates in their sessions, that the reader may
+    see and that are not candidates yet."""
+    wanted = frozenset((i.session_id, i.position + d) for i in items.values()
+                       if i.session_id is not None and i.position is not None
+                       for d in range(-radius, radius + 1) if d)
+    if not wanted:
+        return []
+    return [m for m in engine.store.query(part, replace(flt, turns=wanted)) if m.id not in items]
+
+
+def _in_window(item: MemoryItem, window: TimeWindow) -> bool:
+    """Whether a memory happened in, or speaks of, the window."""
+    t = item.event_time if item.event_time is not None else item.created_at
+    if window.contains(t):
+        return True
+    return any(window.overlaps(TimeWindow(a, b)) for a, b in item.state.get(MENTIONED, ()))
+
+
+def recall(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    k: int = 10,
+    *,
+    layers: Iterable[Layer | str] | Layer | str | None = None,
+    time_range: tuple[float | None, float | None] | None = None,
+    include_archived: bool = False,
+    touch: bool = True,
+    as_of: float | None = None,
+    include_superseded: bool = False,
+) -> RecallResult:
+    """The top-k memories for a query, each with a score breakdown. Only what holds now is
+    recalled, unless ``as_of`` asks what held at a past time (memories begun by then and not
+    superseded by then) or ``include_superseded`` lets replaced memories compete too. A memory
+    superseded by a detected change stays recallable when the query names what only it says
+    (``ranking.drop_superseded``)."""
+    query = check_content(query, engine.config.max_content_chars)
+    k = check_k(k)
+    part = partition_of(scope)
+    now = engine.clock.now()
+    info = classify(query, reference=math.floor(now / DAY) * DAY)  # relative words read against today
+    layer_set = _layer_set(engine, layers)
+    after, before = _time_range(time_range)
+    if as_of is not None:
+        as_of = check_number("as_of", as_of)
+        before = as_of if before is None else min(before, as_of)
+    only_current = as_of is None and not include_superseded
+    flt = read_filter(engine, scope, layers=layer_set, include_archived=include_archived, event_after=after,
+                      event_before=before, current_at=as_of)
+    qvec = engine.embed_query(query)
+    rp = engine.config.recall
+    recipe = turns.recipe(engine)
+    per_layer = max(rp.per_layer_k, rp.candidate_factor * k, recipe.dense_candidates)
+
+    # 1. Candidates.
+    dense = dict(engine.store.vector_search(part, qvec, per_layer, flt, per_layer=True))
+    lexical: dict[str, float] = {}
+    use_lexical = engine.on("bm25_hybrid") and rp.lexical_k > 0
+    if use_lexical:
+        lexical = dict(engine.store.lexical_search(part, query, max(rp.lexical_k, recipe.lexical_candidates), flt))
+    cand_ids = list(dict.fromkeys([*dense, *lexical]))
+    core_items = [] if Layer.CORE in engine.config.disabled_layers else engine.store.query(
+        part, read_filter(engine, scope, layers=frozenset({Layer.CORE}),
+                          current_at=now if only_current else as_of))
+    # Core memories always compete, unless the caller narrowed recall to other layers or a time range.
+    if (layer_set is None or Layer.CORE in layer_set) and time_range is None and as_of is None:
+        cand_ids += [c.id for c in core_items if c.id not in dense and c.id not in lexical]
+    if not cand_ids:
+        # A recall that finds nothing still counts: a miss for the monitor, a surprise for
+        # the neuromodulators, a topic shift, and a cue for prospective memory.
+        extra = after_recall(engine, part, scope, query, qvec, [], now) if touch else {}
+        return RecallResult([], query_type=info.type, core=core_items, info={"candidates": 0, **extra})
+    items = {i.id: i for i in engine.store.get(part, cand_ids)}
+    if recipe.neighbour_weight > 0:
+        for m in _neighbours(engine, part, items, flt, recipe.neighbour_radius):
+            items[m.id] = m
+    cand_ids = [c for c in cand_ids if c in items] + [m for m in items if m not in dense and m not in lexical
+                                                      and m not in cand_ids]
+    missing = [c for c in cand_ids if c not in dense]  # their dense similarity, from the index
+    if missing:
+        for c, v in zip(missing, engine.store.vectors(part, missing) @ qvec):
+            dense[c] = float(v)
+    unranked = [c for c in cand_ids if c not in lexical]
+    if lexical and unranked:  # BM25 of the candidates the lexical top-K left out (0: no shared word)
+        lexical.update(engine.store.lexical_search(part, query, len(unranked), replace(flt, ids=frozenset(unranked))))
+    pool = [items[c] for c in cand_ids]
+    # Compositional context: another context's memory is compared through the shared part only.
+    shared = ranking.cross_context_dense(engine, part, qvec, pool, scope.context)
+    dense.update(shared)
+
+    # 2. Fusion.
+    share = tuned(engine, part, "lexical_weight", rp.lexical_weight) if lexical else 0.0
+    total = recipe.dense_weight + recipe.lexical_weight
+    weighted = recipe.with_(dense_weight=(1.0 - share) * total, lexical_weight=share * total)
+    d = np.array([dense.get(c, 0.0) for c in cand_ids])
+    lx = np.array([lexical.get(c, 0.0) for c in cand_ids])
+    base = fusion.nonnegative(fusion.fuse(d, lx, weighted))
+    lex_method = weighted.lexical_normalization or weighted.normalization
+    lex_norm = fusion.normalize(lx, lex_method if lex_method != "rrf" else "max", present=lx > 0)
+    scores = base
+    parts: dict[str, np.ndarray] = {}
+    if recipe.neighbour_weight > 0:
+        nb = fusion.neighbour_index([i.session_id for i in pool], [-1 if i.position is None else i.position
+                                                                    for i in pool], recipe.neighbour_radius)
+        expanded = fusion.expand_to_neighbours(scores, nb, recipe.neighbour_weight)
+        parts["neighbours"] = expanded - scores
+        scores = expanded
+    if recipe.speaker_bonus > 0:
+        named = named_speakers(query, turns.speakers(engine, part))
+        mask = np.array([i.speaker in named for i in pool]) if named else np.zeros(len(pool), bool)
+        if mask.any():
+            boosted = fusion.boost(scores, mask, recipe.speaker_bonus)
+            parts["speaker"] = boosted - scores
+            scores = boosted
+    window_ranked = recipe.time_bonus > 0 and info.window is not None
+    if window_ranked:
+        mask = np.array([_in_window(i, info.window) for i in pool])  # type: ignore[arg-type]
+        if mask.any():
+            boosted = fusion.boost(scores, mask, recipe.time_bonus)
+            parts["time"] = boosted - scores
+            scores = boosted
+    weights = engine.config.layer_weights.get(info.type, {}) if engine.on("query_aware_fusion") else {}
+    hits: list[RecallHit] = []
+    for j, (cid, item) in enumerate(zip(cand_ids, pool)):
+        w = float(weights.get(item.layer, 1.0))
+        if item.context != scope.context:
+            w *= rp.cross_context_weight
+        why = ScoreBreakdown(dense=max(0.0, float(d[j])), lexical=float(lex_norm[j]), layer_weight=w,
+                             fused=w * float(scores[j]))
+        why.other["fusion"] = float(base[j])
+        if cid in shared:
+            why.other["cross_context_shared_sim"] = float(shared[cid])
+        for name, delta in parts.items():
+            if delta[j]:
+                why.other[name] = float(delta[j])
+        hits.append(RecallHit(item, why.fused, why))
+
+    # 3. Ranking factors.
+    ranking.temporal_adjust(engine, hits, info, window=not window_ranked)
+    ranking.hebbian_boost(engine, part, hits, k)
+    ranking.retrievability_weight(engine, hits, now)
+    ranking.priority_weight(engine, hits)
+    for h in hits:
+        b = h.why
+        h.score = b.final = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority
+    hits.sort(key=lambda h: (-h.score, h.item.id))
+    if only_current:
+        hits = ranking.drop_superseded(engine, part, hits, query)
+
+    # 4. De-duplicate near-identical content, keep the better one.
+    out: list[RecallHit] = []
+    kept_tokens: list[frozenset[str]] = []
+    for h in hits:
+        toks = token_set(h.item.content)
+        if any(jaccard(toks, t) > rp.dedup_jaccard for t in kept_tokens):
+            continue
+        out.append(h)
+        kept_tokens.append(toks)
+        if len(out) == k:
+            break
+
+    # 5. Side effects.
+    extra = after_recall(engine, part, scope, query, qvec, out, now) if touch else {}
+    return RecallResult(
+        out,
+        query_type=info.type,
+        core=core_items,
+        info={"candidates": len(cand_ids), "dense": len(dense), "lexical": len(lexical), "window": info.window,
+              "direction": info.direction, "recipe": recipe.name, **extra},
+    )

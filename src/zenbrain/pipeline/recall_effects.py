@@ -1,0 +1,203 @@
+"""What being recalled changes: the side effects that keep memory alive.
+
+After ``recall`` has ranked its hits (and unless it was asked not to touch them), one
+transaction writes: access counts and times; spaced recalls grow Ebbinghaus stability
+and count as FSRS reviews graded by rank and similarity (with the vmPFC interval
+factor of the topic's drift since the memory's last review, and the HyperAgent's
+interval factor); TripleCopy reinforcement; the reconsolidation window; Hebbian
+co-activation edges among the top hits; the neuromodulator event; the
+MetacognitiveMonitor's log; prospective-memory cues; and the topic vector that follows
+the queries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..clock import HOUR
+from ..engine import Engine
+from ..mechanisms import ebbinghaus, fsrs_schedule, two_factor, vmpfc
+from ..model import Edge, Layer, RecallHit, Scope
+from ..pma import (
+    metacognition,
+    neuromodulator,
+    prospective,
+    reconsolidation,
+    triple_copy,
+)
+from ..pma.hyperagent import LEXICAL_KIND, SEMANTIC_KIND
+from ..state import (
+    COPIES,
+    DUE_AT,
+    FSRS,
+    KV_NEURO,
+    KV_TOPIC,
+    LABILE_UNTIL,
+    RELATION_CO_RECALL,
+    REVIEW_TOPIC,
+    VMPFC,
+    MemoryState,
+    decode_vec,
+    encode_vec,
+    intentions_key,
+)
+from ..storage.base import Partition
+from . import monitor_log
+from .tuned import tuned
+
+
+def topic_vector(engine: Engine, part: Partition) -> np.ndarray | None:
+    """The running average of recent query vectors (None before the first recall)."""
+    raw = engine.store.kv_get(part, KV_TOPIC)
+    return decode_vec(raw) if raw else None
+
+
+def vmpfc_adjust(st: MemoryState, card: Any, due: float, topic: np.ndarray, now: float,
+                 params: vmpfc.VmpfcParams) -> tuple[Any, float]:
+    """Scale an FSRS interval by the vmPFC factor of the topic's drift since the memory's
+    last review; records the prediction error and the factor in ``st``."""
+    prev = st.get(REVIEW_TOPIC)
+    pe = float(vmpfc.prediction_error(c_prev=decode_vec(prev), c_now=topic, params=params)) if prev \
+        else params.missing_context_pe
+    factor = float(vmpfc.interval_factor(pe=pe, params=params))
+    due = float(vmpfc.apply(due, now, factor, params=params))
+    st[VMPFC] = {"pe": pe, "factor": factor}
+    return fsrs_schedule.with_due(card, due), due
+
+
+def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec: np.ndarray,
+                 hits: list[RecallHit], now: float) -> dict[str, Any]:
+    """Write what this recall changes, in one transaction; returns what the caller reports
+    (the intentions the query fired)."""
+    info: dict[str, Any] = {}
+    prev = topic_vector(engine, part)
+    rate = engine.config.recall.topic_rate
+    topic = qvec if prev is None else (1 - rate) * prev + rate * qvec
+    topic = topic / max(float(np.linalg.norm(topic)), 1e-12)
+    kv: dict[str, Any] = {KV_TOPIC: encode_vec(topic)}
+
+    use_ebb, use_fsrs, use_vm = engine.on("ebbinghaus_decay"), engine.on("fsrs"), engine.on("vmpfc_fsrs")
+    use_tc, use_rc = engine.on("triple_copy"), engine.on("reconsolidation")
+    ebb_p = engine.config.params.ebbinghaus_decay
+    fsrs_p = engine.config.params.fsrs
+    vm_p = engine.config.params.vmpfc_fsrs
+    tc_p = engine.config.params.triple_copy
+    rc_p = engine.config.params.reconsolidation
+    interval_factor = tuned(engine, part, "review_interval_factor", 1.0)
+    topic_text = encode_vec(topic)
+
+    states: dict[str, MemoryState] = {}
+    stability: list[float] = []
+    for rank, h in enumerate(hits, start=1):
+        item = h.item
+        st = item.state.copy()
+        spaced = now - item.last_access >= HOUR  # massed repetition does not build stability
+        s = item.stability
+        if use_ebb and spaced and item.layer is not Layer.CORE:
+            s = float(ebbinghaus.review_stability(stability=s, success=True, params=ebb_p))
+        stability.append(s)
+        if use_fsrs and spaced and item.layer not in (Layer.CORE, Layer.WORKING):
+            rating = fsrs_schedule.grade_from_recall(rank, h.why.dense, params=fsrs_p)
+            card, due = fsrs_schedule.review(st.get(FSRS), rating, now, params=fsrs_p)
+            if use_vm:
+                card, due = vmpfc_adjust(st, card, due, topic, now, vm_p)
+            if interval_factor != 1.0:
+                due = now + (due - now) * interval_factor
+                card = fsrs_schedule.with_due(card, due)
+            st[FSRS] = card
+            st[DUE_AT] = due
+            st[REVIEW_TOPIC] = topic_text
+        if use_tc and COPIES in st:
+            st[COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[COPIES]), now=now,
+                                               quality=min(1.0, max(0.0, h.why.dense)), params=tc_p).to_dict()
+        if use_rc:
+            st[LABILE_UNTIL] = reconsolidation.open_window(now=now, params=rc_p)
+        states[item.id] = st
+    new_edges = coactivation(engine, part, hits, now) if engine.on("two_factor_hebbian") else []
+
+    if engine.on("neuromodulator"):
+        raw = engine.store.kv_get(part, KV_NEURO)
+        state = neuromodulator.NeuromodulatorState.from_dict(raw) if raw else neuromodulator.initial_state(now=now)
+        top = hits[0].why.dense if hits else 0.0
+        event, mag = ("confirmation", top) if top >= 0.5 else ("prediction_error", 1.0 - top)
+        kv[KV_NEURO] = neuromodulator.emit(state, event=event, magnitude=float(min(1.0, max(0.05, mag))), now=now,
+                                           params=engine.config.params.neuromodulator).to_dict()
+    if engine.on("metacognitive_monitor"):
+        mp = engine.config.params.metacognitive_monitor
+        top_score = hits[0].score if hits else 0.0
+        # "Used" proxy until feedback arrives: hits scoring at least half the best one.
+        used = sum(1 for h in hits if h.score >= 0.5 * top_score) if top_score > 0 else 0
+        retrieval = metacognition.retrieval_event(at=now, returned=len(hits), used=used, query_kind=query_kind(hits))
+        surprise = (metacognition.surprise_event(at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)), params=mp)
+                    if hits else None)
+        kv.update(monitor_log.appended(engine.store, part, mp, retrievals=[retrieval],
+                                       surprises=[surprise] if surprise is not None else []))
+    if engine.on("prospective_memory"):
+        key = intentions_key(scope.context)
+        raw_int = engine.store.kv_get(part, key)
+        if raw_int:
+            intents = [prospective.Intention.from_dict(d) for d in raw_int]
+            kept, firings = prospective.check(
+                intents, now=now, text=query, embedding=[float(x) for x in qvec],
+                params=engine.config.params.prospective_memory)
+            if firings:
+                info["intentions"] = [f.to_dict() for f in firings]
+            kv[key] = [i.to_dict() for i in kept]
+
+    ids = [h.item.id for h in hits]
+    with engine.store.transaction(durable=False) as tx:
+        if ids:
+            tx.record_access(part, ids, now)
+            tx.update_columns(part, ids, stability=stability)
+            tx.update_states(part, {mid: states[mid] for mid in ids})
+        if new_edges:
+            tx.put_edges(part, new_edges)
+        tx.kv_put(part, kv)
+    for h, s in zip(hits, stability):
+        h.item.access_count += 1
+        h.item.last_access = now
+        h.item.stability = s
+        h.item.state = states[h.item.id]
+    return info
+
+
+def query_kind(hits: list[RecallHit]) -> str:
+    """"keyword" when the best hit was found more by its words than by its meaning; the
+    HyperAgent compares how well these two kinds of recall go to tune the lexical weight."""
+    if hits and hits[0].why.lexical > hits[0].why.dense:
+        return LEXICAL_KIND
+    return SEMANTIC_KIND
+
+
+def coactivation(engine: Engine, part: Partition, hits: list[RecallHit], now: float) -> list[Edge]:
+    """Hebbian learning: the top hits of one recall were active together; their pairwise
+    co-recall edges are updated by the Two-Factor rule (tag: the pair's mean score relative
+    to the best; amplitude: their cosine; StabilityProtector: the variance lock)."""
+    top = hits[:engine.config.recall.coactive_top]
+    if len(top) < 2:
+        return []
+    tp = engine.config.params.two_factor_hebbian
+    ids = [h.item.id for h in top]
+    vecs = engine.store.vectors(part, ids)
+    existing = {(e.src, e.dst): e for e in engine.store.edges(part, ids, both_ends=True)
+                if e.relation == RELATION_CO_RECALL}
+    ii, jj = np.triu_indices(len(top), 1)
+    w0, v0, k0 = two_factor.new_edge(params=tp)
+    old = []
+    for i, j in zip(ii.tolist(), jj.tolist()):
+        a, b = ids[i], ids[j]
+        e = existing.get((a, b)) or existing.get((b, a))
+        old.append(Edge(a, b, RELATION_CO_RECALL, w0, v0, k0, now) if e is None else e)
+    scores = np.array([h.score for h in top])
+    best = float(scores.max()) or 1.0
+    tag = np.minimum((scores[ii] + scores[jj]) / (2 * best), 1.0)
+    amp = np.maximum(0.0, np.einsum("ij,ij->i", vecs[ii], vecs[jj]))
+    variance = np.array([e.variance for e in old], dtype=float)
+    lock = (np.asarray(two_factor.variance_lock(variance), dtype=float) if engine.on("stability_protector")
+            else np.zeros(len(old)))
+    w, var2, k = two_factor.update(np.array([e.weight for e in old], dtype=float), variance,
+                                   np.array([e.activations for e in old]), tag, amp, lock, params=tp)
+    return [Edge(e.src, e.dst, RELATION_CO_RECALL, float(wn), float(vn), int(kn), now)
+            for e, wn, vn, kn in zip(old, np.atleast_1d(w), np.atleast_1d(var2), np.atleast_1d(k))]

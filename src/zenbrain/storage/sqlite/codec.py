@@ -1,0 +1,101 @@
+"""How records are written to and read from the SQLite tables: column lists, rows, JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...model import Edge, HistoryEvent, Kind, Layer, MemoryItem
+
+COLUMNS = (
+    "id", "user_id", "agent_id", "session_id", "context", "layer", "kind", "content", "content_hash",
+    "metadata", "created_at", "updated_at", "event_time", "last_access", "access_count", "importance",
+    "valence", "arousal", "stability", "strength", "conf_alpha", "conf_beta", "archived", "version",
+    "due_at", "state", "speaker", "position", "index_text", "vector_key",
+    "valid_until", "superseded_by",
+)
+SELECT = ",".join(COLUMNS)
+# Columns a bulk update may write; content, metadata and state go through whole-row writes
+# or update_states, so the lexical index and the due index stay in step.
+UPDATABLE = frozenset(COLUMNS) - {"id", "user_id", "agent_id", "content", "content_hash", "metadata", "state",
+                                  "index_text", "vector_key"}
+# Columns the in-memory vector index holds: a change to one must reach other processes' indexes.
+INDEXED = frozenset({"layer", "context", "session_id", "archived", "kind", "event_time", "created_at", "position",
+                     "valid_until"})
+EDGE_COLUMNS = "src, dst, relation, weight, variance, activations, updated_at"  # Edge's fields in order
+
+_DUE_AT = COLUMNS.index("due_at")
+# MemoryItem's fields are COLUMNS without due_at (which mirrors state["due_at"] for the index).
+if tuple(f.name for f in dataclasses.fields(MemoryItem)) != COLUMNS[:_DUE_AT] + COLUMNS[_DUE_AT + 1:]:
+    raise RuntimeError("MemoryItem's fields no longer match the memories table")
+if tuple(f.name for f in dataclasses.fields(Edge)) != tuple(EDGE_COLUMNS.split(", ")):
+    raise RuntimeError("Edge's fields no longer match the edges table")
+
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars and arrays as plain numbers and lists."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def encode(value: Any) -> str:
+    """JSON text of a metadata, state, history detail or kv value."""
+    return json.dumps(value, sort_keys=True, default=_json_default)
+
+
+def decode(text: str) -> Any:
+    return json.loads(text)
+
+
+def item_row(item: MemoryItem) -> tuple[Any, ...]:
+    """A memory as a row of COLUMNS."""
+    return (
+        item.id, item.user_id, item.agent_id, item.session_id, item.context, item.layer.value,
+        item.kind.value, item.content, item.content_hash, encode(item.metadata),
+        item.created_at, item.updated_at, item.event_time, item.last_access, item.access_count,
+        item.importance, item.valence, item.arousal, item.stability, item.strength, item.conf_alpha,
+        item.conf_beta, int(item.archived), item.version, item.state.get("due_at"), encode(item.state),
+        item.speaker, item.position, item.index_text, item.vector_key or item.content_hash,
+        item.valid_until, item.superseded_by,
+    )
+
+
+def item_from_row(row: Sequence[Any]) -> MemoryItem:
+    """A memory from a row of COLUMNS."""
+    vals = list(row)
+    del vals[_DUE_AT]
+    vals[5] = Layer(vals[5])
+    vals[6] = Kind(vals[6])
+    vals[9] = decode(vals[9])
+    vals[22] = bool(vals[22])
+    vals[24] = decode(vals[24])
+    if vals[28] == vals[8]:
+        vals[28] = None  # the vector is its content's: the default
+    return MemoryItem(*vals)
+
+
+def edge_row(partition: tuple[str, str], e: Edge) -> tuple[Any, ...]:
+    return (*partition, e.src, e.dst, e.relation, float(e.weight), float(e.variance), int(e.activations),
+            float(e.updated_at))
+
+
+def event_row(partition: tuple[str, str], e: HistoryEvent) -> tuple[Any, ...]:
+    return (*partition, e.memory_id, e.at, e.action, encode(e.detail))
+
+
+def column_values(values: Sequence[Any], n: int, *, archived: bool = False) -> list[Any]:
+    """The first ``n`` values of a column to write, numpy scalars as Python ones
+    (``archived`` as 0 or 1)."""
+    if len(values) < n:
+        raise IndexError("a column has fewer values than there are ids")
+    out = [v.item() if isinstance(v, np.generic) else v for v in list(values)[:n]]
+    if archived:
+        out = [int(bool(v)) for v in out]
+    return out

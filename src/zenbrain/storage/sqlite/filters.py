@@ -1,0 +1,65 @@
+"""A ``Filter`` as an SQL condition on the memories table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import Filter, Partition
+
+SESSION_LAYERS_SQL = "('working','short_term')"
+
+
+def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bool = True) -> tuple[str, list[Any]]:
+    """The WHERE clause of what ``flt`` lets through in ``partition``, and its arguments.
+    ``use_indexes=False`` writes ``+column`` so that the planner looks rows up by another
+    condition (an id list) instead of scanning an index of these columns."""
+    p = f"{alias}." if alias else ""
+    if not use_indexes:
+        p = "+" + p
+    clauses = [f"{p}user_id=?", f"{p}agent_id=?"]
+    args: list[Any] = [*partition]
+    if not flt.include_archived:
+        clauses.append(f"{p}archived=0")
+    if flt.layers is not None:
+        clauses.append(f"{p}layer IN ({','.join('?' * len(flt.layers))})")
+        args.extend(sorted(layer.value for layer in flt.layers))
+    if flt.contexts is not None:
+        clauses.append(f"{p}context IN ({','.join('?' * len(flt.contexts))})")
+        args.extend(sorted(flt.contexts))
+    if flt.kinds is not None:
+        clauses.append(f"{p}kind IN ({','.join('?' * len(flt.kinds))})")
+        args.extend(sorted(flt.kinds))
+    session_bound = f"{p}layer IN {SESSION_LAYERS_SQL}"
+    if flt.all_sessions:
+        pass
+    elif flt.session_id is None:
+        clauses.append(f"NOT {session_bound}")
+    else:
+        clauses.append(f"(NOT {session_bound} OR {p}session_id=?)")
+        args.append(flt.session_id)
+    if flt.event_after is not None:
+        clauses.append(f"COALESCE({p}event_time, {p}created_at) >= ?")
+        args.append(flt.event_after)
+    if flt.event_before is not None:
+        clauses.append(f"COALESCE({p}event_time, {p}created_at) <= ?")
+        args.append(flt.event_before)
+    if flt.due_before is not None:
+        clauses.append(f"{p}due_at IS NOT NULL AND {p}due_at <= ?")
+        args.append(flt.due_before)
+    if flt.sessions is not None:
+        clauses.append(f"{p}session_id IN ({','.join('?' * len(flt.sessions))})")
+        args.extend(sorted(flt.sessions))
+    if flt.turns is not None:
+        if flt.turns:
+            pairs = sorted(flt.turns)
+            clauses.append(f"({p}session_id, {p}position) IN (VALUES {','.join(['(?,?)'] * len(pairs))})")
+            args.extend(x for pair in pairs for x in pair)
+        else:
+            clauses.append("0")
+    if flt.current_at is not None:
+        clauses.append(f"({p}valid_until IS NULL OR {p}valid_until > ?)")
+        args.append(flt.current_at)
+    if flt.ids is not None:
+        clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
+        args.extend(sorted(flt.ids))
+    return " AND ".join(clauses), args

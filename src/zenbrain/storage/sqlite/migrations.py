@@ -1,0 +1,197 @@
+"""Ordered, named schema migrations for the SQLite store. Append only; never edit one
+that has shipped. Each runs in its own transaction and is recorded in schema_migrations."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE memories (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            session_id TEXT,
+            context TEXT NOT NULL,
+            layer TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            event_time REAL,
+            last_access REAL NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            importance REAL NOT NULL,
+            valence REAL NOT NULL,
+            arousal REAL NOT NULL,
+            stability REAL NOT NULL,
+            strength REAL NOT NULL,
+            conf_alpha REAL NOT NULL,
+            conf_beta REAL NOT NULL,
+            archived INTEGER NOT NULL DEFAULT 0,
+            version INTEGER NOT NULL DEFAULT 1,
+            due_at REAL,
+            state TEXT NOT NULL
+        );
+        CREATE INDEX memories_partition ON memories(user_id, agent_id, layer, archived);
+        CREATE INDEX memories_event ON memories(user_id, agent_id, event_time);
+        CREATE INDEX memories_due ON memories(user_id, agent_id, due_at);
+        CREATE INDEX memories_hash ON memories(content_hash);
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, memory_id UNINDEXED, user_id UNINDEXED, agent_id UNINDEXED,
+            tokenize = 'porter unicode61'
+        );
+
+        CREATE TABLE embeddings (
+            model TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (model, hash)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE edges (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            src TEXT NOT NULL,
+            dst TEXT NOT NULL,
+            relation TEXT NOT NULL,
+            weight REAL NOT NULL,
+            variance REAL NOT NULL,
+            activations INTEGER NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (user_id, agent_id, src, dst, relation)
+        ) WITHOUT ROWID;
+        CREATE INDEX edges_dst ON edges(user_id, agent_id, dst);
+
+        CREATE TABLE history (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            at REAL NOT NULL,
+            action TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+        CREATE INDEX history_memory ON history(user_id, agent_id, memory_id);
+
+        CREATE TABLE kv (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (user_id, agent_id, key)
+        ) WITHOUT ROWID;
+
+        -- Every committed change to a memory row, so in-memory indexes of every
+        -- process can follow the database exactly.
+        CREATE TABLE changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        "0002_recent_index",
+        """
+        -- The memories used most recently first (what new memories link to), found without
+        -- sorting the whole partition.
+        CREATE INDEX memories_recent ON memories(user_id, agent_id, last_access);
+        """,
+    ),
+    (
+        "0003_topic_vector",
+        """
+        -- The running average of recent queries is the recall "topic" (it was called a
+        -- context vector, a word the library keeps for a scope's context).
+        UPDATE kv SET key = 'topic_vector' WHERE key = 'context_vector';
+        UPDATE memories
+           SET state = json_set(json_remove(state, '$.review_ctx'), '$.review_topic', json_extract(state, '$.review_ctx'))
+         WHERE json_type(state, '$.review_ctx') IS NOT NULL;
+        """,
+    ),
+    (
+        "0004_conversation_turns",
+        """
+        -- Conversation turns: who spoke, the turn's place in its session, the text lexical
+        -- search indexes (the turn with the one before it) and the key of its vector in
+        -- the embedding cache (which may embed more than its own content).
+        ALTER TABLE memories ADD COLUMN speaker TEXT;
+        ALTER TABLE memories ADD COLUMN position INTEGER;
+        ALTER TABLE memories ADD COLUMN index_text TEXT;
+        ALTER TABLE memories ADD COLUMN vector_key TEXT;
+        UPDATE memories SET vector_key = content_hash;
+        CREATE INDEX memories_thread ON memories(user_id, agent_id, session_id, position);
+        CREATE INDEX memories_vector_key ON memories(vector_key);
+        """,
+    ),
+    (
+        "0005_requests",
+        """
+        -- Write requests that carried an idempotency key: a retry with the same key gets the
+        -- first request's result instead of writing again. The row is written in the same
+        -- transaction as the request's write, and the response once the write has committed.
+        CREATE TABLE requests (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            memory_ids TEXT NOT NULL,
+            status INTEGER,
+            response TEXT,
+            PRIMARY KEY (user_id, agent_id, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX requests_age ON requests(created_at);
+        """,
+    ),
+    (
+        "0006_partitioned_lexical",
+        """
+        -- Each (user, agent) gets a number, and its lexical entries get the rowids
+        -- number * 2^32 + 1, + 2, ...: a search is an FTS query with a rowid range, which
+        -- FTS5 answers inside the partition instead of ranking every partition's matches
+        -- and filtering them afterwards (scores are unchanged). Rows are never deleted, so a
+        -- cached number never goes stale. next_entry is the partition's next free rowid.
+        CREATE TABLE partitions (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            next_entry INTEGER NOT NULL DEFAULT 1,
+            UNIQUE (user_id, agent_id)
+        );
+        INSERT INTO partitions (user_id, agent_id) SELECT DISTINCT user_id, agent_id FROM memories_fts;
+        CREATE VIRTUAL TABLE memories_fts_part USING fts5(
+            content, memory_id UNINDEXED, user_id UNINDEXED, agent_id UNINDEXED,
+            tokenize = 'porter unicode61'
+        );
+        INSERT INTO memories_fts_part (rowid, content, memory_id, user_id, agent_id)
+            SELECT (p.id << 32) + row_number() OVER (PARTITION BY p.id ORDER BY f.rowid),
+                   f.content, f.memory_id, f.user_id, f.agent_id
+            FROM memories_fts f JOIN partitions p ON p.user_id = f.user_id AND p.agent_id = f.agent_id;
+        UPDATE partitions SET next_entry = 1 + (
+            SELECT COUNT(*) FROM memories_fts_part
+            WHERE rowid BETWEEN (partitions.id << 32) AND (partitions.id << 32) + 4294967295);
+        DROP TABLE memories_fts;
+        ALTER TABLE memories_fts_part RENAME TO memories_fts;
+        """,
+    ),
+    (
+        "0007_valid_time",
+        """
+        -- Valid time: a fact replaced by a later one keeps its row and history and gets the
+        -- time it stopped holding and the memory that replaced it. Current recall reads
+        -- the rows whose valid_until is empty (or later than now).
+        ALTER TABLE memories ADD COLUMN valid_until REAL;
+        ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+        CREATE INDEX memories_superseded ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+        """,
+    ),
+]
