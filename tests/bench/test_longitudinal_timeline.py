@@ -162,6 +162,23 @@ def test_update_modes_rewrite_or_add(emb):
         LifeStore(emb, update_mode="merge")
 
 
+def test_supersede_mode_keeps_the_old_fact_with_its_valid_time(emb):
+    s0 = TimedSession("S0", T0, (Doc("a", "Ann lives in Leeds.", metadata={}),))
+    s1 = TimedSession("S1", T0 + 5 * DAY, (Doc("b", "Ann moved to York.", metadata={"supersedes": "a"}),))
+    sup = LifeStore(emb, protocol=Protocol(context_k=0, nightly=()), update_mode="supersede")
+    try:
+        run_unit(sup, [s0, s1], [], k=3)
+        old, new = sorted(sup.mem.list_memories(sup.user), key=lambda i: i.valid_from)
+        assert old.content == "Ann lives in Leeds." and old.superseded_by == new.id
+        assert old.valid_until == pytest.approx(T0 + 5 * DAY)
+        assert sup.lifecycle()["revisions"] == {"supersede": 1}
+        assert [d for d, _ in sup.search_hits("Where does Ann live?", 3)] == ["b"]  # current facts only
+        past = sup.mem.recall("Where does Ann live?", sup.user, k=3, touch=False, as_of=T0 + DAY)
+        assert [h.item.content for h in past] == ["Ann lives in Leeds."]
+    finally:
+        sup.close()
+
+
 def test_session_numbers_and_locomo_workload():
     assert session_of("D12:3") == 12 and session_of("conv-1/D2:1") == 2 and session_of("x") is None
     conv = parse_locomo(locomo_data())[0]

@@ -203,10 +203,14 @@ def test_cli_timeline_updates_noise_and_mechanisms(tmp_path: Path, monkeypatch, 
     res = json.loads((tmp_path / "tl" / "locomo_timeline.json").read_text())
     assert {"zenbrain", "zenbrain-flat", "bm25", "dense"} <= set(res["systems"]) and "static" in res
     assert "timeline" in capsys.readouterr().out
-    assert main(["bench", "updates", "--entities", "8", "--pairs", "4", "--static", "2", "--days", "8",
-                 "--filler-per-day", "1", "--modes", "new,update", "--out", str(tmp_path / "up"), *common]) == 0
+    assert main(["bench", "updates", "--entities", "8", "--pairs", "4", "--static", "2", "--days", "40",
+                 "--filler-per-day", "1", "--modes", "new,supersede,update", "--out", str(tmp_path / "up"), *common]) == 0
     up = json.loads((tmp_path / "up" / "updates.json").read_text())
-    assert {"zenbrain", "zenbrain[update]", "bm25", "dense"} == set(up["sources"]["generated"]["systems"])
+    assert {"zenbrain", "zenbrain[supersede]", "zenbrain[update]", "bm25", "dense"} == set(up["sources"]["generated"]["systems"])
+    sup = up["sources"]["generated"]["systems"]["zenbrain[supersede]"]
+    assert sum(life["revisions"].get("supersede", 0) + life["revisions"].get("superseded_before", 0)
+               for life in sup["lifecycle"].values()) == 3  # every changed value (3 in 40 days) named its predecessor
+    assert sup["summary"]["overall"]["stale_above"]["mean"] == 0.0  # superseded facts leave current recall
     views = up["sources"]["generated"]["systems"]["zenbrain"]["views"]
     assert set(views) == {"with_archived", "no_retrievability", "no_layer_weights"}
     assert views["no_retrievability"]["summary"]["overall"]["n"] == len(up["sources"]["generated"]["systems"]["bm25"]["questions"])
@@ -231,6 +235,7 @@ def test_cli_timeline_updates_noise_and_mechanisms(tmp_path: Path, monkeypatch, 
     assert again["summary"]["workloads"] == mx["summary"]["workloads"]
     assert main(["bench", "updates", "--modes", "merge", *common]) != 0
     assert main(["bench", "mechanisms", "--workloads", "dreams", "--data", str(data), *common]) != 0
+    assert main(["bench", "mechanisms", "--update-mode", "merge", "--data", str(data), *common]) != 0
 
 
 def test_doc_class_for_unknown_docs_is_other():

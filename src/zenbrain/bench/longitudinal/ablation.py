@@ -124,6 +124,7 @@ class Plan:
     cache_path: str | None
     update_seeds: tuple[int, ...] = (0,)
     update_spec: dict[str, Any] = field(default_factory=dict)
+    update_mode: str = "new"  # how zenbrain receives a changed value (timeline.UPDATE_MODES)
     noise_per_day: int = 6
     protocol: dict[str, Any] = field(default_factory=dict)
     seed: int = 42
@@ -174,7 +175,8 @@ def _system(plan: Plan, row: Row, embedder: Any) -> TimelineSystem:
         inner: Any = BM25System() if row.name == "bm25" else DenseSystem(embedder, name="dense")
         return StaticTimeline(inner, name=row.name)
     config = Config(mechanisms=Mechanisms(disabled=row.disabled), seed=plan.seed)
-    return LifeStore(embedder, config=config, protocol=_protocol(plan, row), name=row.name)
+    return LifeStore(embedder, config=config, protocol=_protocol(plan, row), name=row.name,
+                     update_mode=plan.update_mode)
 
 
 def _conversations(plan: Plan) -> list[Any]:

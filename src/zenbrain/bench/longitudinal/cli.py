@@ -87,9 +87,10 @@ def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, checked: Calla
     p = command(bench_subs, "updates", checked(cmd_updates),
                 "knowledge that changes: is the current fact ranked first, does the stale one outrank it?", scope=False)
     p.add_argument("--systems", default="zenbrain,bm25,dense", metavar="S[,S]", help="zenbrain, bm25, dense, hybrid")
-    p.add_argument("--modes", default="new,update,revise,correct", metavar="M[,M]",
-                   help="how zenbrain receives a new value: new (a new memory), update (update() on the old one), "
-                        "revise (revise()), correct (revise(correction=True)); default all four")
+    p.add_argument("--modes", default="new,supersede", metavar="M[,M]",
+                   help="how zenbrain receives a new value: new (a new memory with its event time; zenbrain may "
+                        "detect the change), supersede (store(..., supersedes=old id)), update (update() on the old "
+                        "one), revise (revise()), correct (revise(correction=True)); default new,supersede")
     p.add_argument("--seeds", default="0", metavar="N[,N]", help="generator seeds (default 0)")
     p.add_argument("--entities", type=int, default=None, metavar="N")
     p.add_argument("--pairs", type=int, default=None, metavar="N", help="chains of changing values (default 120)")
@@ -131,6 +132,9 @@ def register(bench_subs: Any, *, locomo: argparse.ArgumentParser, checked: Calla
     p.add_argument("--only", metavar="ROW[,ROW]", help="only these rows besides full (e.g. -triple_copy,bare,bm25)")
     p.add_argument("--conversations", default="all", metavar="N|all|ID[,ID]")
     p.add_argument("--update-seeds", default="0", metavar="N[,N]")
+    p.add_argument("--update-mode", default="new", metavar="MODE",
+                   help="how zenbrain receives a changed value in the updates workload (see 'bench updates --modes'; "
+                        "default new)")
     p.add_argument("--noise-per-day", type=int, default=6, metavar="N")
     p.add_argument("--seed", type=int, default=42, help="Config.seed and the seeded ids of every run")
     p.add_argument("--quick", action="store_true",
@@ -504,6 +508,10 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
         raise ConfigError(f"LoCoMo data not found: {exc}") from None
     convs = _load_timed(str(file), ",".join(QUICK_CONVERSATIONS) if args.quick else args.conversations)
     seeds = parse_ints(args.update_seeds, "--update-seeds") or [0]
+    from .timeline import UPDATE_MODES
+
+    if args.update_mode not in UPDATE_MODES:
+        raise ConfigError(f"unknown --update-mode {args.update_mode!r}; modes are {', '.join(UPDATE_MODES)}")
     if args.context_k < 0 or args.noise_per_day < 0:
         raise ConfigError("--context-k and --noise-per-day must not be negative")
     progress = not args.no_progress
@@ -515,6 +523,7 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
         plan = Plan(data=str(file), conversations=tuple(c.sample_id for c in convs), embedder_spec=embedder_spec(args),
                     embedder_name=embedder.name, embedder_dim=embedder.dim, cache_path=cache,
                     update_seeds=tuple(seeds), update_spec=dict(QUICK_UPDATES) if args.quick else {},
+                    update_mode=args.update_mode,
                     noise_per_day=args.noise_per_day, protocol={"context_k": args.context_k}, seed=args.seed)
         status(f"mechanisms: workloads {', '.join(workloads)}; {len(rows)} rows; conversations "
                      f"{', '.join(plan.conversations)}; load average {os.getloadavg()[0]:.2f}")

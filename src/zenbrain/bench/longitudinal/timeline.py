@@ -36,6 +36,7 @@ from ...api import open_memory
 from ...clock import DAY, SimulatedClock
 from ...config import Config
 from ...coordinator import MemoryCoordinator
+from ...errors import ValidationError
 from ...model import Scope
 from ...providers.base import Embedder
 from ..base import Doc, RetrievalSystem
@@ -55,7 +56,7 @@ __all__ = [
     "run_unit",
 ]
 
-UPDATE_MODES = ("new", "update", "revise", "correct")
+UPDATE_MODES = ("new", "supersede", "update", "revise", "correct")
 HIT_PREFIX = "@"  # ranked ids of memories that are no document (consolidated schemas): "@<memory id>"
 
 # Read-only re-rankings of the final store that take one cause of loss away at a time:
@@ -227,12 +228,14 @@ class LifeStore:
     """zenbrain through time, by the public API: one SQLite store, one simulated clock.
 
     ``update_mode`` says what happens to a document whose ``metadata["supersedes"]`` names
-    an earlier document: ``new`` stores it as a new memory (what an application does
-    without bookkeeping), ``update`` rewrites the earlier memory in place
-    (``MemoryCoordinator.update``), ``revise`` passes it through reconsolidation
-    (``revise``) and ``correct`` the same with ``correction=True``. Either of the last
-    three needs the id of the earlier memory, which the harness knows (an application
-    would have to find it).
+    an earlier document: ``new`` stores it as a new memory with its event time (what an
+    application does without bookkeeping; zenbrain may still detect the change itself),
+    ``supersede`` stores it with ``store(..., supersedes=old_id)`` (the old memory is kept
+    with its valid time and leaves current recall), ``update`` rewrites the earlier memory
+    in place (``MemoryCoordinator.update``), ``revise`` passes it through reconsolidation
+    (``revise``) and ``correct`` the same with ``correction=True``. All but ``new`` need
+    the id of the earlier memory, which the harness knows (an application would have to
+    find it).
     """
 
     kind = "zenbrain"
@@ -389,13 +392,31 @@ class LifeStore:
             meta["session"] = d.session
         old = d.metadata.get("supersedes") if d.metadata else None
         target = self._mem_of.get(old) if old else None
-        if self.update_mode != "new" and target is not None:
+        kw: dict[str, Any] = {} if self.protocol.routed else {"kind": "episode", "layer": "episodic"}
+        if target is not None and self.update_mode == "supersede":
+            if self._current(target):
+                kw["supersedes"] = target
+                self._revisions["supersede"] = self._revisions.get("supersede", 0) + 1
+            else:  # zenbrain took the change for one already
+                self._revisions["superseded_before"] = self._revisions.get("superseded_before", 0) + 1
+        elif self.update_mode != "new" and target is not None:
             self._revise(d, scope, target)
             return
-        kw: dict[str, Any] = {} if self.protocol.routed else {"kind": "episode", "layer": "episodic"}
-        item = mem.store(d.text, scope, metadata=meta, event_time=when, **kw)
+        try:
+            item = mem.store(d.text, scope, metadata=meta, event_time=when, **kw)
+        except ValidationError:
+            if "supersedes" not in kw:
+                raise
+            # The old memory is out of this session's reach (a session-bound layer): store plainly.
+            self._revisions["supersede_refused"] = self._revisions.get("supersede_refused", 0) + 1
+            del kw["supersedes"]
+            item = mem.store(d.text, scope, metadata=meta, event_time=when, **kw)
         self._mem_of[d.id] = item.id
         self._doc_of[item.id] = d.id
+
+    def _current(self, memory_id: str) -> bool:
+        """Whether a memory still holds (no later one superseded it)."""
+        return self.mem.get(memory_id, self.user).superseded_by is None
 
     def _revise(self, d: Doc, scope: Scope, target: str) -> None:
         mem = self.mem
