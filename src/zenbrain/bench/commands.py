@@ -5,7 +5,9 @@
 * ``zenbrain bench locomo``: LoCoMo turn-level evidence retrieval;
 * ``zenbrain bench longmemeval``: LongMemEval retrieval, each question's haystack in its
   own store (abstention questions kept out of retrieval metrics);
-* ``zenbrain demo``: one LoCoMo conversation, zenbrain against BM25 and dense cosine.
+* ``zenbrain demo``: one LoCoMo conversation, zenbrain against BM25 and dense cosine;
+* the longitudinal benchmarks of :mod:`zenbrain.bench.longitudinal.cli` (``bench locomo
+  --timeline``, ``bench updates``, ``bench noise``, ``bench mechanisms``).
 
 Both ``bench`` commands run zenbrain, the baselines, zenbrain ablations and the peer
 systems of :mod:`zenbrain.bench.peers`, and the optional answer-quality step of
@@ -24,6 +26,7 @@ from typing import Any
 
 from ..cli_support import CACHE_ENV, EXIT_USAGE, command, require_extra
 from .demo import DEMO_CONVERSATION, cmd_demo
+from .longitudinal.cli import register as register_longitudinal
 from .names import BENCH_SYSTEMS, PEER_SYSTEMS
 from .retrieval_commands import cmd_bench_locomo, cmd_bench_longmemeval
 
@@ -54,8 +57,9 @@ def register(subparsers: Any) -> None:
     bench = subparsers.add_parser("bench", help="retrieval benchmarks", description="Retrieval benchmarks.")
     bench_subs = bench.add_subparsers(dest="benchmark", metavar="BENCHMARK")
     bench.set_defaults(func=lambda args: _missing_subcommand(bench))
-    _add_locomo(bench_subs)
+    locomo = _add_locomo(bench_subs)
     _add_longmemeval(bench_subs)
+    register_longitudinal(bench_subs, locomo=locomo, checked=_needs_bench_extra)  # --timeline, updates, noise, mechanisms
     _add_demo(subparsers)
 
 

@@ -56,9 +56,15 @@ def default_workers() -> int:
 
 
 def run_jobs(
-    jobs: Sequence[Job], *, workers: int | None = None, progress: bool = True, desc: str = "experiments"
+    jobs: Sequence[Job],
+    *,
+    workers: int | None = None,
+    progress: bool = True,
+    desc: str = "experiments",
+    on_result: Callable[[Hashable, Any, float], None] | None = None,
 ) -> tuple[dict[Hashable, Any], dict[Hashable, float]]:
-    """Run every job; returns (results by key, seconds by key)."""
+    """Run every job; returns (results by key, seconds by key). ``on_result(key, result,
+    seconds)`` is called in this process as each job finishes (to save results as they come)."""
     keys = [j.key for j in jobs]
     if len(set(keys)) != len(keys):
         raise ValueError("job keys must be unique")
@@ -77,6 +83,8 @@ def run_jobs(
             limit_threads()
             for j in order:
                 results[j.key], seconds[j.key] = _call(j.fn, j.kwargs)
+                if on_result is not None:
+                    on_result(j.key, results[j.key], seconds[j.key])
                 if bar is not None:
                     bar.update(1)
         else:
@@ -88,6 +96,8 @@ def run_jobs(
                     for fut in done:
                         key = pending.pop(fut)
                         results[key], seconds[key] = fut.result()
+                        if on_result is not None:
+                            on_result(key, results[key], seconds[key])
                         if bar is not None:
                             bar.update(1)
     finally:
