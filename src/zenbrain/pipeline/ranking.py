@@ -101,7 +101,8 @@ def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], quer
 
 
 def retrievability_weight(engine: Engine, hits: list[RecallHit], now: float) -> None:
-    """Faded memories rank lower: score x (floor + (1 - floor) R)."""
+    """Faded memories rank lower: score x (floor + (1 - floor) R). With the default floor
+    (0.9) retrievability reorders near-ties only; floor 0 is the paper's score x R."""
     if not hits:
         return
     r = retrievability(engine, [h.item for h in hits], now)
