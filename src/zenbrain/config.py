@@ -66,7 +66,13 @@ class RecallParams(Params):
     candidate_factor: int = bounded(3, 1, 50, "candidates per layer are at least factor x k")
     lexical_k: int = bounded(50, 0, 5000, "candidates taken from the BM25 index")
     lexical_weight: float = bounded(0.5, 0.0, 1.0, "share of the BM25 score in the hybrid similarity")
-    retrievability_floor: float = bounded(0.0, 0.0, 1.0, "score factor = floor + (1 - floor) * R")
+    # Priors from stored state reorder near-ties only: relevance decides. A faded memory loses
+    # at most (1 - floor) of its score (the paper multiplies by R, which on a timeline of months
+    # buries old but relevant memories below fresh chatter), and the query type's layer weight
+    # w enters as w ** strength (the paper's 2.0 becomes 1.19).
+    retrievability_floor: float = bounded(0.9, 0.0, 1.0, "score factor = floor + (1 - floor) * R (paper: 0)")
+    layer_weight_strength: float = bounded(
+        0.25, 0.0, 1.0, "a layer weight w of the query type enters the score as w ** strength (paper: 1)")
     dedup_jaccard: float = bounded(0.9, 0.0, 1.0, "drop a hit whose token Jaccard with a better hit exceeds this")
     temporal_boost: float = bounded(0.25, 0.0, 5.0, "bonus for hits inside a time window named by the query")
     recency_boost: float = bounded(0.15, 0.0, 5.0, "bonus for the most recent (or earliest) hits of last/first queries")

@@ -385,8 +385,9 @@ def test_every_hyperagent_tunable_has_a_consumer(opened, name):
     assert on != pytest.approx(off)
     if name == "review_interval_factor":
         assert on == pytest.approx(0.5 * off)
-    elif name == "retrievability_floor":
-        assert on == pytest.approx(0.5 + 0.5 * off)
+    elif name == "retrievability_floor":  # off: the configured floor; on: the stored one
+        floor = Config().recall.retrievability_floor
+        assert on == pytest.approx(0.5 + 0.5 * (off - floor) / (1.0 - floor))
     elif name == "contradiction_weight":
         assert (on, off) == (3.0, 2.0)
 

@@ -131,7 +131,8 @@ def test_score_breakdown_is_consistent(mem, query):
         # The recipe's fusion, then what the neighbours, a named speaker or a named time added.
         added = sum(b.other.get(part, 0.0) for part in ("neighbours", "speaker", "time"))
         assert b.fused == pytest.approx(b.layer_weight * (b.other["fusion"] + added))
-        assert b.layer_weight == pytest.approx(mem.config.layer_weights[qtype].get(h.item.layer, 1.0))
+        strength = mem.config.recall.layer_weight_strength
+        assert b.layer_weight == pytest.approx(mem.config.layer_weights[qtype].get(h.item.layer, 1.0) ** strength)
         assert 0.0 <= b.dense <= 1.0 + 1e-6 and 0.0 <= b.lexical <= 1.0
         for v in b.as_dict().values():
             assert np.isfinite(v) and v >= 0

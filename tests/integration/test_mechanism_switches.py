@@ -20,7 +20,7 @@ import pytest
 
 from zenbrain import state as keys
 from zenbrain.clock import DAY, HOUR
-from zenbrain.config import Config
+from zenbrain.config import Config, RecallParams
 from zenbrain.mechanisms import compositional, ebbinghaus, two_factor
 from zenbrain.model import Layer, Scope
 from zenbrain.pipeline import monitor_log
@@ -28,6 +28,9 @@ from zenbrain.pma import metacognition, neuromodulator, triple_copy
 from zenbrain.pma.workspace import WorkspaceParams
 
 SCOPE = Scope("u1")
+# The paper's full-strength priors (score x R, layer weights as given): the scenarios below
+# show what a mechanism does at that strength; the default, bounded priors are tested apart.
+PAPER_PRIORS = Config(recall=RecallParams(retrievability_floor=0.0, layer_weight_strength=1.0))
 
 
 def run_both(open_coord, mechanism: str, scenario: Callable[..., dict[str, Any]], base: Config | None = None,
@@ -65,7 +68,7 @@ def test_emotional_tagging_tags_strengthens_and_slows_forgetting(open_coord):
         hits = coord.recall("car", SCOPE, k=2, touch=False)
         return dict(emo=emo, neutral=neutral, hits=hits)
 
-    on, off = run_both(open_coord, "emotional_tagging", scenario)
+    on, off = run_both(open_coord, "emotional_tagging", scenario, base=PAPER_PRIORS)
 
     emo, neutral = on["emo"], on["neutral"]
     assert emo.valence < -0.5 and emo.arousal > 0.5
@@ -307,6 +310,39 @@ FRESH_PERMIT = "Parking permit for the north garage was renewed by the office"
 PERMIT_QUERY = "parking permit north garage renewed March"
 
 
+MARCH_PERMIT = "The parking permit for the north garage is renewed in March"
+APRIL_PERMIT = "The parking permit for the north garage is renewed in April"
+
+
+def test_default_retrievability_prior_reorders_near_ties_only(open_coord):
+    """With the default floor (0.9) a memory unused for 30 days keeps 0.9 of its score: of
+    two equally good matches the fresh one ranks first (off: both weigh 1), but an old
+    memory that matches clearly better still wins, where the paper's score x R (floor 0)
+    buries it below the fresh one."""
+
+    def tie(coord, clock):  # episodes: two renewals, not a fact that changed
+        old = coord.store(MARCH_PERMIT, SCOPE, layer="episodic")
+        clock.advance(days=30)
+        coord.store(APRIL_PERMIT, SCOPE, layer="episodic")
+        return dict(old=old, hits=coord.recall("parking permit north garage renewed", SCOPE, k=2, touch=False))
+
+    on, off = run_both(open_coord, "ebbinghaus_decay", tie, base=Config().without("triple_copy"))
+    assert on["hits"][0].item.content == APRIL_PERMIT
+    assert by_content(on["hits"], MARCH_PERMIT).why.retrievability == pytest.approx(0.9 + 0.1 * math.exp(-30.0))
+    assert all(h.why.retrievability == 1.0 for h in off["hits"])
+
+    def clear(coord, clock):
+        coord.store(OLD_PERMIT, SCOPE)
+        clock.advance(days=30)
+        coord.store(FRESH_PERMIT, SCOPE)
+        return dict(hits=coord.recall(PERMIT_QUERY, SCOPE, k=2, touch=False))
+
+    bounded = clear(*open_coord(Config().without("triple_copy"), "bounded"))
+    paper = clear(*open_coord(PAPER_PRIORS.without("triple_copy"), "paper"))
+    assert [h.item.content for h in bounded["hits"]] == [OLD_PERMIT, FRESH_PERMIT]
+    assert [h.item.content for h in paper["hits"]] == [FRESH_PERMIT, OLD_PERMIT]
+
+
 def test_ebbinghaus_decay_ranks_an_old_unaccessed_memory_below_a_fresh_one(open_coord):
     """On: 30 days without access leave R = exp(-30 / S) ~ 0 for the old memory, so the fresh
     one ranks first although the old one matches better. Off: nothing fades (R = 1) and
@@ -321,7 +357,7 @@ def test_ebbinghaus_decay_ranks_an_old_unaccessed_memory_below_a_fresh_one(open_
         hits = coord.recall(PERMIT_QUERY, SCOPE, k=2, touch=False)
         return dict(old=old, fresh=fresh, hits=hits)
 
-    on, off = run_both(open_coord, "ebbinghaus_decay", scenario, base=Config().without("triple_copy"))
+    on, off = run_both(open_coord, "ebbinghaus_decay", scenario, base=PAPER_PRIORS.without("triple_copy"))
 
     h_old, h_fresh = by_content(on["hits"], OLD_PERMIT), by_content(on["hits"], FRESH_PERMIT)
     assert h_old.why.dense > h_fresh.why.dense
@@ -376,7 +412,7 @@ def test_triple_copy_reinforcement_changes_copies_and_retrievability(open_coord)
         b2 = coord.review(b.id, SCOPE, "good")
         return dict(a0=a, b0=b, a1=a1, b1=b1, hits=hits, b2=b2, t_recall=t_recall, now=clock.now())
 
-    on, off = run_both(open_coord, "triple_copy", scenario, base=Config().without("ebbinghaus_decay"))
+    on, off = run_both(open_coord, "triple_copy", scenario, base=PAPER_PRIORS.without("ebbinghaus_decay"))
 
     c_a0 = on["a0"].state[keys.COPIES]
     assert c_a0["s0"] == pytest.approx(on["a0"].strength) and c_a0["deep_target"] == 0.0
@@ -497,6 +533,25 @@ EPISODE = "Dinner with Maria at the harbour restaurant, with the whole team"
 FACT = "Dinner with Maria at the harbour restaurant"
 
 
+CLOSE_EPISODE = "We had dinner with Maria at the harbour restaurant"
+
+
+def test_default_layer_weights_enter_tempered(open_coord):
+    """By default a layer weight w enters as w ** 0.25 (the temporal query's episodic 2.0 as
+    1.19): an episode that matches a little worse than the fact still outranks it, and
+    with ``query_aware_fusion`` off the fact wins."""
+
+    def scenario(coord, clock):
+        coord.store_many([dict(content=CLOSE_EPISODE, layer="episodic"), dict(content=FACT, layer="semantic")], SCOPE)
+        return dict(hits=coord.recall("When was dinner with Maria at the harbour restaurant?", SCOPE, k=2, touch=False))
+
+    on, off = run_both(open_coord, "query_aware_fusion", scenario)
+    h_ep, h_fact = by_content(on["hits"], CLOSE_EPISODE), by_content(on["hits"], FACT)
+    assert (h_ep.why.layer_weight, h_fact.why.layer_weight) == (pytest.approx(2.0 ** 0.25), 1.0)
+    assert on["hits"][0].item.content == CLOSE_EPISODE
+    assert off["hits"][0].item.content == FACT
+
+
 def test_query_aware_fusion_weights_the_episodic_layer_for_temporal_queries(open_coord):
     """On: a temporal query weights episodic memories x2.0, so the episode outranks the
     semantic fact that matches the words better. Off: every layer weighs 1 and the fact
@@ -506,7 +561,7 @@ def test_query_aware_fusion_weights_the_episodic_layer_for_temporal_queries(open
         coord.store_many([dict(content=EPISODE, layer="episodic"), dict(content=FACT, layer="semantic")], SCOPE)
         return dict(hits=coord.recall("When was dinner with Maria at the harbour restaurant?", SCOPE, k=2, touch=False))
 
-    on, off = run_both(open_coord, "query_aware_fusion", scenario)
+    on, off = run_both(open_coord, "query_aware_fusion", scenario, base=PAPER_PRIORS)
 
     assert on["hits"].query_type == "temporal"
     h_ep, h_fact = by_content(on["hits"], EPISODE), by_content(on["hits"], FACT)

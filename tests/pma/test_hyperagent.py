@@ -90,12 +90,12 @@ def test_recency_and_confirmation_bias():
     sig = _sig(recency_bias=0.4, n_retrievals=30, confirmation_bias=0.5, n_evidence=40)
     _st1, ch = step(initial_state(), signals=sig, now=T0)
     got = {c.name: c.new for c in ch}
-    assert got["retrievability_floor"] == pytest.approx(0.1)
+    assert got["retrievability_floor"] == pytest.approx(0.95)
     assert got["contradiction_weight"] == pytest.approx(1.1)
     sig = _sig(recency_bias=-0.4, n_retrievals=30, confirmation_bias=-0.5, n_evidence=40)
-    _, ch = step(initial_state(values={"retrievability_floor": 0.3}), signals=sig, now=T0)
+    _, ch = step(initial_state(values={"retrievability_floor": 0.7}), signals=sig, now=T0)
     got = {c.name: c.new for c in ch}
-    assert got["retrievability_floor"] == pytest.approx(0.2)
+    assert got["retrievability_floor"] == pytest.approx(0.65)
     assert got["contradiction_weight"] == pytest.approx(0.9)
 
 

@@ -102,8 +102,10 @@ def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], quer
 
 
 def retrievability_weight(engine: Engine, part: Partition, hits: list[RecallHit], now: float) -> None:
-    """Faded memories rank lower: score x (floor + (1 - floor) R); the HyperAgent raises the
-    floor when recall favours recent memories beyond their share of the candidates."""
+    """Faded memories rank lower: score x (floor + (1 - floor) R). With the default floor
+    (0.9) retrievability reorders near-ties only; floor 0 is the paper's score x R. The
+    HyperAgent raises the floor when recall favours recent memories beyond their share of
+    the candidates."""
     if not hits:
         return
     r = retrievability(engine, [h.item for h in hits], now)

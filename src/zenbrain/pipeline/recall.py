@@ -41,6 +41,16 @@ from .recall_effects import after_recall
 from .tuned import tuned
 
 
+def layer_weights(engine: Engine, query_type: str) -> dict[Layer, float]:
+    """The query type's layer weights as they enter the score: each w as w ** strength
+    (``RecallParams.layer_weight_strength``), a prior that reorders near-ties; none with
+    ``query_aware_fusion`` off."""
+    if not engine.on("query_aware_fusion"):
+        return {}
+    strength = engine.config.recall.layer_weight_strength
+    return {layer: float(w) ** strength for layer, w in engine.config.layer_weights.get(query_type, {}).items()}
+
+
 def _layer_set(engine: Engine, layers: Iterable[Layer | str] | Layer | str | None) -> frozenset[Layer] | None:
     if isinstance(layers, (str, Layer)):
         layers = [layers]
@@ -183,7 +193,7 @@ def recall(
             boosted = fusion.boost(scores, mask, recipe.time_bonus)
             parts["time"] = boosted - scores
             scores = boosted
-    weights = engine.config.layer_weights.get(info.type, {}) if engine.on("query_aware_fusion") else {}
+    weights = layer_weights(engine, info.type)
     hits: list[RecallHit] = []
     for j, (cid, item) in enumerate(zip(cand_ids, pool)):
         w = float(weights.get(item.layer, 1.0))

@@ -14,8 +14,8 @@ semantic recalls miss, keyword   -0.05                                        ``
 ones not
 ECE > threshold, overconfident   x 0.9 (review sooner)                        ``review_interval_factor``
 ECE > threshold, underconfident  / 0.9 (review later)                         ``review_interval_factor``
-recency bias > threshold         +0.1 (faded memories compete more)           ``retrievability_floor``
-recency bias < -threshold        -0.1                                         ``retrievability_floor``
+recency bias > threshold         +0.05 (faded memories compete more)           ``retrievability_floor``
+recency bias < -threshold        -0.05                                       ``retrievability_floor``
 confirmation bias > threshold    +0.1 (weigh contradicting evidence more)     ``contradiction_weight``
 confirmation bias < -threshold   -0.1                                         ``contradiction_weight``
 ===============================  ==========================================  =========================
@@ -77,7 +77,7 @@ TUNABLES: Mapping[str, Tunable] = {
     for t in (
         Tunable("lexical_weight", 0.3, 0.0, 0.8, 0.05, False, "weight of the lexical (BM25) score in recall fusion"),
         Tunable("review_interval_factor", 1.0, 0.3, 2.0, 1 / 0.9, True, "multiplier on scheduled review intervals"),
-        Tunable("retrievability_floor", 0.0, 0.0, 0.9, 0.1, False,
+        Tunable("retrievability_floor", 0.9, 0.5, 1.0, 0.05, False,
                 "recall score factor floor + (1 - floor) R: how much faded memories keep"),
         Tunable("contradiction_weight", 1.0, 0.5, 3.0, 0.1, False,
                 "weight of contradicting evidence in confidence updates"),
