@@ -1,0 +1,137 @@
+"""Ordered, named schema migrations for the PostgreSQL store. Append only; never edit one
+that has shipped. They run in one transaction under an advisory lock (several processes
+may open a new database at once) and are recorded in schema_migrations.
+
+The tables live in the connection's current schema (the first of its ``search_path``), so
+one database can hold several stores; the ``vector`` extension may live in any schema on
+the path.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE memories (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            session_id TEXT,
+            context TEXT NOT NULL,
+            layer TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            metadata JSONB NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            event_time DOUBLE PRECISION,
+            last_access DOUBLE PRECISION NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            importance DOUBLE PRECISION NOT NULL,
+            valence DOUBLE PRECISION NOT NULL,
+            arousal DOUBLE PRECISION NOT NULL,
+            stability DOUBLE PRECISION NOT NULL,
+            strength DOUBLE PRECISION NOT NULL,
+            conf_alpha DOUBLE PRECISION NOT NULL,
+            conf_beta DOUBLE PRECISION NOT NULL,
+            archived BOOLEAN NOT NULL DEFAULT FALSE,
+            version INTEGER NOT NULL DEFAULT 1,
+            state JSONB NOT NULL,
+            speaker TEXT,
+            position INTEGER,
+            index_text TEXT,
+            vector_key TEXT NOT NULL,
+            -- Derived: the due time of the review (state's due_at), the memory's vector (a
+            -- copy of its embedding-cache entry: an index cannot reach into another table),
+            -- and its lexical terms (with positions, so term counts) and token count.
+            due_at DOUBLE PRECISION,
+            embedding vector,
+            lex tsvector NOT NULL,
+            lex_len INTEGER NOT NULL,
+            -- The order rows were first stored in: ties of equally due memories, and
+            -- uniform sampling by random draws.
+            seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE
+        );
+        -- The vector is read with its row (exact scans read it for every candidate): kept
+        -- in the row rather than moved out to TOAST.
+        ALTER TABLE memories ALTER COLUMN embedding SET STORAGE MAIN;
+        CREATE INDEX memories_partition ON memories (user_id, agent_id, layer, archived);
+        CREATE INDEX memories_event ON memories (user_id, agent_id, (COALESCE(event_time, created_at)));
+        CREATE INDEX memories_due ON memories (user_id, agent_id, due_at) WHERE due_at IS NOT NULL;
+        CREATE INDEX memories_recent ON memories (user_id, agent_id, last_access);
+        CREATE INDEX memories_thread ON memories (user_id, agent_id, session_id, position);
+        CREATE INDEX memories_vector_key ON memories (vector_key);
+        CREATE INDEX memories_lex ON memories USING gin (lex);
+
+        CREATE TABLE embeddings (
+            model TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            vector vector NOT NULL,
+            PRIMARY KEY (model, hash)
+        );
+
+        CREATE TABLE edges (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            src TEXT NOT NULL,
+            dst TEXT NOT NULL,
+            relation TEXT NOT NULL,
+            weight DOUBLE PRECISION NOT NULL,
+            variance DOUBLE PRECISION NOT NULL,
+            activations INTEGER NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (user_id, agent_id, src, dst, relation)
+        );
+        CREATE INDEX edges_dst ON edges (user_id, agent_id, dst);
+
+        CREATE TABLE history (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            action TEXT NOT NULL,
+            detail JSONB NOT NULL
+        );
+        CREATE INDEX history_memory ON history (user_id, agent_id, memory_id);
+
+        CREATE TABLE kv (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value JSONB NOT NULL,
+            PRIMARY KEY (user_id, agent_id, key)
+        );
+
+        -- BM25 statistics per partition: how many memories hold each term, and how many
+        -- memories and tokens the partition has. Per partition, so that no score depends
+        -- on (or reveals) what other users stored.
+        CREATE TABLE lexical_terms (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            term TEXT NOT NULL,
+            docs INTEGER NOT NULL,
+            PRIMARY KEY (user_id, agent_id, term)
+        );
+        CREATE TABLE lexical_docs (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            docs BIGINT NOT NULL,
+            tokens BIGINT NOT NULL,
+            PRIMARY KEY (user_id, agent_id)
+        );
+
+        -- The partitions large enough for an HNSW index of their own (a partial index).
+        CREATE TABLE vector_indexes (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            name TEXT NOT NULL UNIQUE,
+            PRIMARY KEY (user_id, agent_id)
+        );
+        """,
+    ),
+]

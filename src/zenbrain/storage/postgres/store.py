@@ -1,0 +1,423 @@
+"""The PostgreSQL store: for many users served by several processes or machines.
+
+* Connections come from a psycopg 3 pool; reads run in autocommit, each operation's writes
+  in one transaction (``PostgresTransaction``), writers of one partition one at a time.
+* Metadata, state, history details and records are JSONB; vectors are pgvector columns,
+  searched exactly in small partitions and through a partial HNSW index per large
+  partition (``vectors``); lexical search is BM25 over per-partition term statistics
+  (``lexical``).
+* The schema lives in the connection's current schema and is created and upgraded by
+  ordered migrations (``migrations``).
+* Erasure: after a transaction that erased something, the tables it touched are
+  vacuumed, so the rows' text leaves the tables and their indexes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError, StorageError
+from ...model import Edge, HistoryEvent, Kind, Layer, MemoryItem
+from ..base import ORDERABLE, Filter, Partition, StoreStats
+from ..records import EDGE_FIELDS, MEMORY_FIELDS
+from . import lexical, vectors
+from .filters import where
+from .migrations import MIGRATIONS
+from .transaction import PostgresTransaction
+
+try:
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg import sql
+    from psycopg_pool import ConnectionPool
+except ImportError as _exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(f'the PostgreSQL store needs psycopg, psycopg_pool and pgvector ({_exc}): '
+                      'pip install "zenbrain[postgres]"') from _exc
+
+SAMPLE_ROUNDS = 4  # rounds of random draws a large partition's sample may take before all its ids are read
+_SELECT = ",".join(f"m.{c}" for c in MEMORY_FIELDS)
+_LAYER = MEMORY_FIELDS.index("layer")
+_KIND = MEMORY_FIELDS.index("kind")
+_VECTOR_KEY = MEMORY_FIELDS.index("vector_key")
+_HASH = MEMORY_FIELDS.index("content_hash")
+_MIGRATION_LOCK = "zenbrain:migrations"
+_TABLES = ("memories", "embeddings", "edges", "history", "kv", "lexical_terms", "lexical_docs", "vector_indexes",
+           "meta", "schema_migrations")
+
+
+def item_from_row(row: Sequence[Any]) -> MemoryItem:
+    vals = list(row)
+    vals[_LAYER] = Layer(vals[_LAYER])
+    vals[_KIND] = Kind(vals[_KIND])
+    if vals[_VECTOR_KEY] == vals[_HASH]:
+        vals[_VECTOR_KEY] = None  # the vector is its content's: the default
+    return MemoryItem(*vals)
+
+
+def _storage_error(what: str, exc: Exception) -> StorageError:
+    return StorageError(f"{what}: {type(exc).__name__}: {str(exc).strip()}")
+
+
+class PostgresStore:
+    """A zenbrain store in a PostgreSQL database (with the pgvector extension). Safe to use
+    from several threads, processes and machines at once."""
+
+    def __init__(self, url: str, *, embedder_name: str, dim: int, timeout: float = 30.0, pool_size: int = 8,
+                 hnsw_min_rows: int = vectors.HNSW_MIN_ROWS, vacuum_on_erase: bool = True) -> None:
+        self.url = url
+        self.path = url  # what tools print as the store's location
+        self.embedder_name = embedder_name
+        self.dim = int(dim)
+        self.timeout = float(timeout)
+        self.vacuum_on_erase = vacuum_on_erase
+        self._local = threading.local()
+        self._pool: ConnectionPool | None = None
+        try:
+            with self._connect() as conn:
+                self._migrate(conn)
+                self._check_meta(conn)
+        except psycopg.Error as exc:
+            raise _storage_error(f"cannot open the PostgreSQL store at {_safe(url)}", exc) from exc
+        self._pool = ConnectionPool(url, min_size=1, max_size=max(1, int(pool_size)), timeout=self.timeout,
+                                    configure=self._configure, kwargs={"autocommit": True}, open=False)
+        try:
+            self._pool.open(wait=True, timeout=self.timeout)
+        except Exception as exc:
+            self._pool.close()
+            raise _storage_error(f"cannot open a connection pool to {_safe(url)}", exc) from exc
+        self.indexes = vectors.PartitionIndexes(self._connect, self.dim, int(hnsw_min_rows))
+
+    # -- connections -------------------------------------------------------------------
+    def _configure(self, conn: Any) -> None:
+        conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        register_vector(conn)
+
+    def _connect(self) -> Any:
+        """A new autocommit connection outside the pool (migrations, index builds, vacuum)."""
+        conn = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.timeout)))
+        try:
+            conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+            if conn.execute("SELECT 1 FROM pg_type WHERE typname = 'vector'").fetchone() is not None:
+                register_vector(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[Any]:
+        """The connection of this thread's open transaction (reads see its writes), else a
+        pooled one; database errors become StorageError."""
+        conn = getattr(self._local, "conn", None)
+        try:
+            if conn is not None:
+                yield conn
+                return
+            assert self._pool is not None
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise _storage_error("a PostgreSQL read failed", exc) from exc
+        except TimeoutError as exc:
+            raise StorageError(f"no PostgreSQL connection free within {self.timeout} s") from exc
+
+    # -- opening and closing -------------------------------------------------------------
+    def _migrate(self, conn: Any) -> None:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s || current_schema(), 0))",
+                             (_MIGRATION_LOCK,))
+                if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
+                             "(version INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+                done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
+                unknown = done - {name for name, _ in MIGRATIONS}
+                if unknown:
+                    raise StorageError(f"{_safe(self.url)} was written by a newer zenbrain (migrations "
+                                       f"{sorted(unknown)}); upgrade zenbrain")
+                for version, (name, script) in enumerate(MIGRATIONS, start=1):
+                    if name not in done:
+                        conn.execute(script)
+                        conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name))
+        except psycopg.Error as exc:
+            raise _storage_error(f"{_safe(self.url)} is not a usable zenbrain store", exc) from exc
+
+    def _check_meta(self, conn: Any) -> None:
+        with conn.transaction():
+            conn.execute("INSERT INTO meta (key, value) VALUES ('embedder', %s), ('dim', %s) ON CONFLICT DO NOTHING",
+                         (self.embedder_name, str(self.dim)))
+            rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if rows.get("embedder") != self.embedder_name or int(rows.get("dim", -1)) != self.dim:
+            raise ConfigError(
+                f"{_safe(self.url)} holds vectors of embedder {rows.get('embedder')!r} (dim {rows.get('dim')}); "
+                f"it cannot be opened with {self.embedder_name!r} (dim {self.dim}). Open it with the same "
+                "embedder, or create a new store.")
+
+    def close(self) -> None:
+        if self._pool is None:
+            return
+        self.indexes.wait(timeout=self.timeout)
+        self._pool.close()
+        self._pool = None
+
+    def wait_for_indexes(self, timeout: float | None = None) -> None:
+        """Wait for the HNSW index builds this handle started (tools and tests)."""
+        self.indexes.wait(timeout)
+
+    # -- writes --------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self, *, durable: bool = True) -> Iterator[PostgresTransaction]:
+        """One atomic write. A transaction opened inside another (same thread) joins it.
+        ``durable=False`` commits without waiting for the WAL flush (still atomic; a crash
+        of the server may lose it)."""
+        current = getattr(self._local, "tx", None)
+        if current is not None:
+            yield current
+            return
+        if self._pool is None:
+            raise StorageError("the store is closed")
+        try:
+            with self._pool.connection() as conn:
+                self._local.conn = conn
+                try:
+                    with conn.transaction():
+                        if not durable:
+                            conn.execute("SET LOCAL synchronous_commit = off")
+                        tx = self._local.tx = PostgresTransaction(conn, self.embedder_name)
+                        yield tx
+                        tx.finish()
+                finally:
+                    self._local.tx = None
+                    self._local.conn = None
+                if tx.erased and self.vacuum_on_erase:
+                    self._scrub(conn, tx.erased)
+                if tx.grown:
+                    self.indexes.grown(conn, tx.grown)
+        except psycopg.Error as exc:
+            raise _storage_error("a PostgreSQL write failed (nothing was written)", exc) from exc
+        except TimeoutError as exc:
+            raise StorageError(f"no PostgreSQL connection free within {self.timeout} s") from exc
+
+    def _scrub(self, conn: Any, tables: set[str]) -> None:
+        """After an erasure: vacuum the tables it touched, so the erased rows leave their
+        pages and index entries (a plain VACUUM: no table lock)."""
+        names = sql.SQL(", ").join(sql.Identifier(t) for t in sorted(tables))
+        conn.execute(sql.SQL("VACUUM (INDEX_CLEANUP ON) {}").format(names))
+
+    # -- memories ------------------------------------------------------------------------
+    def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
+        ids = list(ids)
+        if not ids:
+            return []
+        with self._reading() as conn:
+            rows = conn.execute(f"SELECT {_SELECT} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s "
+                                "AND m.id = ANY(%s)", (*partition, list(dict.fromkeys(ids)))).fetchall()
+        found = {r[0]: item_from_row(r) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    def query(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
+              descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
+        if order_by not in ORDERABLE:
+            raise StorageError(f"cannot order by {order_by}")
+        clause, args = where(partition, flt)
+        order = "COALESCE(m.event_time, m.created_at)" if order_by == "event_time" else f"m.{order_by}"
+        tie = "m.seq" if order_by == "due_at" else "m.id"
+        direction = "DESC" if descending else "ASC"
+        stmt = f"SELECT {_SELECT} FROM memories m WHERE {clause} ORDER BY {order} {direction}, {tie}"
+        if limit is not None:
+            stmt += " LIMIT %s"
+            args.append(int(limit))
+        with self._reading() as conn:
+            return [item_from_row(r) for r in conn.execute(stmt, args)]
+
+    def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        with self._reading() as conn:
+            return lexical.search(conn, partition, text, int(k), flt)
+
+    # -- vectors -------------------------------------------------------------------------
+    def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *,
+                      per_layer: bool = False) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        with self._reading() as conn:
+            if self.indexes.has_index(conn, partition):
+                if not per_layer:
+                    found = vectors.approximate(conn, partition, q, k, flt, self.dim)
+                    if found is not None:
+                        return found
+                else:
+                    out: list[tuple[str, float]] = []
+                    for layer in Layer:
+                        if flt.layers is not None and layer not in flt.layers:
+                            continue
+                        one = Filter(**{**flt.__dict__, "layers": frozenset({layer})})
+                        found = vectors.approximate(conn, partition, q, k, one, self.dim)
+                        out.extend(found if found is not None else vectors.exact(conn, partition, q, k, one,
+                                                                                 per_layer=False))
+                    return out
+            return vectors.exact(conn, partition, q, k, flt, per_layer=per_layer)
+
+    def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        if not ids:
+            return out
+        with self._reading() as conn:
+            found = dict(conn.execute("SELECT id, embedding FROM memories WHERE user_id = %s AND agent_id = %s "
+                                      "AND id = ANY(%s) AND embedding IS NOT NULL",
+                                      (*partition, list(dict.fromkeys(ids)))).fetchall())
+        for i, mid in enumerate(ids):
+            v = found.get(mid)
+            if v is not None:
+                out[i] = _array(v)
+        return out
+
+    def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        if not hashes:
+            return {}
+        with self._reading() as conn:
+            rows = conn.execute("SELECT hash, vector FROM embeddings WHERE model = %s AND hash = ANY(%s)",
+                                (model, list(dict.fromkeys(hashes)))).fetchall()
+        return {h: _array(v) for h, v in rows}
+
+    # -- graph, history, records ---------------------------------------------------------
+    def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False) -> list[Edge]:
+        cols = ", ".join(EDGE_FIELDS)
+        with self._reading() as conn:
+            if ids is None:
+                rows = conn.execute(f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s "
+                                    "ORDER BY src, dst, relation", partition).fetchall()
+            else:
+                wanted = list(dict.fromkeys(ids))
+                if not wanted:
+                    return []
+                if both_ends:
+                    rows = conn.execute(f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s "
+                                        "AND src = ANY(%s) AND dst = ANY(%s) ORDER BY dst, src, relation",
+                                        (*partition, wanted, wanted)).fetchall()
+                else:
+                    rows = conn.execute(
+                        f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s AND src = ANY(%s) UNION "
+                        f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s AND dst = ANY(%s) "
+                        "ORDER BY src, dst, relation", (*partition, wanted, *partition, wanted)).fetchall()
+        return [Edge(*r) for r in rows]
+
+    def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
+        with self._reading() as conn:
+            rows = conn.execute("SELECT memory_id, at, action, detail FROM history WHERE user_id = %s "
+                                "AND agent_id = %s AND memory_id = %s ORDER BY seq", (*partition, memory_id)).fetchall()
+        return [HistoryEvent(*r) for r in rows]
+
+    def kv_get(self, partition: Partition, key: str | None = None, default: Any = None) -> Any:
+        with self._reading() as conn:
+            if key is None:
+                return dict(conn.execute("SELECT key, value FROM kv WHERE user_id = %s AND agent_id = %s "
+                                         "ORDER BY key", partition).fetchall())
+            row = conn.execute("SELECT value FROM kv WHERE user_id = %s AND agent_id = %s AND key = %s",
+                               (*partition, key)).fetchone()
+        return default if row is None else row[0]
+
+    def sample_ids(self, partition: Partition, k: int, rng: np.random.Generator,
+                   exclude: AbstractSet[str] = frozenset()) -> list[str]:
+        """Up to ``k`` distinct ids of the partition outside ``exclude``, drawn uniformly with
+        ``rng``; all of them (and ``rng`` untouched) when there are no more than ``k``. A
+        large partition is sampled by random draws of the storage order (``seq``)."""
+        k = int(k)
+        if k <= 0:
+            return []
+        limit = k + len(exclude) + 1
+        with self._reading() as conn:
+            head = [r[0] for r in conn.execute("SELECT id FROM memories WHERE user_id = %s AND agent_id = %s "
+                                               "ORDER BY seq LIMIT %s", (*partition, limit))]
+            if len(head) == limit:
+                picked = self._sample_by_seq(conn, partition, k, rng, exclude)
+                if picked is not None:
+                    return picked
+                head = [r[0] for r in conn.execute("SELECT id FROM memories WHERE user_id = %s AND agent_id = %s "
+                                                   "ORDER BY seq", partition)]
+        ids = [i for i in head if i not in exclude]
+        if len(ids) > k:
+            pick = rng.choice(len(ids), size=k, replace=False)
+            ids = [ids[i] for i in sorted(pick)]
+        return ids
+
+    def _sample_by_seq(self, conn: Any, partition: Partition, k: int, rng: np.random.Generator,
+                       exclude: AbstractSet[str]) -> list[str] | None:
+        top = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()[0]
+        found: dict[int, str] = {}
+        for _ in range(SAMPLE_ROUNDS):
+            need = k - len(found)
+            draws = [d for d in np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist() if d not in found]
+            for seq, mid in conn.execute("SELECT seq, id FROM memories WHERE seq = ANY(%s) AND user_id = %s "
+                                         "AND agent_id = %s", (draws, *partition)):
+                if mid not in exclude:
+                    found[seq] = mid
+            if len(found) >= k:
+                keep = sorted(found)
+                pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
+                return [found[keep[i]] for i in pick]
+        return None
+
+    def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats:
+        """Counts for the whole store, a partition, or what a filter lets a reader see."""
+        if partition is not None:
+            flt = Filter(**{**(flt or Filter(all_sessions=True, contexts=None)).__dict__, "include_archived": True})
+            clause, args = where(partition, flt)
+        else:
+            clause, args = "TRUE", []
+        s = StoreStats()
+        with self._reading() as conn:
+            for layer, archived, n in conn.execute(
+                    f"SELECT layer, archived, COUNT(*) FROM memories m WHERE {clause} GROUP BY layer, archived", args):
+                s.memories += n
+                if archived:
+                    s.archived += n
+                s.by_layer[layer] = s.by_layer.get(layer, 0) + n
+            for context, n in conn.execute(
+                    f"SELECT context, COUNT(*) FROM memories m WHERE {clause} GROUP BY context", args):
+                s.by_context[context] = n
+            if partition is None:
+                s.edges = conn.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
+            else:
+                s.edges = conn.execute(
+                    f"SELECT COUNT(*) FROM edges WHERE user_id = %s AND agent_id = %s "
+                    f"AND src IN (SELECT m.id FROM memories m WHERE {clause})", [*partition, *args]).fetchone()[0]
+            s.cached_embeddings = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+            s.file_bytes = int(conn.execute(
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND c.relname = ANY(%s)",
+                (list(_TABLES),)).fetchone()[0])
+        return s
+
+    def partitions(self) -> list[Partition]:
+        """Every (user, agent) with memories, for maintenance tools."""
+        with self._reading() as conn:
+            return [(u, a) for u, a in conn.execute("SELECT DISTINCT user_id, agent_id FROM memories ORDER BY 1, 2")]
+
+
+def _array(value: Any) -> np.ndarray:
+    """A pgvector value as float32 numpy."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(url)
+    except psycopg.Error:
+        return "the PostgreSQL database"
+    host = info.get("host") or "localhost"
+    return f"postgresql://{info.get('user') or ''}@{host}/{info.get('dbname') or ''}"
