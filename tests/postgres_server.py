@@ -12,8 +12,6 @@ import atexit
 import os
 import tempfile
 import threading
-import uuid
-from urllib.parse import quote
 
 import pytest
 
@@ -70,22 +68,14 @@ def data_dir() -> str | None:
     return _state.get("pgdata")  # type: ignore[return-value]
 
 
-def _with_search_path(url: str, schema: str) -> str:
-    options = quote(f"-c search_path={schema},public", safe="")
-    return url + ("&" if "?" in url else "?") + f"options={options}"
-
-
 def new_schema_url(prefix: str = "t") -> str:
     """A URL whose tables land in a new, empty schema."""
-    import psycopg
+    from zenbrain.storage.postgres.schemas import create_schema
 
-    base = server_url()
-    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
+    schema, url = create_schema(server_url(), prefix)
     _state.setdefault("schemas", [])
     _state["schemas"].append(schema)  # type: ignore[union-attr]
-    return _with_search_path(base, schema)
+    return url
 
 
 def schema_of(url: str) -> str:

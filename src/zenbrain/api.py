@@ -31,14 +31,17 @@ def open_memory(
     clock: Clock | None = None,
     **store_options: Any,
 ) -> MemoryCoordinator:
-    """Open (or create) a memory store on disk and return its coordinator.
+    """Open (or create) a memory store and return its coordinator.
+
+    ``path`` is a SQLite file (the default: ``$ZENBRAIN_PATH`` or ``~/.zenbrain/memory.db``)
+    or a PostgreSQL URL (``postgresql://user@host/db``; needs ``zenbrain[postgres]``).
 
     ``embedder`` is an Embedder or a spec such as ``"minilm-onnx"`` (the default,
     see ``zenbrain.providers.factory``), ``"minilm"``, ``"hashing:384"`` or
     ``"openai:text-embedding-3-small@https://host/v1"``.
     """
-    from .storage.sqlite import SQLiteStore
+    from .storage.locations import open_store
 
     emb = _resolve_embedder(embedder)
-    store = SQLiteStore(path or default_path(), embedder_name=emb.name, dim=emb.dim, **store_options)
+    store = open_store(path or default_path(), embedder_name=emb.name, dim=emb.dim, **store_options)
     return MemoryCoordinator(store, emb, config=config, clock=clock)

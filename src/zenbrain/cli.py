@@ -1,7 +1,7 @@
 """The ``zenbrain`` command line.
 
-Memory commands work on one SQLite store (``--path``, default ``$ZENBRAIN_PATH`` or
-``~/.zenbrain/memory.db``) and one scope (``--user``/``--agent``/``--session``/``--context``)::
+Memory commands work on one store (``--path``: a SQLite file, default ``$ZENBRAIN_PATH`` or
+``~/.zenbrain/memory.db``, or a PostgreSQL URL ``postgresql://user@host/db``) and one scope (``--user``/``--agent``/``--session``/``--context``)::
 
     zenbrain init --embedder hashing:384
     zenbrain add "Caroline went to a support group on 7 May 2023" --event-time 2023-05-07
@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import sys
 import time
 import traceback
@@ -88,7 +87,8 @@ def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     default = None if top else argparse.SUPPRESS
     g = p.add_argument_group("global options")
     g.add_argument("--path", dest=pre + "path", metavar="P", default=default,
-                   help=f"memory store file (default: ${PATH_ENV} or ~/.zenbrain/memory.db)")
+                   help=f"memory store: a SQLite file or a postgresql:// URL (default: ${PATH_ENV} or "
+                        "~/.zenbrain/memory.db)")
     g.add_argument("--embedder", dest=pre + "embedder", metavar="SPEC", default=default,
                    help=f"embedder spec: minilm, onnx, hashing:384, openai:MODEL[@URL], ollama:MODEL "
                         f"(default: ${EMBEDDER_ENV}, else the store's own embedder, else {DEFAULT_EMBEDDER_SPEC})")
@@ -228,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f'JSON object of API key -> user id, e.g. {{"k1": "alice"}} (default: ${API_KEYS_ENV} '
                         "as key1:alice,key2:bob; none: the API is open)")
     p.add_argument("--insecure", action="store_true", help="allow a non-loopback host without API keys")
+    p.add_argument("--workers", type=bounded_int(1, 64), default=1, metavar="N",
+                   help="worker processes (default 1); several suit a PostgreSQL store (--path postgresql://...)")
 
     _command(subs, "mcp", cmd_mcp,
              "serve this scope's memory to MCP clients over stdio (needs: pip install \"zenbrain[server]\")")
@@ -284,6 +286,9 @@ def _add_bench_data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ci", action="store_true", help="show bootstrap intervals in the table")
     p.add_argument("--no-cache", action="store_true", help=f"do not use the on-disk embedding cache (${CACHE_ENV})")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--store", metavar="URL",
+                   help="where zenbrain systems keep their memories: temporary SQLite files (default) or a "
+                        "postgresql:// URL (each conversation in a fresh schema, dropped afterwards)")
 
 
 def _missing_subcommand(parser: argparse.ArgumentParser) -> int:
@@ -306,8 +311,12 @@ def _merge_globals(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def store_path(args: argparse.Namespace) -> str:
+    """``--path``: a SQLite file or a PostgreSQL URL."""
     from .api import default_path
+    from .storage.locations import is_postgres
 
+    if args.path and is_postgres(args.path):
+        return str(args.path)
     return os.path.expanduser(args.path) if args.path else default_path()
 
 
@@ -345,17 +354,15 @@ def _spec_for_name(name: str) -> str | None:
 
 def _store_embedder_name(path: str) -> str | None:
     """The embedder a store was created with (read from its meta table), or None."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return None
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()
-        return row[0] if row else None
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
+    from .storage.locations import recorded_embedder
+
+    return recorded_embedder(path)
+
+
+def _store_exists(path: str) -> bool:
+    from .storage.locations import exists
+
+    return exists(path)
 
 
 def embedder_spec(args: argparse.Namespace, store: str | None = None) -> str:
@@ -365,7 +372,7 @@ def embedder_spec(args: argparse.Namespace, store: str | None = None) -> str:
     env = os.environ.get(EMBEDDER_ENV)
     if env:
         return env
-    if store is not None and os.path.exists(store):
+    if store is not None:
         name = _store_embedder_name(store)
         spec = _spec_for_name(name) if name else None
         if spec:
@@ -388,7 +395,7 @@ def open_store(args: argparse.Namespace, *, create: bool = False):  # -> MemoryC
     from .api import open_memory
 
     path = store_path(args)
-    if not create and not os.path.exists(path):
+    if not create and not _store_exists(path):
         raise StorageError(f"no memory store at {path}; create one with: zenbrain init --path {path}")
     spec = embedder_spec(args, path)
     return open_memory(path, embedder=spec, config=make_config(args))
@@ -437,7 +444,7 @@ def _print_json(obj: Any) -> None:
 
 def cmd_init(args: argparse.Namespace) -> int:
     path = store_path(args)
-    if os.path.exists(path):
+    if _store_exists(path):
         return _show_existing_store(args, path)
     with open_store(args, create=True) as mem:
         s = mem.stats()
@@ -835,12 +842,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from .server.rest import create_app
     except ImportError as exc:
         raise ConfigError(f'the REST server needs FastAPI and uvicorn ({exc}): pip install "zenbrain[server]"') from None
-    activity = ActivityLog(activity_path(store_path(args)))
+    from .storage.locations import is_postgres
+
+    path = store_path(args)
+    # A PostgreSQL store's activity log stays in each server process (it has no file beside it).
+    activity_file = None if is_postgres(path) else activity_path(path)
+    auth = f"API keys for {len(set(keys.values()))} user(s)" if keys else "no API keys: open to anyone who can reach it"
+    if args.workers > 1:
+        from .server.workers import spec_env
+
+        with open_store(args, create=True):  # created and migrated once, before the workers start
+            spec = embedder_spec(args, path)
+        os.environ.update(spec_env(path=path, embedder=spec, off=sorted(_off_names(args)), api_keys=keys,
+                                   activity=activity_file))
+        _status(f"zenbrain REST API on http://{args.host}:{args.port} with {args.workers} worker processes; "
+                f"store {path}; {auth}")
+        uvicorn.run("zenbrain.server.workers:app_from_env", factory=True, workers=args.workers, host=args.host,
+                    port=args.port, log_level="info")
+        return EXIT_OK
+    activity = ActivityLog(activity_file)
     with open_store(args, create=True) as mem:
         app = create_app(mem, api_keys=keys, activity=activity)
-        auth = f"API keys for {len(set(keys.values()))} user(s)" if keys else "no API keys: open to anyone who can reach it"
         _status(f"zenbrain REST API on http://{args.host}:{args.port} (dashboard at /ui, docs at /docs); "
-                f"store {store_path(args)}; {auth}")
+                f"store {path}; {auth}")
         try:
             uvicorn.run(app, host=args.host, port=args.port, log_level="info")
         finally:
@@ -967,8 +991,10 @@ def check_bench_options(args: argparse.Namespace, names: Sequence[str], ablation
     _off_names(args)
 
 
-def make_systems(names: Sequence[str], ablations: Sequence[str], embedder: Any, config: Any) -> list[Any]:
-    """Benchmark systems by name; each ablation adds ``zenbrain-NAME``."""
+def make_systems(names: Sequence[str], ablations: Sequence[str], embedder: Any, config: Any, *,
+                 store: str | None = None) -> list[Any]:
+    """Benchmark systems by name; each ablation adds ``zenbrain-NAME``. ``store``: where the
+    zenbrain systems keep their memories (None: temporary SQLite files; or a PostgreSQL URL)."""
     from .bench.baselines import (
         BM25System,
         DenseSystem,
@@ -1001,7 +1027,7 @@ def make_systems(names: Sequence[str], ablations: Sequence[str], embedder: Any, 
     systems: list[Any] = []
     for n in dict.fromkeys(names):
         if n == "zenbrain":
-            systems.append(ZenBrainSystem(embedder, config=config, name="zenbrain"))
+            systems.append(ZenBrainSystem(embedder, config=config, name="zenbrain", store=store))
         elif n == "bm25":
             systems.append(BM25System())
         elif n == "dense":
@@ -1011,7 +1037,7 @@ def make_systems(names: Sequence[str], ablations: Sequence[str], embedder: Any, 
         else:
             systems.append(NoMemorySystem())
     for name, cfg in variants:
-        systems.append(ZenBrainSystem(embedder, config=cfg, name=name))
+        systems.append(ZenBrainSystem(embedder, config=cfg, name=name, store=store))
     return systems
 
 
@@ -1032,7 +1058,7 @@ def run_locomo_bench(
     categories = _ints(args.categories, "--categories") or None
     progress = not args.no_progress
     embedder = bench_embedder(args, progress=progress)
-    systems = make_systems(system_names, ablations, embedder, make_config(args))
+    systems = make_systems(system_names, ablations, embedder, make_config(args), store=getattr(args, "store", None))
     embedding = None
     if any(n in ("zenbrain", "dense", "hybrid") for n in system_names) or ablations:
         embedding = prewarm(embedder, conversations, categories)
@@ -1125,7 +1151,7 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     keep = args.path is not None
-    if keep and os.path.exists(store_path(args)):
+    if keep and _store_exists(store_path(args)):
         raise ConfigError(f"demo writes a fresh store; {store_path(args)} already exists (choose another --path)")
     check_bench_options(args, DEMO_SYSTEMS, [])
     conv = load_conversations(args.data, [args.conversation])[0]

@@ -139,7 +139,8 @@ def check_options(args: argparse.Namespace, names: Sequence[str], ablations: Seq
 
 
 def build_systems(
-    names: Sequence[str], ablations: Sequence[str], embedder: Any, config: Any, *, embedder_spec: str, progress: bool
+    names: Sequence[str], ablations: Sequence[str], embedder: Any, config: Any, *, embedder_spec: str, progress: bool,
+    store: str | None = None,
 ) -> list[Any]:
     """Core systems (``zenbrain.cli.make_systems``), then peers, then zenbrain ablations."""
     from .peers import make_peer
@@ -148,12 +149,12 @@ def build_systems(
     systems: list[Any] = []
     try:
         if core:
-            systems += _cli.make_systems(core, [], embedder, config)
+            systems += _cli.make_systems(core, [], embedder, config, store=store)
         for n in names:
             if n in PEER_SYSTEMS:
                 systems.append(make_peer(n, embedder, embedder_spec=embedder_spec, progress=progress))
         if ablations:
-            systems += _cli.make_systems([], ablations, embedder, config)
+            systems += _cli.make_systems([], ablations, embedder, config, store=store)
     except BaseException:
         for s in systems:
             s.close()
@@ -254,7 +255,8 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     embedder = _cli.bench_embedder(args, progress=progress)
     try:
-        systems = build_systems(names, ablations, embedder, _cli.make_config(args), embedder_spec=spec, progress=progress)
+        systems = build_systems(names, ablations, embedder, _cli.make_config(args), embedder_spec=spec, progress=progress,
+                                store=getattr(args, "store", None))
         try:
             embedding = None
             if any(n in EMBEDDING_SYSTEMS for n in names) or ablations:
@@ -360,7 +362,8 @@ def cmd_bench_longmemeval(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     embedder = _cli.bench_embedder(args, progress=progress)
     try:
-        systems = build_systems(names, ablations, embedder, _cli.make_config(args), embedder_spec=spec, progress=progress)
+        systems = build_systems(names, ablations, embedder, _cli.make_config(args), embedder_spec=spec, progress=progress,
+                                store=getattr(args, "store", None))
         try:
             embedding = None
             if any(n in EMBEDDING_SYSTEMS for n in names) or ablations:

@@ -1,21 +1,25 @@
 """Lexical search on PostgreSQL: BM25 computed in SQL over per-partition term statistics.
 
 PostgreSQL's own ``ts_rank`` is not BM25: it has no inverse document frequency and no
-length normalisation of the BM25 kind. So every memory stores its terms (the SQLite
-store's FTS5 ``porter unicode61`` analysis, see ``storage.lexical_terms``) as a tsvector
-whose positions give each term's count, plus its token count; ``lexical_terms`` and
-``lexical_docs`` keep each partition's document frequencies, documents and tokens. A
-query finds its candidates through the GIN index (``lex @@ query``) and scores them with
-the formula FTS5 uses (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)) floored at
-1e-6), so both stores rank alike. Statistics are the partition's own: a score never
-depends on, or reveals, what another user stored.
+BM25 length normalisation. So every memory stores its terms (the SQLite store's FTS5
+``porter unicode61`` analysis, see ``storage.lexical_terms``) with their counts and its
+token count; ``lexical_terms`` and ``lexical_docs`` keep each partition's document
+frequencies, documents and tokens. A query finds its candidates through a GIN index over
+the terms and scores them with the formula FTS5 uses (k1 = 1.2, b = 0.75,
+idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6), so both stores rank alike.
+
+Terms are stored as 64-bit keyed hashes (BLAKE2b with a random key per store): a GIN index
+never removes a key once added, and a hash of a stem is not the text of an erased memory.
+Statistics are the partition's own: a score never depends on, or reveals, what another
+user stored.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from ..base import Filter, Partition
@@ -25,27 +29,34 @@ from .filters import where
 K1 = 1.2
 B = 0.75
 MIN_IDF = 1e-6  # FTS5's floor for terms in more than half the documents
-MAX_POSITION = 16383  # the largest position a tsvector holds
 
 
-def tsvector_text(counts: Counter[str]) -> str:
-    """A tsvector literal holding each term ``count`` times (as positions)."""
-    parts = []
-    pos = 1
-    for term, n in counts.items():
-        positions = []
-        for _ in range(min(n, 256)):  # a tsvector keeps at most 256 positions per term
-            positions.append(str(min(pos, MAX_POSITION)))
-            pos += 1
-        pos += max(0, n - 256)
-        quoted = term.replace("\\", "\\\\").replace("'", "''")
-        parts.append(f"'{quoted}':{','.join(dict.fromkeys(positions))}")
-    return " ".join(parts)
+class TermHasher:
+    """Terms as signed 64-bit integers under the store's key."""
 
+    def __init__(self, key: bytes) -> None:
+        self._key = key[:64]
+        self._cache: dict[str, int] = {}
 
-def tsquery_text(terms: Sequence[str]) -> str:
-    """A tsquery literal matching any of ``terms``."""
-    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+    def __call__(self, term: str) -> int:
+        h = self._cache.get(term)
+        if h is None:
+            digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8, key=self._key).digest()
+            h = int.from_bytes(digest, "little", signed=True)
+            if len(self._cache) < 200_000:
+                self._cache[term] = h
+        return h
+
+    def counts(self, counts: Counter[str]) -> tuple[list[int], list[int]]:
+        """Term hashes and their counts (hash collisions add up)."""
+        merged: dict[int, int] = {}
+        for term, n in counts.items():
+            h = self(term)
+            merged[h] = merged.get(h, 0) + n
+        return list(merged), list(merged.values())
+
+    def many(self, terms: Iterable[str]) -> list[int]:
+        return list(dict.fromkeys(self(t) for t in terms))
 
 
 def idf(docs: int, holding: int) -> float:
@@ -53,9 +64,10 @@ def idf(docs: int, holding: int) -> float:
     return value if value > 0.0 else MIN_IDF
 
 
-def search(conn: Any, partition: Partition, text: str, k: int, flt: Filter) -> list[tuple[str, float]]:
+def search(conn: Any, hasher: TermHasher, partition: Partition, text: str, k: int,
+           flt: Filter) -> list[tuple[str, float]]:
     """Top-k (memory id, BM25 score; higher is better) among the memories ``flt`` lets through."""
-    terms = query_terms(text)
+    terms = hasher.many(query_terms(text))
     if not terms or k <= 0:
         return []
     row = conn.execute("SELECT docs, tokens FROM lexical_docs WHERE user_id = %s AND agent_id = %s",
@@ -70,18 +82,17 @@ def search(conn: Any, partition: Partition, text: str, k: int, flt: Filter) -> l
     if not terms:
         return []
     weights = [idf(docs, int(found[t])) for t in terms]
-    avgdl = tokens / docs if docs else 1.0
+    avgdl = tokens / docs
     clause, args = where(partition, flt)
     rows = conn.execute(
         f"""
-        SELECT m.id, SUM(q.w * (cardinality(u.positions) * {K1 + 1})
-                         / (cardinality(u.positions) + {K1} * ({1 - B} + {B} * m.lex_len / %s::float8))) AS score
+        SELECT m.id, SUM(q.w * (t.tf * {K1 + 1}) / (t.tf + {K1} * ({1 - B} + {B} * m.lex_len / %s::float8))) AS score
           FROM memories m
-          CROSS JOIN LATERAL unnest(m.lex) AS u
-          JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) ON q.term = u.lexeme
-         WHERE m.lex @@ %s::tsquery AND {clause}
+          CROSS JOIN LATERAL unnest(m.lex_terms, m.lex_tf) AS t(term, tf)
+          JOIN unnest(%s::bigint[], %s::float8[]) AS q(term, w) ON q.term = t.term
+         WHERE m.lex_terms && %s::bigint[] AND {clause}
          GROUP BY m.id, m.seq
          ORDER BY score DESC, m.seq
          LIMIT %s""",
-        (avgdl, terms, weights, tsquery_text(terms), *args, int(k))).fetchall()
+        (avgdl, terms, weights, terms, *args, int(k))).fetchall()
     return [(mid, float(score)) for mid, score in rows]

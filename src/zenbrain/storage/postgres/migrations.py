@@ -47,10 +47,13 @@ MIGRATIONS: list[tuple[str, str]] = [
             vector_key TEXT NOT NULL,
             -- Derived: the due time of the review (state's due_at), the memory's vector (a
             -- copy of its embedding-cache entry: an index cannot reach into another table),
-            -- and its lexical terms (with positions, so term counts) and token count.
+            -- and its lexical terms as keyed 64-bit hashes with their counts, and its
+            -- token count. Hashes, not words: a GIN index never drops a key, so an erased
+            -- memory's words must not be keys.
             due_at DOUBLE PRECISION,
             embedding vector,
-            lex tsvector NOT NULL,
+            lex_terms BIGINT[] NOT NULL,
+            lex_tf INTEGER[] NOT NULL,
             lex_len INTEGER NOT NULL,
             -- The order rows were first stored in: ties of equally due memories, and
             -- uniform sampling by random draws.
@@ -65,7 +68,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX memories_recent ON memories (user_id, agent_id, last_access);
         CREATE INDEX memories_thread ON memories (user_id, agent_id, session_id, position);
         CREATE INDEX memories_vector_key ON memories (vector_key);
-        CREATE INDEX memories_lex ON memories USING gin (lex);
+        CREATE INDEX memories_lex ON memories USING gin (lex_terms);
 
         CREATE TABLE embeddings (
             model TEXT NOT NULL,
@@ -107,13 +110,13 @@ MIGRATIONS: list[tuple[str, str]] = [
             PRIMARY KEY (user_id, agent_id, key)
         );
 
-        -- BM25 statistics per partition: how many memories hold each term, and how many
-        -- memories and tokens the partition has. Per partition, so that no score depends
-        -- on (or reveals) what other users stored.
+        -- BM25 statistics per partition: how many memories hold each term (by its hash),
+        -- and how many memories and tokens the partition has. Per partition, so that no
+        -- score depends on (or reveals) what other users stored.
         CREATE TABLE lexical_terms (
             user_id TEXT NOT NULL,
             agent_id TEXT NOT NULL,
-            term TEXT NOT NULL,
+            term BIGINT NOT NULL,
             docs INTEGER NOT NULL,
             PRIMARY KEY (user_id, agent_id, term)
         );

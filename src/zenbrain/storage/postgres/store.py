@@ -8,12 +8,21 @@
   (``lexical``).
 * The schema lives in the connection's current schema and is created and upgraded by
   ordered migrations (``migrations``).
-* Erasure: after a transaction that erased something, the tables it touched are
-  vacuumed, so the rows' text leaves the tables and their indexes.
+* Erasure: an erased memory leaves every table and index in its transaction (no query
+  finds it). Its bytes leave the data files only when the pages that held it are
+  rewritten: PostgreSQL has no secure delete, and every update of a row leaves a stale
+  copy in its page's free space that VACUUM does not clear. ``erase="full"`` rewrites the
+  tables an erasure touched (VACUUM FULL: the text is gone from the files when forget()
+  returns; an exclusive lock on those tables meanwhile, cost proportional to them);
+  ``erase="vacuum"`` (the default) vacuums them (rows and index entries removed, space
+  reusable, no lock), and ``scrub()`` rewrites every table on a schedule of your choosing.
+  Lexical terms are stored as keyed hashes, so a GIN index (which never drops a key)
+  keeps no word of an erased memory.
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
@@ -47,6 +56,8 @@ _KIND = MEMORY_FIELDS.index("kind")
 _VECTOR_KEY = MEMORY_FIELDS.index("vector_key")
 _HASH = MEMORY_FIELDS.index("content_hash")
 _MIGRATION_LOCK = "zenbrain:migrations"
+ERASE_MODES = ("vacuum", "full", "none")
+_TEXT_TABLES = ("memories", "history", "kv")  # the tables that hold text
 _TABLES = ("memories", "embeddings", "edges", "history", "kv", "lexical_terms", "lexical_docs", "vector_indexes",
            "meta", "schema_migrations")
 
@@ -69,13 +80,15 @@ class PostgresStore:
     from several threads, processes and machines at once."""
 
     def __init__(self, url: str, *, embedder_name: str, dim: int, timeout: float = 30.0, pool_size: int = 8,
-                 hnsw_min_rows: int = vectors.HNSW_MIN_ROWS, vacuum_on_erase: bool = True) -> None:
+                 hnsw_min_rows: int = vectors.HNSW_MIN_ROWS, erase: str = "vacuum") -> None:
+        if erase not in ERASE_MODES:
+            raise ConfigError(f"erase must be one of {', '.join(ERASE_MODES)}, got {erase!r}")
         self.url = url
         self.path = url  # what tools print as the store's location
         self.embedder_name = embedder_name
         self.dim = int(dim)
         self.timeout = float(timeout)
-        self.vacuum_on_erase = vacuum_on_erase
+        self.erase = erase
         self._local = threading.local()
         self._pool: ConnectionPool | None = None
         try:
@@ -151,9 +164,10 @@ class PostgresStore:
 
     def _check_meta(self, conn: Any) -> None:
         with conn.transaction():
-            conn.execute("INSERT INTO meta (key, value) VALUES ('embedder', %s), ('dim', %s) ON CONFLICT DO NOTHING",
-                         (self.embedder_name, str(self.dim)))
+            conn.execute("INSERT INTO meta (key, value) VALUES ('embedder', %s), ('dim', %s), ('term_key', %s) "
+                         "ON CONFLICT DO NOTHING", (self.embedder_name, str(self.dim), secrets.token_hex(32)))
             rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        self._terms = lexical.TermHasher(bytes.fromhex(rows["term_key"]))
         if rows.get("embedder") != self.embedder_name or int(rows.get("dim", -1)) != self.dim:
             raise ConfigError(
                 f"{_safe(self.url)} holds vectors of embedder {rows.get('embedder')!r} (dim {rows.get('dim')}); "
@@ -190,14 +204,14 @@ class PostgresStore:
                     with conn.transaction():
                         if not durable:
                             conn.execute("SET LOCAL synchronous_commit = off")
-                        tx = self._local.tx = PostgresTransaction(conn, self.embedder_name)
+                        tx = self._local.tx = PostgresTransaction(conn, self.embedder_name, self._terms)
                         yield tx
                         tx.finish()
                 finally:
                     self._local.tx = None
                     self._local.conn = None
-                if tx.erased and self.vacuum_on_erase:
-                    self._scrub(conn, tx.erased)
+                if tx.erased and self.erase != "none":
+                    self._vacuum(conn, tx.erased, full=self.erase == "full")
                 if tx.grown:
                     self.indexes.grown(conn, tx.grown)
         except psycopg.Error as exc:
@@ -205,11 +219,20 @@ class PostgresStore:
         except TimeoutError as exc:
             raise StorageError(f"no PostgreSQL connection free within {self.timeout} s") from exc
 
-    def _scrub(self, conn: Any, tables: set[str]) -> None:
-        """After an erasure: vacuum the tables it touched, so the erased rows leave their
-        pages and index entries (a plain VACUUM: no table lock)."""
+    def _vacuum(self, conn: Any, tables: Iterable[str], *, full: bool) -> None:
         names = sql.SQL(", ").join(sql.Identifier(t) for t in sorted(tables))
-        conn.execute(sql.SQL("VACUUM (INDEX_CLEANUP ON) {}").format(names))
+        conn.execute(sql.SQL("VACUUM (FULL) {}" if full else "VACUUM (INDEX_CLEANUP ON) {}").format(names))
+
+    def scrub(self) -> None:
+        """Rewrite the tables that hold text (VACUUM FULL), so nothing erased or overwritten
+        lingers in their data files; exclusive locks on them while it runs."""
+        if self._pool is None:
+            raise StorageError("the store is closed")
+        try:
+            with self._pool.connection() as conn:
+                self._vacuum(conn, _TEXT_TABLES + ("edges", "embeddings", "lexical_terms"), full=True)
+        except psycopg.Error as exc:
+            raise _storage_error("scrubbing the PostgreSQL store failed", exc) from exc
 
     # -- memories ------------------------------------------------------------------------
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
@@ -241,7 +264,7 @@ class PostgresStore:
         if k <= 0:
             return []
         with self._reading() as conn:
-            return lexical.search(conn, partition, text, int(k), flt)
+            return lexical.search(conn, self._terms, partition, text, int(k), flt)
 
     # -- vectors -------------------------------------------------------------------------
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *,

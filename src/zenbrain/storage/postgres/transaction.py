@@ -22,14 +22,13 @@ from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import Partition
 from ..lexical_terms import term_counts
 from ..records import MEMORY_FIELDS, UPDATABLE, dumps, lexical_text, plain
-from .lexical import tsvector_text
+from .lexical import TermHasher
 
-MAX_TERM_BYTES = 2000  # longer "words" are not indexed (a tsvector lexeme holds < 2 KiB)
-_ROW_COLUMNS = (*MEMORY_FIELDS, "due_at", "lex_len", "lex")
-_MARKS = ",".join(["%s"] * (len(_ROW_COLUMNS) - 1)) + ",%s::tsvector"
+_ROW_COLUMNS = (*MEMORY_FIELDS, "due_at", "lex_len", "lex_terms", "lex_tf")
+_MARKS = ",".join(["%s"] * len(_ROW_COLUMNS))
 _VECTOR = "(SELECT e.vector FROM embeddings e WHERE e.model = %s AND e.hash = %s)"
 _INSERT = (f"INSERT INTO memories ({','.join(_ROW_COLUMNS)}, embedding) VALUES ({_MARKS}, {_VECTOR})")
-_UPDATE = (f"UPDATE memories SET {','.join(f'{c} = %s' for c in _ROW_COLUMNS[3:-1])}, lex = %s::tsvector, "
+_UPDATE = (f"UPDATE memories SET {','.join(f'{c} = %s' for c in _ROW_COLUMNS[3:])}, "
            f"embedding = {_VECTOR} WHERE id = %s AND user_id = %s AND agent_id = %s")
 
 
@@ -37,7 +36,7 @@ def _json(value: Any) -> Jsonb:
     return Jsonb(value, dumps=dumps)
 
 
-def item_row(item: MemoryItem, counts: Counter[str], n_tokens: int) -> list[Any]:
+def item_row(item: MemoryItem, terms: list[int], tf: list[int], n_tokens: int) -> list[Any]:
     """A memory as the values of ``_ROW_COLUMNS``."""
     row: list[Any] = []
     for name in MEMORY_FIELDS:
@@ -50,7 +49,7 @@ def item_row(item: MemoryItem, counts: Counter[str], n_tokens: int) -> list[Any]
             value = value or item.content_hash
         row.append(plain(value))
     due = item.state.get("due_at")
-    row.extend([None if due is None else float(due), n_tokens, tsvector_text(counts)])
+    row.extend([None if due is None else float(due), n_tokens, terms, tf])
     return row
 
 
@@ -58,10 +57,10 @@ class LexicalDeltas:
     """How a transaction changes its partitions' BM25 statistics."""
 
     def __init__(self) -> None:
-        self.terms: dict[Partition, Counter[str]] = {}
+        self.terms: dict[Partition, Counter[int]] = {}
         self.docs: dict[Partition, list[int]] = {}  # partition -> [documents, tokens]
 
-    def add(self, partition: Partition, terms: Sequence[str], n_tokens: int, sign: int) -> None:
+    def add(self, partition: Partition, terms: Sequence[int], n_tokens: int, sign: int) -> None:
         c = self.terms.setdefault(partition, Counter())
         for t in terms:
             c[t] += sign
@@ -75,7 +74,7 @@ class LexicalDeltas:
             if changed:
                 cur.execute(
                     "INSERT INTO lexical_terms (user_id, agent_id, term, docs) "
-                    "SELECT %s, %s, t, n FROM unnest(%s::text[], %s::int[]) AS d(t, n) "
+                    "SELECT %s, %s, t, n FROM unnest(%s::bigint[], %s::int[]) AS d(t, n) "
                     "ON CONFLICT (user_id, agent_id, term) DO UPDATE SET docs = lexical_terms.docs + excluded.docs",
                     (*part, [t for t, _ in changed], [n for _, n in changed]))
                 # A term no memory holds any more is erased with the last memory that held it.
@@ -92,8 +91,9 @@ class LexicalDeltas:
 
 
 class PostgresTransaction:
-    def __init__(self, conn: Any, embedder_name: str) -> None:
+    def __init__(self, conn: Any, embedder_name: str, hasher: TermHasher) -> None:
         self._conn = conn
+        self._hash = hasher
         self._cur = conn.cursor()
         self._model = embedder_name
         self._locked: set[Partition] = set()
@@ -121,14 +121,14 @@ class PostgresTransaction:
         for part, group in sorted(by_part.items()):
             group.sort(key=lambda i: i.id)  # rows locked in one order
             old = {r[0]: r[1:] for r in self._cur.execute(
-                "SELECT id, vector_key, lex_len, tsvector_to_array(lex) FROM memories "
+                "SELECT id, vector_key, lex_len, lex_terms FROM memories "
                 "WHERE user_id = %s AND agent_id = %s AND id = ANY(%s) FOR UPDATE",
                 (*part, [i.id for i in group])).fetchall()}
             inserts, updates = [], []
             for item in group:
                 counts, n_tokens = term_counts(lexical_text(item))
-                counts = Counter({t: n for t, n in counts.items() if len(t.encode("utf-8")) <= MAX_TERM_BYTES})
-                row = item_row(item, counts, n_tokens)
+                terms, tf = self._hash.counts(counts)
+                row = item_row(item, terms, tf, n_tokens)
                 key = row[MEMORY_FIELDS.index("vector_key")]
                 if item.id in old:
                     _, old_len, old_terms = old[item.id]
@@ -136,7 +136,7 @@ class PostgresTransaction:
                     updates.append((*row[3:], self._model, key, item.id, *part))
                 else:
                     inserts.append((*row, self._model, key))
-                self.lexical.add(part, list(counts), n_tokens, +1)
+                self.lexical.add(part, terms, n_tokens, +1)
             if inserts:
                 self._cur.executemany(_INSERT, inserts)
                 self.grown.add(part)
@@ -194,7 +194,7 @@ class PostgresTransaction:
         user, agent = partition
         row = self._cur.execute(
             "DELETE FROM memories WHERE id = %s AND user_id = %s AND agent_id = %s "
-            "RETURNING vector_key, lex_len, tsvector_to_array(lex)", (memory_id, user, agent)).fetchone()
+            "RETURNING vector_key, lex_len, lex_terms", (memory_id, user, agent)).fetchone()
         self._cur.execute("DELETE FROM edges WHERE user_id = %s AND agent_id = %s AND (src = %s OR dst = %s)",
                           (user, agent, memory_id, memory_id))
         # Events of other memories that name this one (a debate it took part in) may quote it.

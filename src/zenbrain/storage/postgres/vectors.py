@@ -162,6 +162,9 @@ class PartitionIndexes:
                             "((embedding::vector({dim})) vector_ip_ops) WHERE user_id = {u} AND agent_id = {a}").format(
                             name=sql.Identifier(name), dim=sql.Literal(int(self.dim)),
                             u=sql.Literal(partition[0]), a=sql.Literal(partition[1])))
+                        # Fresh planner statistics, so that the planner weighs the new index
+                        # against a scan of the partition with the partition's real size.
+                        conn.execute("ANALYZE memories")
                     self._valid.pop(partition, None)
                 finally:
                     conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))

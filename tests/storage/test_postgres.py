@@ -1,0 +1,205 @@
+"""What the PostgreSQL store promises beyond the shared contract: its migrations, HNSW
+search in large partitions, BM25 that ranks as the SQLite store does, statistics kept
+per partition, the engine on top of it, and erasure down to the data files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from postgres_server import data_dir, new_schema_url
+from storage_helpers import DIM, MODEL, P1, P2, brute_top, make_item, put, unit_rows
+
+from zenbrain.errors import StorageError
+from zenbrain.model import Layer
+from zenbrain.storage.base import Filter
+
+pytest.importorskip("psycopg")
+
+
+def open_pg(url: str | None = None, **options):
+    from zenbrain.storage.postgres import PostgresStore
+
+    return PostgresStore(url or new_schema_url(), embedder_name=MODEL, dim=DIM, **options)
+
+
+@pytest.fixture
+def pg():
+    s = open_pg()
+    yield s
+    s.close()
+
+
+def test_migrations_are_recorded_idempotent_and_refuse_a_newer_schema():
+    from zenbrain.storage.postgres.migrations import MIGRATIONS
+
+    url = new_schema_url()
+    s = open_pg(url)
+    put(s, [make_item(P1, "survives reopening")])
+    s.close()
+    expect = [(v, name) for v, (name, _) in enumerate(MIGRATIONS, start=1)]
+    import psycopg
+
+    for _ in range(2):
+        s = open_pg(url)
+        with psycopg.connect(url) as conn:
+            assert [tuple(r) for r in conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1")] == expect
+        assert [i.content for i in s.query(P1)] == ["survives reopening"]
+        s.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO schema_migrations VALUES (9999, '9999_from_the_future')")
+    with pytest.raises(StorageError, match="newer zenbrain"):
+        open_pg(url)
+
+
+def test_several_handles_opening_a_new_schema_at_once_migrate_it_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    url = new_schema_url()
+    with ThreadPoolExecutor(4) as ex:
+        stores = list(ex.map(lambda _: open_pg(url), range(4)))
+    put(stores[0], [make_item(P1, "one")])
+    assert [len(s.query(P1)) for s in stores] == [1, 1, 1, 1]
+    for s in stores:
+        s.close()
+
+
+def test_a_large_partition_is_searched_through_its_own_hnsw_index():
+    s = open_pg(hnsw_min_rows=300)
+    try:
+        rng = np.random.default_rng(5)
+        n = 400
+        items = [make_item(P1, f"item {i}", id=f"i{i:04d}", layer=Layer.CORE if i % 40 == 0 else Layer.SEMANTIC,
+                           created_at=1.7e9 + i) for i in range(n)]
+        v = unit_rows(rng, n)
+        put(s, items, v)
+        put(s, [make_item(P2, "small partition", id="p2")], unit_rows(rng, 1))
+        s.wait_for_indexes(60)
+        assert s.indexes.has_index(s._pool.getconn() if False else _conn(s), P1)  # built for the large partition
+        assert not s.indexes.has_index(_conn(s), P2)
+        vecs = {it.id: v[i] for i, it in enumerate(items)}
+        hits = 0
+        for _ in range(20):
+            q = unit_rows(rng, 1)[0]
+            got = [i for i, _ in s.vector_search(P1, q, 10)]
+            expect = [i for i, _ in brute_top(items, vecs, q, 10, Filter())]
+            assert len(got) == 10
+            hits += len(set(got) & set(expect))
+            # A filter that keeps 10 of 400 rows: fewer than k come through the index, so
+            # the search is answered exactly.
+            flt = Filter(layers=frozenset({Layer.CORE}))
+            assert [i for i, _ in s.vector_search(P1, q, 5, flt)] == [i for i, _ in brute_top(items, vecs, q, 5, flt)]
+        assert hits / 200 >= 0.9
+        plan = "\n".join(r[0] for r in _conn(s).execute(
+            "EXPLAIN SELECT id FROM memories m WHERE m.user_id = 'alice' AND m.agent_id = 'agent' "
+            f"ORDER BY (m.embedding::vector({DIM})) <#> %s LIMIT 10", (unit_rows(rng, 1)[0],)).fetchall())
+        assert "memories_hnsw_" in plan
+    finally:
+        s.close()
+
+
+def _conn(store):
+    """A pooled connection for inspection (returned to the pool at garbage collection is
+    not needed: the pool is closed with the store)."""
+    return store._pool.connection().__enter__()
+
+
+def test_bm25_ranks_as_the_sqlite_store_does(tmp_path: Path):
+    """Same texts, same query: the same ids in the same order with the same scores."""
+    from zenbrain.storage.sqlite import SQLiteStore
+
+    rng = np.random.default_rng(1)
+    words = ("river stone maple harbor lantern running runs ran quickly Café naïve don't e-mail "
+             "x y z 42 4.2 caroline's support group LGBTQ").split()
+    items = [make_item(P1, " ".join(rng.choice(words, size=int(rng.integers(1, 14)))), id=f"d{i:03d}")
+             for i in range(300)]
+    lite = SQLiteStore(str(tmp_path / "l.db"), embedder_name=MODEL, dim=DIM)
+    pg = open_pg()
+    try:
+        put(lite, items)
+        put(pg, items)
+        for q in ("river harbor", "running", "cafe", "naive dont", "Caroline support group", "e-mail 42",
+                  "quickly lantern stone maple", "LGBTQ"):
+            a, b = lite.lexical_search(P1, q, 20), pg.lexical_search(P1, q, 20)
+            assert [s for _, s in b] == pytest.approx([s for _, s in a], rel=1e-6), q
+            assert {i for i, _ in a} == {i for i, _ in b} or len({round(s, 9) for _, s in a}) < len(a), q
+    finally:
+        lite.close()
+        pg.close()
+
+
+def test_bm25_statistics_are_the_partitions_own(pg):
+    put(pg, [make_item(P1, "apple pie", id="a"), make_item(P1, "banana bread", id="b")])
+    before = pg.lexical_search(P1, "apple", 5)
+    put(pg, [make_item(P2, f"apple number {i}", id=f"o{i}") for i in range(50)])
+    assert pg.lexical_search(P1, "apple", 5) == before  # another user's words change nothing
+    with pg.transaction() as tx:
+        tx.delete_memory(P1, "a")
+    conn = _conn(pg)
+    # The erased memory's terms are gone (the other's two remain), and with them its token count.
+    assert conn.execute("SELECT COUNT(*) FROM lexical_terms WHERE user_id = 'alice'").fetchone() == (2,)
+    assert conn.execute("SELECT docs, tokens FROM lexical_docs WHERE user_id = 'alice'").fetchone() == (1, 2)
+
+
+MARKER = "zqvkmarker4417"
+
+
+def _files_containing(root: str, needle: bytes) -> list[str]:
+    out = []
+    for folder, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(folder, f)
+            try:
+                with open(p, "rb") as fh:
+                    if needle in fh.read():
+                        out.append(os.path.relpath(p, root))
+            except OSError:
+                continue
+    return out
+
+
+def test_the_engine_runs_on_postgres_and_erasure_leaves_no_trace():
+    """A recall and lifecycle smoke test through ``open_memory``; then forget() removes
+    the text from every table, and (with ``erase="full"``, after a WAL switch) from the
+    files. Recalls updated the secret's row several times: each update left a stale copy
+    in the page, which only a rewrite of the table clears."""
+    import psycopg
+
+    from zenbrain import Scope, SimulatedClock, open_memory
+    from zenbrain.providers.hashing import HashingEmbedder
+
+    url = new_schema_url()
+    clock = SimulatedClock(1.7e9)
+    alice, bob = Scope("alice", "assistant"), Scope("bob", "assistant")
+    with open_memory(url, embedder=HashingEmbedder(64), clock=clock, erase="full") as mem:
+        assert type(mem.storage).__name__ == "PostgresStore"
+        mem.store_many([{"content": f"ordinary note {i} about the weather and gardening"} for i in range(12)], alice)
+        secret = mem.store(f"my locker code is {MARKER} and nobody else knows it", alice, kind="episode")
+        mem.store("bob likes sailing on the harbor", bob)
+        assert mem.recall(MARKER, alice, k=1)[0].id == secret.id
+        assert mem.recall("sailing harbor", alice, k=5) == [] or all(
+            h.item.user_id == "alice" for h in mem.recall("sailing harbor", alice, k=5))
+        clock.advance(hours=30)
+        assert mem.recall("locker code", alice, k=3)[0].id == secret.id
+        mem.sleep(alice)
+        mem.decay(alice)
+        lines = list(mem.export_memories(alice))
+        assert lines[0]["counts"]["memories"] == 13
+        mem.forget(secret.id, alice)
+        assert all(h.id != secret.id for h in mem.recall(MARKER, alice, k=20, touch=False))
+        assert mem.storage.lexical_search(("alice", "assistant"), MARKER, 5) == []
+        assert len(mem.list_memories(alice)) == 12 and len(mem.list_memories(bob)) == 1
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        for t in tables:
+            n = conn.execute(f'SELECT COUNT(*) FROM "{t}" x WHERE strpos(lower(x::text), %s) > 0', (MARKER,)).fetchone()
+            assert n[0] == 0, t
+        conn.execute("CHECKPOINT")
+        conn.execute("SELECT pg_switch_wal()")
+        conn.execute("CHECKPOINT")
+    root = data_dir()
+    if root is None:
+        pytest.skip("an external server: its files are not ours to read")
+    assert _files_containing(root, MARKER.encode()) == []
