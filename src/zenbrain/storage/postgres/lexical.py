@@ -84,15 +84,18 @@ def search(conn: Any, hasher: TermHasher, partition: Partition, text: str, k: in
     weights = [idf(docs, int(found[t])) for t in terms]
     avgdl = tokens / docs
     clause, args = where(partition, flt)
+    # Each query term's count in a row is looked up in the row's own arrays (a few terms,
+    # short arrays): no unnesting of every candidate's terms, no grouping.
+    counts = ", ".join(f"COALESCE(m.lex_tf[array_position(m.lex_terms, %s::bigint)], 0)::float8 AS tf{i}"
+                       for i in range(len(terms)))
+    score = " + ".join(f"%s::float8 * tf{i} / (tf{i} + norm)" for i in range(len(terms)))
     rows = conn.execute(
         f"""
-        SELECT m.id, SUM(q.w * (t.tf * {K1 + 1}) / (t.tf + {K1} * ({1 - B} + {B} * m.lex_len / %s::float8))) AS score
-          FROM memories m
-          CROSS JOIN LATERAL unnest(m.lex_terms, m.lex_tf) AS t(term, tf)
-          JOIN unnest(%s::bigint[], %s::float8[]) AS q(term, w) ON q.term = t.term
-         WHERE m.lex_terms && %s::bigint[] AND {clause}
-         GROUP BY m.id, m.seq
-         ORDER BY score DESC, m.seq
+        SELECT id, {score} AS score FROM (
+            SELECT m.id, m.seq, {counts}, {K1}::float8 * ({1 - B}::float8 + {B}::float8 * m.lex_len / %s::float8) AS norm
+              FROM memories m
+             WHERE m.lex_terms && %s::bigint[] AND {clause}) c
+         ORDER BY score DESC, seq
          LIMIT %s""",
-        (avgdl, terms, weights, terms, *args, int(k))).fetchall()
+        (*[w * (K1 + 1) for w in weights], *terms, avgdl, terms, *args, int(k))).fetchall()
     return [(mid, float(score)) for mid, score in rows]

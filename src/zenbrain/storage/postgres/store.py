@@ -49,6 +49,10 @@ except ImportError as _exc:  # pragma: no cover - depends on the installed extra
     raise ImportError(f'the PostgreSQL store needs psycopg, psycopg_pool and pgvector ({_exc}): '
                       'pip install "zenbrain[postgres]"') from _exc
 
+# Planner statistics: gathered again once this handle has inserted as many rows as the
+# table had at the last analysis (and at least ANALYZE_MIN_ROWS), so that the planner never
+# plans a large table from the statistics of a small one (autovacuum would, within a minute).
+ANALYZE_MIN_ROWS = 5000
 SAMPLE_ROUNDS = 4  # rounds of random draws a large partition's sample may take before all its ids are read
 _SELECT = ",".join(f"m.{c}" for c in MEMORY_FIELDS)
 _LAYER = MEMORY_FIELDS.index("layer")
@@ -90,6 +94,8 @@ class PostgresStore:
         self.timeout = float(timeout)
         self.erase = erase
         self._local = threading.local()
+        self._inserted = 0  # memory rows this handle inserted since the planner's statistics were gathered
+        self._analyzed_rows = -1  # rows at the last analysis (-1: read when first needed)
         self._pool: ConnectionPool | None = None
         try:
             with self._connect() as conn:
@@ -213,11 +219,24 @@ class PostgresStore:
                 if tx.erased and self.erase != "none":
                     self._vacuum(conn, tx.erased, full=self.erase == "full")
                 if tx.grown:
+                    self._keep_statistics(conn, tx.inserted)
                     self.indexes.grown(conn, tx.grown)
         except psycopg.Error as exc:
             raise _storage_error("a PostgreSQL write failed (nothing was written)", exc) from exc
         except TimeoutError as exc:
             raise StorageError(f"no PostgreSQL connection free within {self.timeout} s") from exc
+
+    def _keep_statistics(self, conn: Any, inserted: int) -> None:
+        self._inserted += inserted
+        if self._inserted < ANALYZE_MIN_ROWS:
+            return
+        if self._analyzed_rows < 0:
+            self._analyzed_rows = max(0, int(conn.execute(
+                "SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass").fetchone()[0]))
+        if self._inserted >= self._analyzed_rows:
+            conn.execute("ANALYZE memories")
+            self._analyzed_rows += self._inserted
+            self._inserted = 0
 
     def _vacuum(self, conn: Any, tables: Iterable[str], *, full: bool) -> None:
         names = sql.SQL(", ").join(sql.Identifier(t) for t in sorted(tables))
@@ -297,7 +316,7 @@ class PostgresStore:
         with self._reading() as conn:
             found = dict(conn.execute("SELECT id, embedding FROM memories WHERE user_id = %s AND agent_id = %s "
                                       "AND id = ANY(%s) AND embedding IS NOT NULL",
-                                      (*partition, list(dict.fromkeys(ids)))).fetchall())
+                                      (*partition, list(dict.fromkeys(ids))), binary=True).fetchall())
         for i, mid in enumerate(ids):
             v = found.get(mid)
             if v is not None:
@@ -309,7 +328,7 @@ class PostgresStore:
             return {}
         with self._reading() as conn:
             rows = conn.execute("SELECT hash, vector FROM embeddings WHERE model = %s AND hash = ANY(%s)",
-                                (model, list(dict.fromkeys(hashes)))).fetchall()
+                                (model, list(dict.fromkeys(hashes))), binary=True).fetchall()
         return {h: _array(v) for h, v in rows}
 
     # -- graph, history, records ---------------------------------------------------------

@@ -100,6 +100,7 @@ class PostgresTransaction:
         self.lexical = LexicalDeltas()
         self.put_ids: dict[Partition, set[str]] = {}  # memories whose vector is copied in at the end
         self.grown: set[Partition] = set()  # partitions that gained memories
+        self.inserted = 0  # memory rows inserted
         self.erased: set[str] = set()  # tables something was erased from
 
     # -- locking -------------------------------------------------------------------------
@@ -140,6 +141,7 @@ class PostgresTransaction:
             if inserts:
                 self._cur.executemany(_INSERT, inserts)
                 self.grown.add(part)
+                self.inserted += len(inserts)
             if updates:
                 self._cur.executemany(_UPDATE, updates)
             for item in group:
