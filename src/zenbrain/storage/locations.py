@@ -41,6 +41,20 @@ def exists(location: str | os.PathLike[str]) -> bool:
 
 def recorded_embedder(location: str | os.PathLike[str]) -> str | None:
     """The embedder a store was created with (from its meta table), or None."""
+    meta = recorded_meta(location)
+    return None if meta is None else meta[0]
+
+
+def recorded_meta(location: str | os.PathLike[str]) -> tuple[str, int] | None:
+    """The embedder and vector dimension a store was created with, or None (no store)."""
+    rows = _meta_rows(location)
+    try:
+        return (rows["embedder"], int(rows["dim"])) if rows and "embedder" in rows else None
+    except (KeyError, ValueError):
+        return None
+
+
+def _meta_rows(location: str | os.PathLike[str]) -> dict[str, str] | None:
     if is_postgres(location):
         try:
             import psycopg
@@ -50,19 +64,19 @@ def recorded_embedder(location: str | os.PathLike[str]) -> str | None:
             with psycopg.connect(str(location), connect_timeout=10) as conn:
                 if conn.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
                     return None
-                row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
-                return row[0] if row else None
+                return dict(conn.execute("SELECT key, value FROM meta").fetchall())
         except psycopg.OperationalError as exc:
             raise StorageError(f"cannot reach the PostgreSQL store: {exc}") from exc
         except psycopg.Error:
             return None
+    if not os.path.exists(location):
+        return None
     try:
         conn = sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=5.0)
     except sqlite3.Error:
         return None
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()
-        return row[0] if row else None
+        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.Error:
         return None
     finally:
