@@ -115,6 +115,7 @@ class PostgresStore:
     # -- connections -------------------------------------------------------------------
     def _configure(self, conn: Any) -> None:
         conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        conn.execute(f"SET hnsw.ef_search = {vectors.EF_SEARCH}")
         register_vector(conn)
 
     def _connect(self) -> Any:
