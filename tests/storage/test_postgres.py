@@ -92,6 +92,16 @@ def test_a_large_partition_is_searched_through_its_own_hnsw_index():
             flt = Filter(layers=frozenset({Layer.CORE}))
             assert [i for i, _ in s.vector_search(P1, q, 5, flt)] == [i for i, _ in brute_top(items, vecs, q, 5, flt)]
         assert hits / 200 >= 0.9
+        # Per layer: the small layer exactly, the large one through the index.
+        q = unit_rows(rng, 1)[0]
+        got = s.vector_search(P1, q, 5, per_layer=True)
+        layer_of = {it.id: it.layer for it in items}
+        core = [i for i, _ in got if layer_of[i] is Layer.CORE]
+        semantic = [i for i, _ in got if layer_of[i] is Layer.SEMANTIC]
+        assert [layer_of[i] for i, _ in got] == [Layer.SEMANTIC] * 5 + [Layer.CORE] * 5  # in layer order
+        assert core == [i for i, _ in brute_top([it for it in items if it.layer is Layer.CORE], vecs, q, 5, Filter())]
+        assert len(set(semantic) & {i for i, _ in brute_top([it for it in items if it.layer is Layer.SEMANTIC], vecs,
+                                                            q, 5, Filter())}) >= 4
         plan = "\n".join(r[0] for r in _conn(s).execute(
             "EXPLAIN SELECT id FROM memories m WHERE m.user_id = 'alice' AND m.agent_id = 'agent' "
             f"ORDER BY (m.embedding::vector({DIM})) <#> %s LIMIT 10", (unit_rows(rng, 1)[0],)).fetchall())

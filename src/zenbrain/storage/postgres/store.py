@@ -299,15 +299,7 @@ class PostgresStore:
                     if found is not None:
                         return found
                 else:
-                    out: list[tuple[str, float]] = []
-                    for layer in Layer:
-                        if flt.layers is not None and layer not in flt.layers:
-                            continue
-                        one = Filter(**{**flt.__dict__, "layers": frozenset({layer})})
-                        found = vectors.approximate(conn, partition, q, k, one, self.dim)
-                        out.extend(found if found is not None else vectors.exact(conn, partition, q, k, one,
-                                                                                 per_layer=False))
-                    return out
+                    return vectors.approximate_per_layer(conn, partition, q, k, flt, self.dim)
             return vectors.exact(conn, partition, q, k, flt, per_layer=per_layer)
 
     def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:

@@ -56,14 +56,22 @@ def exact(conn: Any, partition: Partition, query: np.ndarray, k: int, flt: Filte
             f"SELECT id, -d FROM (SELECT m.id, m.seq, m.embedding <#> %s AS d FROM memories m "
             f"WHERE {clause} AND m.embedding IS NOT NULL) t ORDER BY d, seq LIMIT %s",
             (query, *args, int(k))).fetchall()
-    else:
-        rows = conn.execute(
-            f"SELECT id, -d FROM (SELECT m.id, m.layer, m.embedding <#> %s AS d, "
-            f"row_number() OVER (PARTITION BY m.layer ORDER BY m.embedding <#> %s, m.seq) AS r "
-            f"FROM memories m WHERE {clause} AND m.embedding IS NOT NULL) t WHERE r <= %s "
-            f"ORDER BY array_position(%s::text[], layer), r",
-            (query, query, *args, int(k), _LAYER_ORDER)).fetchall()
-    return [(mid, float(s)) for mid, s in rows]
+        return [(mid, float(s)) for mid, s in rows]
+    return [(mid, s) for mid, _, s in _exact_per_layer(conn, partition, query, k, flt)]
+
+
+def _exact_per_layer(conn: Any, partition: Partition, query: np.ndarray, k: int,
+                     flt: Filter) -> list[tuple[str, str, float]]:
+    """(id, layer, score): the exact top-k of every layer, layers in their order."""
+    clause, args = where(partition, flt)
+    rows = conn.execute(
+        f"SELECT id, layer, -d FROM (SELECT m.id, m.layer, d, "
+        f"row_number() OVER (PARTITION BY m.layer ORDER BY d, m.seq) AS r "
+        f"FROM memories m CROSS JOIN LATERAL (SELECT m.embedding <#> %s AS d) x "
+        f"WHERE {clause} AND m.embedding IS NOT NULL) t WHERE r <= %s "
+        f"ORDER BY array_position(%s::text[], layer), r",
+        (query, *args, int(k), _LAYER_ORDER)).fetchall()
+    return [(mid, layer, float(s)) for mid, layer, s in rows]
 
 
 def approximate(conn: Any, partition: Partition, query: np.ndarray, k: int, flt: Filter, dim: int,
@@ -85,6 +93,41 @@ def approximate(conn: Any, partition: Partition, query: np.ndarray, k: int, flt:
     if len(rows) < k:
         return None
     return [(mid, float(s)) for mid, s in rows]
+
+
+def approximate_per_layer(conn: Any, partition: Partition, query: np.ndarray, k: int, flt: Filter, dim: int,
+                          ) -> list[tuple[str, float]]:
+    """Top-k of every layer: one HNSW scan per layer in one statement, then an exact search
+    over the layers that came back with fewer than k (small layers, selective filters)."""
+    layers = [layer for layer in Layer if flt.layers is None or layer in flt.layers]
+    if not layers:
+        return []
+    clause, args = where(partition, flt)
+    head = sql.SQL("m.user_id = {} AND m.agent_id = {}").format(sql.Literal(partition[0]), sql.Literal(partition[1]))
+    dist = sql.SQL("(m.embedding::vector({}))").format(sql.Literal(int(dim)))
+    branch = sql.SQL("(SELECT m.id, m.layer, -({d} <#> %s) AS s FROM memories m WHERE {head} AND {clause} "
+                     "AND m.layer = %s ORDER BY {d} <#> %s LIMIT %s)").format(d=dist, head=head, clause=sql.SQL(clause))
+    stmt = sql.SQL(" UNION ALL ").join([branch] * len(layers))
+    params: list[Any] = []
+    for layer in layers:
+        params.extend([query, *args, layer.value, query, int(k)])
+    ef = EF_SEARCH_FACTOR * k
+    if ef <= EF_SEARCH:
+        rows = conn.execute(stmt, params).fetchall()
+    else:
+        with conn.transaction():
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            rows = conn.execute(stmt, params).fetchall()
+    by_layer: dict[str, list[tuple[str, float]]] = {}
+    for mid, layer, s in rows:
+        by_layer.setdefault(layer, []).append((mid, float(s)))
+    short = frozenset(layer for layer in layers if len(by_layer.get(layer.value, [])) < k)
+    if short:
+        for layer in short:
+            by_layer.pop(layer.value, None)
+        for mid, layer, s in _exact_per_layer(conn, partition, query, k, Filter(**{**flt.__dict__, "layers": short})):
+            by_layer.setdefault(layer, []).append((mid, s))
+    return [hit for layer in _LAYER_ORDER for hit in by_layer.get(layer, [])]
 
 
 class PartitionIndexes:
