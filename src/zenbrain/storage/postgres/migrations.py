@@ -15,6 +15,10 @@ MIGRATIONS: list[tuple[str, str]] = [
         """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
+        -- A memory's mutable columns (what recall, review and decay update over and over)
+        -- apart from its text (memory_texts, written only when the text changes): every
+        -- update of a row leaves a stale copy of it in its page, which only a rewrite of
+        -- the table removes, and erasure rewrites the small text tables only.
         CREATE TABLE memories (
             id TEXT PRIMARY KEY,
             user_id TEXT NOT NULL,
@@ -23,9 +27,7 @@ MIGRATIONS: list[tuple[str, str]] = [
             context TEXT NOT NULL,
             layer TEXT NOT NULL,
             kind TEXT NOT NULL,
-            content TEXT NOT NULL,
             content_hash TEXT NOT NULL,
-            metadata JSONB NOT NULL,
             created_at DOUBLE PRECISION NOT NULL,
             updated_at DOUBLE PRECISION NOT NULL,
             event_time DOUBLE PRECISION,
@@ -41,9 +43,7 @@ MIGRATIONS: list[tuple[str, str]] = [
             archived BOOLEAN NOT NULL DEFAULT FALSE,
             version INTEGER NOT NULL DEFAULT 1,
             state JSONB NOT NULL,
-            speaker TEXT,
             position INTEGER,
-            index_text TEXT,
             vector_key TEXT NOT NULL,
             -- Derived: the due time of the review (state's due_at), the memory's vector (a
             -- copy of its embedding-cache entry: an index cannot reach into another table),
@@ -69,6 +69,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX memories_thread ON memories (user_id, agent_id, session_id, position);
         CREATE INDEX memories_vector_key ON memories (vector_key);
         CREATE INDEX memories_lex ON memories USING gin (lex_terms);
+
+        CREATE TABLE memory_texts (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            content TEXT NOT NULL,
+            metadata JSONB NOT NULL,
+            speaker TEXT,
+            index_text TEXT
+        );
 
         CREATE TABLE embeddings (
             model TEXT NOT NULL,

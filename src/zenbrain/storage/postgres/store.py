@@ -9,15 +9,18 @@
 * The schema lives in the connection's current schema and is created and upgraded by
   ordered migrations (``migrations``).
 * Erasure: an erased memory leaves every table and index in its transaction (no query
-  finds it). Its bytes leave the data files only when the pages that held it are
+  finds it). Its bytes leave the data files only when the pages that held them are
   rewritten: PostgreSQL has no secure delete, and every update of a row leaves a stale
-  copy in its page's free space that VACUUM does not clear. ``erase="full"`` rewrites the
-  tables an erasure touched (VACUUM FULL: the text is gone from the files when forget()
-  returns; an exclusive lock on those tables meanwhile, cost proportional to them);
-  ``erase="vacuum"`` (the default) vacuums them (rows and index entries removed, space
-  reusable, no lock), and ``scrub()`` rewrites every table on a schedule of your choosing.
-  Lexical terms are stored as keyed hashes, so a GIN index (which never drops a key)
-  keeps no word of an erased memory.
+  copy in its page's free space that VACUUM does not clear. So a memory's text lives in
+  ``memory_texts``, written only when the text changes, apart from the columns recall and
+  the lifecycle update all the time; the text tables (``memory_texts``, ``history``,
+  ``kv``) are small (no vectors, no vector or GIN index). ``erase="full"`` (the default)
+  rewrites the text tables an erasure touched (VACUUM FULL: the text is gone from the
+  data files when forget() returns; those tables are locked meanwhile, for a time
+  proportional to their size) and vacuums the others; ``erase="vacuum"`` only vacuums
+  (rows and index entries removed, no lock; run ``scrub()`` on a schedule). Lexical terms
+  are stored as keyed hashes, so a GIN index (which never drops a key) keeps no word of
+  an erased memory.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from ..records import EDGE_FIELDS, MEMORY_FIELDS
 from . import lexical, vectors
 from .filters import where
 from .migrations import MIGRATIONS
-from .transaction import PostgresTransaction
+from .transaction import TEXT_FIELDS, PostgresTransaction
 
 try:
     import psycopg
@@ -54,15 +57,16 @@ except ImportError as _exc:  # pragma: no cover - depends on the installed extra
 # plans a large table from the statistics of a small one (autovacuum would, within a minute).
 ANALYZE_MIN_ROWS = 5000
 SAMPLE_ROUNDS = 4  # rounds of random draws a large partition's sample may take before all its ids are read
-_SELECT = ",".join(f"m.{c}" for c in MEMORY_FIELDS)
+_SELECT = ",".join(f"t.{c}" if c in TEXT_FIELDS else f"m.{c}" for c in MEMORY_FIELDS)
+_FROM = "memories m JOIN memory_texts t ON t.id = m.id"
 _LAYER = MEMORY_FIELDS.index("layer")
 _KIND = MEMORY_FIELDS.index("kind")
 _VECTOR_KEY = MEMORY_FIELDS.index("vector_key")
 _HASH = MEMORY_FIELDS.index("content_hash")
 _MIGRATION_LOCK = "zenbrain:migrations"
-ERASE_MODES = ("vacuum", "full", "none")
-_TEXT_TABLES = ("memories", "history", "kv")  # the tables that hold text
-_TABLES = ("memories", "embeddings", "edges", "history", "kv", "lexical_terms", "lexical_docs", "vector_indexes",
+ERASE_MODES = ("full", "vacuum", "none")
+_TEXT_TABLES = frozenset({"memory_texts", "history", "kv"})  # the tables that hold text
+_TABLES = ("memories", "memory_texts", "embeddings", "edges", "history", "kv", "lexical_terms", "lexical_docs", "vector_indexes",
            "meta", "schema_migrations")
 
 
@@ -84,7 +88,7 @@ class PostgresStore:
     from several threads, processes and machines at once."""
 
     def __init__(self, url: str, *, embedder_name: str, dim: int, timeout: float = 30.0, pool_size: int = 8,
-                 hnsw_min_rows: int = vectors.HNSW_MIN_ROWS, erase: str = "vacuum") -> None:
+                 hnsw_min_rows: int = vectors.HNSW_MIN_ROWS, erase: str = "full") -> None:
         if erase not in ERASE_MODES:
             raise ConfigError(f"erase must be one of {', '.join(ERASE_MODES)}, got {erase!r}")
         self.url = url
@@ -218,7 +222,7 @@ class PostgresStore:
                     self._local.tx = None
                     self._local.conn = None
                 if tx.erased and self.erase != "none":
-                    self._vacuum(conn, tx.erased, full=self.erase == "full")
+                    self._after_erasure(conn, tx.erased)
                 if tx.grown:
                     self._keep_statistics(conn, tx.inserted)
                     self.indexes.grown(conn, tx.grown)
@@ -239,6 +243,14 @@ class PostgresStore:
             self._analyzed_rows += self._inserted
             self._inserted = 0
 
+    def _after_erasure(self, conn: Any, tables: set[str]) -> None:
+        """Vacuum what an erasure touched; with ``erase="full"`` rewrite its text tables."""
+        text = tables & _TEXT_TABLES if self.erase == "full" else set()
+        if text:
+            self._vacuum(conn, text, full=True)
+        if tables - text:
+            self._vacuum(conn, tables - text, full=False)
+
     def _vacuum(self, conn: Any, tables: Iterable[str], *, full: bool) -> None:
         names = sql.SQL(", ").join(sql.Identifier(t) for t in sorted(tables))
         conn.execute(sql.SQL("VACUUM (FULL) {}" if full else "VACUUM (INDEX_CLEANUP ON) {}").format(names))
@@ -250,7 +262,7 @@ class PostgresStore:
             raise StorageError("the store is closed")
         try:
             with self._pool.connection() as conn:
-                self._vacuum(conn, _TEXT_TABLES + ("edges", "embeddings", "lexical_terms"), full=True)
+                self._vacuum(conn, sorted(_TEXT_TABLES | {"memories", "edges", "embeddings", "lexical_terms"}), full=True)
         except psycopg.Error as exc:
             raise _storage_error("scrubbing the PostgreSQL store failed", exc) from exc
 
@@ -260,7 +272,7 @@ class PostgresStore:
         if not ids:
             return []
         with self._reading() as conn:
-            rows = conn.execute(f"SELECT {_SELECT} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s "
+            rows = conn.execute(f"SELECT {_SELECT} FROM {_FROM} WHERE m.user_id = %s AND m.agent_id = %s "
                                 "AND m.id = ANY(%s)", (*partition, list(dict.fromkeys(ids)))).fetchall()
         found = {r[0]: item_from_row(r) for r in rows}
         return [found[i] for i in ids if i in found]
@@ -273,7 +285,7 @@ class PostgresStore:
         order = "COALESCE(m.event_time, m.created_at)" if order_by == "event_time" else f"m.{order_by}"
         tie = "m.seq" if order_by == "due_at" else "m.id"
         direction = "DESC" if descending else "ASC"
-        stmt = f"SELECT {_SELECT} FROM memories m WHERE {clause} ORDER BY {order} {direction}, {tie}"
+        stmt = f"SELECT {_SELECT} FROM {_FROM} WHERE {clause} ORDER BY {order} {direction}, {tie}"
         if limit is not None:
             stmt += " LIMIT %s"
             args.append(int(limit))

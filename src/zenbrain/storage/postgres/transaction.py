@@ -24,12 +24,18 @@ from ..lexical_terms import term_counts
 from ..records import MEMORY_FIELDS, UPDATABLE, dumps, lexical_text, plain
 from .lexical import TermHasher
 
-_ROW_COLUMNS = (*MEMORY_FIELDS, "due_at", "lex_len", "lex_terms", "lex_tf")
+TEXT_FIELDS = ("content", "metadata", "speaker", "index_text")  # in memory_texts
+ROW_FIELDS = tuple(f for f in MEMORY_FIELDS if f not in TEXT_FIELDS)  # in memories
+_ROW_COLUMNS = (*ROW_FIELDS, "due_at", "lex_len", "lex_terms", "lex_tf")
 _MARKS = ",".join(["%s"] * len(_ROW_COLUMNS))
 _VECTOR = "(SELECT e.vector FROM embeddings e WHERE e.model = %s AND e.hash = %s)"
 _INSERT = (f"INSERT INTO memories ({','.join(_ROW_COLUMNS)}, embedding) VALUES ({_MARKS}, {_VECTOR})")
 _UPDATE = (f"UPDATE memories SET {','.join(f'{c} = %s' for c in _ROW_COLUMNS[3:])}, "
            f"embedding = {_VECTOR} WHERE id = %s AND user_id = %s AND agent_id = %s")
+_INSERT_TEXT = (f"INSERT INTO memory_texts (id, user_id, agent_id, {', '.join(TEXT_FIELDS)}) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)")
+_UPDATE_TEXT = (f"UPDATE memory_texts SET {', '.join(f'{c} = %s' for c in TEXT_FIELDS)} "
+                "WHERE id = %s AND user_id = %s AND agent_id = %s")
 
 
 def _json(value: Any) -> Jsonb:
@@ -39,7 +45,7 @@ def _json(value: Any) -> Jsonb:
 def item_row(item: MemoryItem, terms: list[int], tf: list[int], n_tokens: int) -> list[Any]:
     """A memory as the values of ``_ROW_COLUMNS``."""
     row: list[Any] = []
-    for name in MEMORY_FIELDS:
+    for name in ROW_FIELDS:
         value = getattr(item, name)
         if name in ("layer", "kind"):
             value = value.value
@@ -122,28 +128,38 @@ class PostgresTransaction:
         for part, group in sorted(by_part.items()):
             group.sort(key=lambda i: i.id)  # rows locked in one order
             old = {r[0]: r[1:] for r in self._cur.execute(
-                "SELECT id, vector_key, lex_len, lex_terms FROM memories "
-                "WHERE user_id = %s AND agent_id = %s AND id = ANY(%s) FOR UPDATE",
+                f"SELECT m.id, m.vector_key, m.lex_len, m.lex_terms, {', '.join(f't.{c}' for c in TEXT_FIELDS)} "
+                "FROM memories m JOIN memory_texts t ON t.id = m.id "
+                "WHERE m.user_id = %s AND m.agent_id = %s AND m.id = ANY(%s) FOR UPDATE OF m",
                 (*part, [i.id for i in group])).fetchall()}
-            inserts, updates = [], []
+            inserts, updates, text_inserts, text_updates = [], [], [], []
             for item in group:
                 counts, n_tokens = term_counts(lexical_text(item))
                 terms, tf = self._hash.counts(counts)
                 row = item_row(item, terms, tf, n_tokens)
-                key = row[MEMORY_FIELDS.index("vector_key")]
+                key = row[ROW_FIELDS.index("vector_key")]
+                text = (item.content, item.metadata, item.speaker, item.index_text)
+                text_row = (text[0], _json(text[1]), text[2], text[3])
                 if item.id in old:
-                    _, old_len, old_terms = old[item.id]
+                    _, old_len, old_terms, *old_text = old[item.id]
                     self.lexical.add(part, old_terms, old_len, -1)
                     updates.append((*row[3:], self._model, key, item.id, *part))
+                    if tuple(old_text) != text:  # the text is rewritten only when it changed
+                        text_updates.append((*text_row, item.id, *part))
                 else:
                     inserts.append((*row, self._model, key))
+                    text_inserts.append((item.id, *part, *text_row))
                 self.lexical.add(part, terms, n_tokens, +1)
             if inserts:
                 self._cur.executemany(_INSERT, inserts)
+                self._cur.executemany(_INSERT_TEXT, text_inserts)
                 self.grown.add(part)
                 self.inserted += len(inserts)
             if updates:
                 self._cur.executemany(_UPDATE, updates)
+            if text_updates:
+                self._cur.executemany(_UPDATE_TEXT, text_updates)
+                self.erased.add("memory_texts")  # the earlier text lingers in its page until rewritten
             for item in group:
                 if item.id in old and old[item.id][0] != (item.vector_key or item.content_hash):
                     self._drop_orphan_embedding(old[item.id][0])
@@ -197,12 +213,14 @@ class PostgresTransaction:
         row = self._cur.execute(
             "DELETE FROM memories WHERE id = %s AND user_id = %s AND agent_id = %s "
             "RETURNING vector_key, lex_len, lex_terms", (memory_id, user, agent)).fetchone()
+        self._cur.execute("DELETE FROM memory_texts WHERE id = %s AND user_id = %s AND agent_id = %s",
+                          (memory_id, user, agent))
         self._cur.execute("DELETE FROM edges WHERE user_id = %s AND agent_id = %s AND (src = %s OR dst = %s)",
                           (user, agent, memory_id, memory_id))
         # Events of other memories that name this one (a debate it took part in) may quote it.
         self._cur.execute("DELETE FROM history WHERE user_id = %s AND agent_id = %s "
                           "AND (memory_id = %s OR strpos(detail::text, %s) > 0)", (user, agent, memory_id, memory_id))
-        self.erased.update(("memories", "edges", "history"))
+        self.erased.update(("memories", "memory_texts", "edges", "history"))
         if row is not None:
             key, n_tokens, terms = row
             self.lexical.add(partition, terms, n_tokens, -1)
