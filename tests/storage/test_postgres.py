@@ -220,3 +220,50 @@ def test_the_engine_runs_on_postgres_and_erasure_leaves_no_trace(erase):
         assert left == []
     else:
         assert left  # why "full" is the default
+
+
+def test_the_command_line_works_on_a_postgres_url(capsys):
+    from zenbrain.cli import main
+
+    url = new_schema_url("cli")
+    base = ["--path", url, "--embedder", "hashing:64"]
+    assert main(["init", *base]) == 0
+    assert "created store at postgresql://" in capsys.readouterr().out
+    assert main(["init", *base]) == 0
+    assert "store exists" in capsys.readouterr().out
+    assert main(["add", "Caroline went to the support group on Sunday", *base, "--user", "caroline"]) == 0
+    capsys.readouterr()
+    assert main(["recall", "support group", "--path", url, "--user", "caroline"]) == 0  # the store's embedder
+    assert "Caroline went to the support group" in capsys.readouterr().out
+    assert main(["recall", "support group", "--path", url, "--user", "someone-else"]) == 0
+    assert "Caroline" not in capsys.readouterr().out
+    assert main(["stats", "--path", url, "--json"]) == 0
+    assert '"memories": 1' in capsys.readouterr().out
+
+
+def test_the_benchmark_system_keeps_each_run_in_a_schema_of_its_own():
+    import psycopg
+    from postgres_server import server_url
+
+    from zenbrain.bench.base import Doc
+    from zenbrain.bench.zenbrain_system import ZenBrainSystem
+    from zenbrain.providers.hashing import HashingEmbedder
+
+    url = server_url()
+
+    def schemas() -> set[str]:
+        with psycopg.connect(url) as conn:
+            return {r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'zb_bench_%'")}
+
+    before = schemas()
+    system = ZenBrainSystem(HashingEmbedder(64), store=url)
+    assert type(system.memory.storage).__name__ == "PostgresStore"
+    system.add([Doc("d1", "Melanie painted a lake at sunrise", 1.68e9, "Melanie", "s1"),
+                Doc("d2", "Caroline went to a support group", 1.68e9 + 60, "Caroline", "s1")])
+    assert system.search("who painted the lake?", 1) == ["d1"]
+    first = schemas() - before
+    system.reset()  # a fresh schema; the last one is dropped
+    assert len(schemas() - before) == 1 and not (schemas() & first)
+    assert system.search("who painted the lake?", 1) == []
+    system.close()
+    assert schemas() == before

@@ -56,28 +56,33 @@ def recorded_meta(location: str | os.PathLike[str]) -> tuple[str, int] | None:
 
 def _meta_rows(location: str | os.PathLike[str]) -> dict[str, str] | None:
     if is_postgres(location):
-        try:
-            import psycopg
-        except ImportError:
-            return None
-        try:
-            with psycopg.connect(str(location), connect_timeout=10) as conn:
-                if conn.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
-                    return None
-                return dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        except psycopg.OperationalError as exc:
-            raise StorageError(f"cannot reach the PostgreSQL store: {exc}") from exc
-        except psycopg.Error:
-            return None
+        return _postgres_meta_rows(str(location))
     if not os.path.exists(location):
         return None
     try:
-        conn = sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=5.0)
+        lite = sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=5.0)
     except sqlite3.Error:
         return None
     try:
-        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        return dict(lite.execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.Error:
         return None
     finally:
-        conn.close()
+        lite.close()
+
+
+def _postgres_meta_rows(url: str) -> dict[str, str] | None:
+    try:
+        import psycopg
+    except ImportError:
+        return None
+    try:
+        with psycopg.connect(url, connect_timeout=10) as conn:
+            found = conn.execute("SELECT to_regclass('meta')").fetchone()
+            if found is None or found[0] is None:
+                return None
+            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except psycopg.OperationalError as exc:
+        raise StorageError(f"cannot reach the PostgreSQL store: {exc}") from exc
+    except psycopg.Error:
+        return None

@@ -119,15 +119,15 @@ def approximate_per_layer(conn: Any, partition: Partition, query: np.ndarray, k:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
             rows = conn.execute(stmt, params).fetchall()
     by_layer: dict[str, list[tuple[str, float]]] = {}
-    for mid, layer, s in rows:
-        by_layer.setdefault(layer, []).append((mid, float(s)))
+    for mid, name, s in rows:
+        by_layer.setdefault(name, []).append((mid, float(s)))
     short = frozenset(layer for layer in layers if len(by_layer.get(layer.value, [])) < k)
     if short:
         for layer in short:
             by_layer.pop(layer.value, None)
-        for mid, layer, s in _exact_per_layer(conn, partition, query, k, Filter(**{**flt.__dict__, "layers": short})):
-            by_layer.setdefault(layer, []).append((mid, s))
-    return [hit for layer in _LAYER_ORDER for hit in by_layer.get(layer, [])]
+        for mid, name, s in _exact_per_layer(conn, partition, query, k, Filter(**{**flt.__dict__, "layers": short})):
+            by_layer.setdefault(name, []).append((mid, s))
+    return [hit for name in _LAYER_ORDER for hit in by_layer.get(name, [])]
 
 
 class PartitionIndexes:
