@@ -170,6 +170,7 @@ def load_mix(base: str, seconds: float, clients: int) -> dict[str, Any]:
 
     lat: list[float] = []
     errors = [0]
+    failures: list[str] = []
     stop = time.monotonic() + seconds
     lock = threading.Lock()
 
@@ -180,13 +181,19 @@ def load_mix(base: str, seconds: float, clients: int) -> dict[str, Any]:
                 user = f"user{rng.randrange(100)}"
                 text = " ".join(rng.choice(WORDS) for _ in range(8))
                 t = time.perf_counter()
-                if rng.random() < 0.5:
-                    r = c.post("/v1/memories", params={"user_id": user}, json={"content": text})
-                else:
-                    r = c.post("/v1/recall", params={"user_id": user}, json={"query": text, "k": 10})
+                try:
+                    if rng.random() < 0.5:
+                        r = c.post("/v1/memories", params={"user_id": user}, json={"content": text})
+                    else:
+                        r = c.post("/v1/recall", params={"user_id": user}, json={"query": text, "k": 10})
+                    failure = f"{r.status_code} {r.text[:300]}" if r.status_code >= 400 else None
+                except httpx.TransportError as exc:
+                    failure = f"{type(exc).__name__}: {exc}"
                 with lock:
                     lat.append((time.perf_counter() - t) * 1e3)
-                    errors[0] += r.status_code >= 400
+                    if failure is not None:
+                        errors[0] += 1
+                        failures.append(failure)
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     for th in threads:
@@ -194,7 +201,7 @@ def load_mix(base: str, seconds: float, clients: int) -> dict[str, Any]:
     for th in threads:
         th.join()
     return {"requests_s": round(len(lat) / seconds, 1), "p50_ms": round(float(np.percentile(lat, 50)), 1),
-            "p95_ms": round(float(np.percentile(lat, 95)), 1), "errors": errors[0]}
+            "p95_ms": round(float(np.percentile(lat, 95)), 1), "errors": errors[0], "failures": failures[:5]}
 
 
 def run_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -208,9 +215,10 @@ def run_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
         schema, location = create_schema(url, "rest")
         port = _free_port()
         env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+        log = open(args.server_log, "a") if args.server_log else subprocess.DEVNULL  # noqa: SIM115
         proc = subprocess.Popen([sys.executable, "-m", "zenbrain.cli", "serve", "--path", location, "--embedder",
                                  args.rest_embedder, "--port", str(port), "--workers", str(workers)],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                env=env, stdout=subprocess.DEVNULL, stderr=log)
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 120
@@ -250,6 +258,7 @@ def main() -> int:
     r.add_argument("--clients", type=int, default=16)
     r.add_argument("--seconds", type=float, default=20.0)
     r.add_argument("--rest-embedder", default="hashing:384")
+    r.add_argument("--server-log", default=None, help="append the servers' output to this file")
     for p in (s, r):
         p.add_argument("--pg-url", default=None)
         p.add_argument("--json", default=None, help="write the results here")

@@ -48,6 +48,7 @@ BENCH_SYSTEMS = ("zenbrain", "bm25", "dense", "hybrid", "no-memory")
 DEMO_SYSTEMS = ("zenbrain", "bm25", "dense")
 DEMO_CONVERSATION = "conv-26"
 
+WORKER_HEALTHCHECK_S = 60  # seconds a serving worker may take to answer uvicorn's health check
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -865,8 +866,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                    activity=activity_file))
         _status(f"zenbrain REST API on http://{args.host}:{args.port} with {args.workers} worker processes; "
                 f"store {path}; {auth}")
+        # A worker answers uvicorn's health check from a thread; importing the library and an
+        # embedder holds the GIL for seconds on a busy machine, longer than the default 5 s
+        # after which uvicorn kills and restarts it (dropping its connections).
         uvicorn.run("zenbrain.server.workers:app_from_env", factory=True, workers=args.workers, host=args.host,
-                    port=args.port, log_level="info")
+                    port=args.port, log_level="info", timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)
         return EXIT_OK
     activity = ActivityLog(activity_file)
     with open_store(args, create=True) as mem:
