@@ -26,7 +26,7 @@ import numpy as np
 
 from zenbrain.bench.locomo import load_locomo
 from zenbrain.bench.metrics import bootstrap_ci, evidence_recall_at_k, hit_at_k
-from zenbrain.cli import CACHE_FILE, cache_dir
+from zenbrain.cli_support import CACHE_FILE, cache_dir
 from zenbrain.providers.base import embed_queries, normalize_rows
 from zenbrain.providers.cache import CachedEmbedder
 from zenbrain.providers.factory import make_embedder

@@ -87,7 +87,7 @@ import numpy as np
 
 from zenbrain.api import open_memory
 from zenbrain.bench.locomo import LOCOMO_FILES, load_locomo, resolve_data_file
-from zenbrain.cli import CACHE_FILE, cache_dir
+from zenbrain.cli_support import CACHE_FILE, cache_dir
 from zenbrain.clock import SimulatedClock
 from zenbrain.model import Scope
 from zenbrain.providers.base import normalize_rows

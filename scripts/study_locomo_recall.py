@@ -43,7 +43,7 @@ from zenbrain.bench.base import Doc
 from zenbrain.bench.baselines import BM25System
 from zenbrain.bench.locomo import CATEGORY_NAMES, LocomoConversation, load_locomo
 from zenbrain.bench.metrics import bootstrap_ci, evidence_recall_at_k, hit_at_k
-from zenbrain.cli import CACHE_FILE, cache_dir
+from zenbrain.cli_support import CACHE_FILE, cache_dir
 from zenbrain.providers.base import embed_queries, normalize_rows
 from zenbrain.providers.cache import CachedEmbedder
 from zenbrain.providers.factory import make_embedder

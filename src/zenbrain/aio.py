@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from .coordinator import MemoryCoordinator
+from .api import MemoryCoordinator
 from .errors import StorageError, ValidationError
 
 __all__ = ["READ_ONLY", "AsyncMemory", "ReadWriteLock", "facade_methods", "open_async_memory"]

@@ -1,4 +1,5 @@
-"""Opening a memory: the usual entry point."""
+"""The entry point: opening a memory. The facade, ``MemoryCoordinator``, is re-exported here
+for the layers built on it (the async facade, ingestion, framework adapters)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,6 @@ def open_memory(
     emb = _resolve_embedder(embedder)
     store = open_store(path or default_path(), embedder_name=emb.name, dim=emb.dim, **store_options)
     return MemoryCoordinator(store, emb, config=config, clock=clock)
+
+
+__all__ = ["MemoryCoordinator", "default_path", "open_memory"]

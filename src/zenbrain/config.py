@@ -17,7 +17,7 @@ from .mechanisms.fsrs_schedule import FsrsParams
 from .mechanisms.ib_budget import IBParams
 from .mechanisms.imad import IMADParams
 from .mechanisms.sleep_selection import SleepParams
-from .mechanisms.spectral import SpectralParams
+from .mechanisms.spectral_params import SpectralParams
 from .mechanisms.two_factor import TwoFactorParams
 from .mechanisms.vmpfc import VmpfcParams
 from .model import Layer, QueryType
@@ -162,7 +162,10 @@ class MechanismParams:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            expected = type(f.default_factory())  # type: ignore[misc]
+            factory = f.default_factory
+            if not callable(factory):  # every field has a default factory
+                raise TypeError(f"MechanismParams.{f.name} needs a default_factory")
+            expected = type(factory())
             if not isinstance(value, expected):
                 raise ConfigError(f"params.{f.name} must be a {expected.__name__}, got {type(value).__name__}")
 
@@ -174,7 +177,9 @@ class MechanismParams:
         without = sorted(names - fields)
         if without:
             raise ConfigError(f"mechanism(s) {', '.join(without)} take no parameters")
-        return cls(**dict(overrides))
+        # A mapping by name cannot carry per-name types; __post_init__ checks each value's type.
+        by_name: dict[str, Any] = dict(overrides)
+        return cls(**by_name)
 
 
 @dataclass(frozen=True)

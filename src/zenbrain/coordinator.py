@@ -32,18 +32,20 @@ from .pipeline import (
     workspace,
 )
 from .pipeline.access import get_visible, partition_of, read_filter
+from .pipeline.erase import ErasureReceipt
 from .pipeline.retrievability import retrievability
 from .providers.base import ChatModel, Embedder
 from .results import RecallResult, Report
 from .storage.base import Store
-from .validation import check_number
+from .validation import check_layers, check_number
 
 
 def _check_limit(limit: Any) -> int | None:
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValidationError(f"limit must be a positive integer or None, got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 2**62:
+        shown = "an integer beyond 2**62" if isinstance(limit, int) and limit > 2**62 else repr(limit)[:60]
+        raise ValidationError(f"limit must be a positive integer or None, got {shown}")
     return limit
 
 
@@ -102,16 +104,18 @@ class MemoryCoordinator:
         metadata: dict[str, Any] | None = None,
         event_time: float | None = None,
         importance: float | None = None,
+        supersedes: str | Sequence[str] | None = None,
     ) -> MemoryItem:
-        """Store one memory and return it as stored."""
+        """Store one memory and return it as stored. ``supersedes`` names memories it
+        replaces: they stop holding when it begins and are kept with that valid time."""
         return self.store_many([dict(content=content, kind=kind, layer=layer, metadata=metadata,
-                                     event_time=event_time, importance=importance)], scope)[0]
+                                     event_time=event_time, importance=importance, supersedes=supersedes)], scope)[0]
 
     def store_many(self, records: Sequence[dict[str, Any]], scope: Scope) -> list[MemoryItem]:
         """Store many memories in one transaction with one embedding batch.
 
         Each record is a dict with ``content`` and optional ``kind``, ``layer``,
-        ``metadata``, ``event_time``, ``importance``. All records are validated
+        ``metadata``, ``event_time``, ``importance``, ``speaker``, ``supersedes``. All records are validated
         before anything is written.
         """
         items, self.last_store_report = store.store_many(self.engine, scope, records)
@@ -128,13 +132,18 @@ class MemoryCoordinator:
         time_range: tuple[float | None, float | None] | None = None,
         include_archived: bool = False,
         touch: bool = True,
+        as_of: float | None = None,
+        include_superseded: bool = False,
     ) -> RecallResult:
         """The top-k memories for a query, each with a score breakdown.
 
-        ``touch=False`` makes recall read-only (no access counts, no learning).
+        ``touch=False`` makes recall read-only (no access counts, no learning). Memories a
+        later one superseded are left out: ``as_of=t`` recalls what held at time ``t``
+        instead, ``include_superseded=True`` lets them compete too.
         """
-        return recall.recall(self.engine, scope, query, k, layers=layers, time_range=time_range,
-                             include_archived=include_archived, touch=touch)
+        return recall.recall(self.engine, scope, query, k, layers=check_layers(layers), time_range=time_range,
+                             include_archived=include_archived, touch=touch, as_of=as_of,
+                             include_superseded=include_superseded)
 
     def recall_many(self, queries: Sequence[str], scope: Scope, k: int = 10, **options: Any) -> list[RecallResult]:
         """``recall`` for many queries in order, with all their side effects written in one
@@ -194,13 +203,16 @@ class MemoryCoordinator:
         copy with fresh ids)."""
         return portability.import_records(self.engine, scope, lines, new_ids=new_ids)
 
-    def forget(self, memory_id: str, scope: Scope) -> None:
+    def forget(self, memory_id: str, scope: Scope) -> ErasureReceipt:
         """Erase a memory: its row, text, vector (unless shared), lexical entry, edges,
-        history and snapshots, and memories derived from it. Nothing stays readable."""
-        erase.forget(self.engine, scope, memory_id)
+        history and snapshots, and memories derived from it. Nothing stays readable, and
+        the receipt lists what was removed. Raises ``ErasurePendingError`` (carrying the
+        receipt) if another connection's old snapshot keeps the text in the files for now."""
+        return erase.forget(self.engine, scope, memory_id)
 
-    def forget_scope(self, scope: Scope) -> int:
-        """Erase every memory of the scope's user and agent (all sessions and contexts)."""
+    def forget_scope(self, scope: Scope) -> ErasureReceipt:
+        """Erase every memory of the scope's user and agent (all sessions and contexts);
+        the receipt lists them (see ``forget``)."""
         return erase.forget_scope(self.engine, scope)
 
     def contexts(self, scope: Scope) -> list[str]:
@@ -252,6 +264,8 @@ class MemoryCoordinator:
         """A memory's retrievability at each time of ``at`` if it is not used in between:
         the function decay archives by, evaluated without changing the memory."""
         item = get_visible(self.engine, scope, memory_id)
+        if isinstance(at, (str, bytes, dict)) or not isinstance(at, Iterable):
+            raise ValidationError(f"at must be a sequence of times, got {type(at).__name__}")
         times = [check_number("time", t) for t in at]
         return [float(retrievability(self.engine, [item], t)[0]) for t in times]
 
@@ -307,11 +321,17 @@ class MemoryCoordinator:
 
     # ------------------------------------------------------------------ the store
     def stats(self, scope: Scope | None = None) -> dict[str, Any]:
+        """Counts of what ``scope`` may read, computed over its own rows only (how many
+        vectors its memories use, how many bytes they hold): nothing in them depends on
+        another user's memories. Without a scope, the whole file's counts and size, for
+        the operator."""
         store_ = self.engine.store
         if scope is None:
             s = store_.stats(None)
+            size: dict[str, int] = {"file_bytes": s.file_bytes}
         else:
             s = store_.stats(partition_of(scope), read_filter(self.engine, scope, include_archived=True))
+            size = {"stored_bytes": s.stored_bytes}
         return {
             "memories": s.memories,
             "archived": s.archived,
@@ -319,7 +339,7 @@ class MemoryCoordinator:
             "by_layer": s.by_layer,
             "by_context": s.by_context,
             "cached_embeddings": s.cached_embeddings,
-            "file_bytes": s.file_bytes,
+            **size,
             "embedder": self.engine.embedder.name,
             "mechanisms_off": sorted(self.engine.config.mechanisms.disabled),
         }

@@ -6,6 +6,8 @@ is raised before anything is written, so a failed call changes nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ZenBrainError(Exception):
     """Root of every error raised by zenbrain."""
@@ -38,16 +40,38 @@ class StorageError(ZenBrainError):
     """The storage backend failed (locked database, corrupt file, schema too new, ...)."""
 
 
+class DamagedStoreError(StorageError):
+    """The store's file is damaged (failed an integrity check, or SQLite found it
+    malformed). The store refuses further writes into it; the message says how to recover."""
+
+
+class StoreClosedError(StorageError):
+    """An operation on a store (or memory) that has been closed."""
+
+
+class ErasurePendingError(StorageError):
+    """An erasure committed, but erased text could not yet be scrubbed from the files
+    (another connection still reads an older snapshot). The scrub completes at a later
+    write or ``scrub()``; ``receipt`` says what was erased."""
+
+    def __init__(self, message: str, receipt: Any) -> None:
+        super().__init__(message)
+        self.receipt = receipt  # a zenbrain.ErasureReceipt (not imported here: its module imports this one)
+
+
 class ProviderError(ZenBrainError):
     """An embedder or LLM provider failed or is not installed."""
 
 
 __all__ = [
     "ConfigError",
+    "DamagedStoreError",
+    "ErasurePendingError",
     "NotFoundError",
     "ProviderError",
     "ScopeError",
     "StorageError",
+    "StoreClosedError",
     "UnknownLayerError",
     "ValidationError",
     "ZenBrainError",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ScopeError, UnknownLayerError
+from .state import MemoryState
 
 
 class Layer(str, enum.Enum):
@@ -125,11 +126,21 @@ class MemoryItem:
     conf_beta: float = 1.0
     archived: bool = False
     version: int = 1
-    state: dict[str, Any] = field(default_factory=dict)  # per-mechanism state (fsrs card, copies, ...)
+    state: MemoryState = field(default_factory=MemoryState)  # per-mechanism state (fsrs card, copies, ...)
     speaker: str | None = None  # who said it (a conversation turn)
     position: int | None = None  # order within its session (conversation turns), from 0
     index_text: str | None = None  # what lexical search indexes, when not the content (turn context)
     vector_key: str | None = None  # the key of its vector in the embedding cache (None: its content's hash)
+    # Valid time: a fact stops holding when a later one replaces it ("Alice moved to Lyon"
+    # after "Alice lives in Lisbon"). It is kept with its history; recall leaves it out
+    # unless asked about a time before ``valid_until`` (see ``Filter.current_at``).
+    valid_until: float | None = None
+    superseded_by: str | None = None  # the memory that replaced it
+
+    @property
+    def valid_from(self) -> float:
+        """When what it says began to hold: its event time, else when it was stored."""
+        return self.event_time if self.event_time is not None else self.created_at
 
     @property
     def scope(self) -> Scope:

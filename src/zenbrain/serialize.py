@@ -56,6 +56,8 @@ def item_dict(item: MemoryItem) -> dict[str, Any]:
         "archived": item.archived,
         "version": item.version,
         "metadata": item.metadata,
+        "valid_until": item.valid_until,
+        "superseded_by": item.superseded_by,
     })
 
 

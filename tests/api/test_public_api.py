@@ -7,7 +7,8 @@ EXPECTED = {
     "Clock", "SimulatedClock", "SystemClock", "Scope", "Layer", "Kind", "MemoryItem", "Edge", "HistoryEvent",
     "RecallHit", "RecallResult", "ScoreBreakdown", "Report", "ZenBrainError", "ValidationError", "ScopeError",
     "UnknownLayerError", "ConfigError", "NotFoundError", "StorageError", "ProviderError",
-    "AsyncMemory", "open_async_memory",
+    "AsyncMemory", "open_async_memory", "ErasureReceipt", "DamagedStoreError", "ErasurePendingError",
+    "StoreClosedError",
 }
 
 
@@ -18,7 +19,8 @@ def test_exported_names_are_pinned():
 
 
 def test_every_error_derives_from_the_root():
-    for name in ("ValidationError", "ScopeError", "UnknownLayerError", "ConfigError", "NotFoundError", "StorageError", "ProviderError"):
+    for name in ("ValidationError", "ScopeError", "UnknownLayerError", "ConfigError", "NotFoundError", "StorageError",
+                 "ProviderError", "DamagedStoreError", "ErasurePendingError", "StoreClosedError"):
         assert issubclass(getattr(zenbrain, name), zenbrain.ZenBrainError)
 
 

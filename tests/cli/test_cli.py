@@ -300,3 +300,18 @@ def test_console_entry_point_runs_in_a_subprocess():
     assert proc.returncode == 0, proc.stderr
     for cmd in ("init", "add", "recall", "mechanisms", "demo"):
         assert cmd in proc.stdout
+
+
+def test_add_supersedes_and_recall_as_of(capsys, db):
+    old = add(capsys, db, "the team meets on Mondays", "--event-time", "2024-01-01T09:00:00Z")
+    new = add(capsys, db, "the standup moved to Thursday mornings", "--event-time", "2024-03-01T09:00:00Z",
+              "--supersedes", old)
+    code, out, _ = run(capsys, "--path", db, "recall", "when does the team meet", "--json", "--no-touch")
+    assert code == 0 and [h["id"] for h in json.loads(out)["hits"]] == [new]
+    code, out, _ = run(capsys, "--path", db, "recall", "when does the team meet", "--json", "--no-touch",
+                       "--as-of", "2024-02-01")
+    assert code == 0 and [h["id"] for h in json.loads(out)["hits"]] == [old]
+    code, out, _ = run(capsys, "--path", db, "recall", "team", "--json", "--include-superseded")
+    assert code == 0 and {h["id"] for h in json.loads(out)["hits"]} == {old, new}
+    code, _, err = run(capsys, "--path", db, "add", "x", "--supersedes", "nope")
+    assert code != 0 and "no memory 'nope'" in err

@@ -90,15 +90,35 @@ def test_forget_keeps_a_vector_that_another_memory_shares(mem, scope):
     assert con.execute("SELECT COUNT(*) FROM embeddings WHERE hash=?", (a.content_hash,)).fetchone()[0] == 0
 
 
-def test_forget_removes_derived_memories(mem, scope):
+def test_metadata_a_user_writes_does_not_steer_erasure(mem, scope):
+    """Provenance comes from the library's own records: ``evidence_ids`` written by a user
+    (a list naming another memory, or not a list at all) neither widens nor breaks forget."""
     src = mem.store(SECRET, scope)
-    derived = mem.store(f"summary: locker code {MARKER}", scope, metadata={"evidence_ids": [src.id]})
-    keep = mem.store("unrelated summary", scope, metadata={"evidence_ids": ["someone-else"]})
-    mem.forget(src.id, scope)
-    with pytest.raises(NotFoundError):
-        mem.get(derived.id, scope)
-    assert mem.get(keep.id, scope).id == keep.id
+    claims = mem.store("a note that claims to be derived", scope, metadata={"evidence_ids": [src.id]})
+    garbage = mem.store("a note with a number for evidence", scope, metadata={"evidence_ids": 7})
+    receipt = mem.forget(src.id, scope)
+    assert receipt.memory_ids == (src.id,) and receipt.derived_ids == ()
+    assert mem.get(claims.id, scope).id == claims.id
+    assert mem.forget(garbage.id, scope).memory_ids == (garbage.id,)
     assert tables_containing(mem.storage.raw_connection(), MARKER) == {}
+
+
+def test_the_receipt_lists_what_was_removed(mem, scope):
+    others = _fill(mem, scope, 3)
+    item = mem.store(SECRET, scope)
+    part = (scope.user_id, scope.agent_id)
+    with mem.storage.transaction() as tx:
+        tx.put_edges(part, [Edge(item.id, others[0].id, "related"), Edge(others[1].id, item.id, "related")])
+    mem.update(item.id, scope, importance=0.9)
+    edges = len(mem.storage.edges(part, [item.id]))
+    history = len(mem.history(item.id, scope))
+    receipt = mem.forget(item.id, scope)
+    assert receipt.memory_ids == (item.id,) and receipt.count == 1
+    assert receipt.edges == edges >= 2
+    assert receipt.history_rows >= history == 2
+    assert receipt.lexical_entries == 1 and receipt.vectors == 1
+    assert receipt.scrubbed is True
+    assert receipt.as_dict()["memory_ids"] == [item.id]
 
 
 def test_forget_after_update_erases_every_version(mem, scope, db_path):
@@ -149,7 +169,8 @@ def test_forget_scope_erases_every_memory_of_the_partition(mem, db_path):
         mem.store(f"My name is Alice {MARKER}", alice),
     ]
     theirs = mem.store("bob keeps his own memory", bob)
-    assert mem.forget_scope(alice) == len(mine)
+    receipt = mem.forget_scope(alice)
+    assert set(receipt.memory_ids) == {i.id for i in mine} and receipt.scrubbed
     for item in mine:
         with pytest.raises(NotFoundError):
             mem.get(item.id, item.scope)
@@ -161,7 +182,7 @@ def test_forget_scope_erases_every_memory_of_the_partition(mem, db_path):
     con = mem.storage.raw_connection()
     assert tables_containing(con, MARKER) == {}
     assert files_containing(db_path, MARKER) == {}
-    assert mem.forget_scope(alice) == 0
+    assert mem.forget_scope(alice).count == 0
 
 
 def test_erasure_is_seen_by_a_second_open_handle(make_mem, scope):
@@ -190,7 +211,10 @@ def test_forget_erases_a_schema_consolidated_from_the_memory(mem, scope, clock, 
     quoted = [t for t in tags if t in schema.content]
     assert len(quoted) == 1  # the extractive gist quotes one episode
     tag = quoted[0]
-    mem.forget(tags[tag].id, scope)
+    # A user who rewrites the schema's metadata does not change what erasure finds.
+    mem.update(schema.id, scope, metadata={"evidence_ids": 7})
+    receipt = mem.forget(tags[tag].id, scope)
+    assert receipt.derived_ids == (schema.id,)
     with pytest.raises(NotFoundError):
         mem.get(schema.id, scope)
     assert {i.id for i in mem.list_memories(scope, include_archived=True)} == {e.id for t, e in tags.items() if t != tag}

@@ -104,16 +104,18 @@ def test_llm_judge_accepts_the_new_fact_over_http(open_coord, server, chat):
     for o in old:
         item = coord.get(o.id, SCOPE)
         assert (item.conf_alpha, item.conf_beta) == (1.0, 2.0)
+        assert item.superseded_by == new.id  # accepted as a change: the old facts end where it begins
     item = coord.get(new.id, SCOPE)
     assert (item.conf_alpha, item.conf_beta) == (1.0, 1.0) and "disputed" not in item.metadata
 
 
 def test_without_a_chat_model_the_same_conflict_is_arbitrated_the_other_way(open_coord, server):
     coord, clock = open_coord(label="no_chat")
-    _old, new = _store_conflict(coord, clock)
+    old, new = _store_conflict(coord, clock)
     (debate,) = coord.last_store_report["debates"]
     assert debate["method"] == "arbitration" and debate["verdict"] == "keep_old"
     assert coord.get(new.id, SCOPE).conf_beta == 2.0
+    assert all(coord.get(o.id, SCOPE).valid_until is None for o in old)  # a rejected change supersedes nothing
     assert server.requests == []
 
 

@@ -35,6 +35,21 @@ def test_existing_export_is_reused_without_exporting(tmp_path, monkeypatch):
         onnx.export_minilm_onnx(cache_dir=tmp_path, quantize=False)
 
 
+def test_an_export_is_announced_on_stderr(tmp_path, monkeypatch, capsys):
+    target = onnx.onnx_dir(cache_dir=tmp_path) / "model.int8.onnx"
+
+    def fake_export(src, out_dir, *, quantize, force):  # stands in for the 10-20 s torch export
+        target.write_bytes(b"exported")
+
+    monkeypatch.setattr(onnx, "_export", fake_export)
+    assert onnx.export_minilm_onnx(cache_dir=tmp_path) == target
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert "exporting all-MiniLM-L6-v2 to ONNX once" in err and str(target.parent) in err
+    assert onnx.export_minilm_onnx(cache_dir=tmp_path) == target
+    assert capsys.readouterr().err == ""  # reused silently
+
+
 def test_unwritable_cache_dir_is_a_provider_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")

@@ -121,7 +121,9 @@ def test_stdio_tools_store_recall_relate_and_report_errors(tmp_path: Path):
             stats = await call(s, "stats")
             assert stats["memories"] == 2 and stats["scope"]["user_id"] == "alice"
 
-            assert await call(s, "forget", id=a["id"]) == {"forgotten": a["id"]}
+            gone = await call(s, "forget", id=a["id"])
+            assert gone["forgotten"] == a["id"] and gone["receipt"]["memory_ids"] == [a["id"]]
+            assert gone["receipt"]["scrubbed"] is True
             assert f"no memory {a['id']!r} in this scope" in await error(s, "get_memory", id=a["id"])
             assert "content is empty" in await error(s, "remember", content="")
             assert "unknown kind" in await error(s, "remember", content="x", kind="gossip")
@@ -194,6 +196,16 @@ def test_create_server_in_process(tmp_path: Path):
             assert (await call(c, "review", id=m["id"], grade="good"))["id"] == m["id"]
             assert "unknown feedback" in await error(c, "review", id=m["id"], grade="splendid")
             assert "event_time must be ISO 8601" in await error(c, "remember", content="x", event_time="someday")
+            # Strict arguments: unknown names, wrong types and out-of-range numbers are named in one line.
+            text = await error(c, "remember", content="x", importanse=0.9)
+            assert "unknown argument(s) 'importanse'" in text and "importance" in text and "http" not in text
+            assert "k:" in await error(c, "recall", query="report", k=10**9)
+            assert "limit:" in await error(c, "episodes", limit=10**12)
+            text = await error(c, "remember_many", memories=[{"content": "fine"}, {"content": "   "}])
+            assert "memories[1]: content is empty" in text
+            assert "memories[0]" in await error(c, "remember_many", memories=[{"content": "x", "colour": "red"}])
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert tools["remember"].input_schema["additionalProperties"] is False
             assert (await call(c, "sleep"))["operation"] == "sleep"
             ctx = await call(c, "assemble_prompt", query="when is the quarterly report due?", budget_tokens=200)
             assert "Monday" in ctx["text"] and ctx["tokens"] <= 200
@@ -217,13 +229,21 @@ def test_create_server_in_process(tmp_path: Path):
 
 async def more_tools(c: Any) -> None:
     """revise, rollback, restore, episodes, intentions, goal, decay, unrelate, end_session."""
+    old = await call(c, "remember", content="The printer code is 4411", event_time=1.6e9)
+    new = await call(c, "remember", content="The new printer code is 9020", event_time=1.65e9, supersedes=[old["id"]])
+    ids = [h["id"] for h in (await call(c, "recall", query="printer code", k=5, touch=False))["hits"]]
+    assert new["id"] in ids and old["id"] not in ids
+    then = (await call(c, "recall", query="printer code", k=5, touch=False, as_of="2020-10-01T00:00:00Z"))["hits"]
+    assert [h["id"] for h in then] == [old["id"]]
     m = await call(c, "remember", content="The team meeting is on Tuesday at ten in room four")
     out = await call(c, "revise", id=m["id"], content="The team meeting is on Wednesday at ten in room four",
                      correction=True)
     assert out["mode"] in {"confirmed", "selective_edit", "integration", "new_episode", "blocked", "protected"}
     assert out["memory"]["id"] == m["id"]
     events = (await call(c, "history", id=m["id"]))["events"]
-    assert events[-1]["action"] == "reconsolidated" and events[-1]["detail"]["mode"] == out["mode"]
+    # a new episode from the correction supersedes the memory after the reconsolidation
+    done = [e for e in events if e["action"] == "reconsolidated"]
+    assert done and done[-1]["detail"]["mode"] == out["mode"]
     before = out["memory"]["content"]
     await call(c, "update_memory", id=m["id"], content="The team meeting is cancelled")
     assert (await call(c, "rollback", id=m["id"]))["content"] == before

@@ -294,7 +294,10 @@ def test_stats(store, world):
         assert s.by_layer == {layer.value: n for layer in Layer if (n := sum(i.layer is layer for i in mine))}
         assert s.by_context == {c: n for c in ("work", "home", "default") if (n := sum(i.context == c for i in mine))}
         assert s.edges == (2 if part in (P1, None) else 0)
-        assert s.cached_embeddings == len(items)
+        # A partition's figures are its own: the vectors its memories use, the bytes they hold.
+        assert s.cached_embeddings == len({i.content_hash for i in mine})
+        if part is not None:
+            assert s.file_bytes == 0 and s.stored_bytes >= sum(len(i.content.encode()) for i in mine)
 
 
 def test_stats_through_a_filter_count_what_the_filter_admits(store, world):

@@ -157,7 +157,15 @@ def test_an_existing_store_gains_the_recently_used_index(tmp_path):
     con = s.raw_connection()
     # Turn it into a store written before the second migration.
     con.execute("DROP INDEX memories_recent")
-    con.execute("DELETE FROM schema_migrations WHERE name = '0002_recent_index'")
+    con.execute("DROP TABLE requests")
+    con.execute("DROP TABLE partitions")
+    con.execute("CREATE VIRTUAL TABLE old_fts USING fts5(content, memory_id UNINDEXED, user_id UNINDEXED, "
+                "agent_id UNINDEXED, tokenize = 'porter unicode61')")
+    con.execute("INSERT INTO old_fts SELECT content, memory_id, user_id, agent_id FROM memories_fts")
+    con.execute("DROP TABLE memories_fts")
+    con.execute("ALTER TABLE old_fts RENAME TO memories_fts")
+    con.execute("DELETE FROM schema_migrations WHERE name IN ('0002_recent_index', '0005_requests', "
+                "'0006_partitioned_lexical')")
     s.close()
     s = open_store(path)
     con = s.raw_connection()
@@ -167,6 +175,8 @@ def test_an_existing_store_gains_the_recently_used_index(tmp_path):
     steps = plan(con, f"SELECT id FROM memories WHERE {where} ORDER BY last_access DESC, id LIMIT 5", args)
     assert any("memories_recent" in step for step in steps), steps
     assert [i.content for i in s.query(P1, order_by="last_access", descending=True, limit=2)] == ["memory alice 4", "memory alice 3"]
+    # The lexical entries moved into their partitions' rowid ranges (migration 0006) and are found as before.
+    assert [mid for mid, _ in s.lexical_search(P1, "alice", 10)] != []
     s.close()
 
 

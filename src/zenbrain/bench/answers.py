@@ -345,7 +345,7 @@ def locomo_answer_tasks(
                 docs=ctx,
                 question_type="adversarial" if adversarial else "default",
                 abstention=adversarial,
-                misleading_answer=(q.adversarial_answer if adversarial else None),
+                misleading_answer=(q.adversarial_answer if adversarial and q is not None else None),
                 question_date=(_date(q.query_time) if q is not None and q.query_time is not None else None),
             )
         )

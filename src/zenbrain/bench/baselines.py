@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -131,24 +132,27 @@ class BM25System:
         if docs:
             self._dirty = True
 
-    def _build(self) -> None:
+    def _build(self) -> Any:
+        """The BM25 index of the stored docs, built anew and kept (bm25s ships no types)."""
         import bm25s
 
         index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
         index.index(self._tokens, show_progress=False)
         self._index = index
         self._dirty = False
+        return index
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every stored doc for ``query`` (insertion order)."""
         if not self._ids:
             return np.zeros(0, dtype=np.float32)
-        if self._dirty or self._index is None:
-            self._build()
+        index = self._index
+        if self._dirty or index is None:
+            index = self._build()
         q = [t for t in self.tokenize(query) if t in self._vocab]
         if not q:
             return np.zeros(len(self._ids), dtype=np.float32)
-        return np.asarray(self._index.get_scores(q), dtype=np.float32)
+        return np.asarray(index.get_scores(q), dtype=np.float32)
 
     def search(self, query: str, k: int, *, query_time: float | None = None) -> list[str]:
         s = self.scores(query)

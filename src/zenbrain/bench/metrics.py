@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats as _stats
@@ -77,13 +77,13 @@ def dedupe(ranked: Iterable[str]) -> list[str]:
     return out
 
 
-def _check(gold: Iterable[str], k: int | None) -> set[str]:
+def _check(gold: Iterable[str], k: int | None) -> set[str] | frozenset[str]:
     g = gold if isinstance(gold, (set, frozenset)) else set(gold)
     if not g:
         raise ValueError("gold set is empty")
     if k is not None and k < 1:
         raise ValueError("k must be at least 1")
-    return g  # type: ignore[return-value]
+    return g
 
 
 def hits_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> int:
@@ -274,7 +274,7 @@ def bootstrap_ci(
     *,
     confidence: float = 0.95,
     n_resamples: int = 2000,
-    method: str = "percentile",
+    method: Literal["percentile", "basic", "BCa"] = "percentile",
     seed: int = 0,
 ) -> ConfidenceInterval:
     """Seeded bootstrap interval for the mean (``scipy.stats.bootstrap``).

@@ -51,6 +51,7 @@ import numpy as np
 from ..errors import ConfigError, ProviderError
 from ..providers.base import Embedder, normalize_rows
 from .base import Doc
+from .names import PEER_SYSTEMS
 
 __all__ = [
     "INSTALL_HINT",
@@ -64,7 +65,6 @@ __all__ = [
 
 PEERS_EXTRA = "peers"
 INSTALL_HINT = "pip install 'zenbrain[peers]'"
-PEER_SYSTEMS = ("mem0", "mem0-faiss", "chroma")
 _PEER_MODULES = {"mem0": ("mem0", "mem0ai"), "mem0-faiss": ("mem0", "mem0ai"), "chroma": ("chromadb", "chromadb")}
 _MEM0_DIMS = 384
 _PLACEHOLDER_KEY = "sk-offline-placeholder-never-sent"
@@ -112,9 +112,8 @@ def _import_mem0() -> Any:
     with _mem0_lock:
         _prepare_mem0_env()
         try:
-            mem0 = importlib.import_module("mem0")
-            telemetry = importlib.import_module("mem0.memory.telemetry")
-            main = importlib.import_module("mem0.memory.main")
+            import mem0
+            from mem0.memory import main, telemetry
         except ImportError as exc:
             raise _missing("mem0", "mem0ai", exc) from exc
     # Mem0 reads MEM0_TELEMETRY once, at import; if it was imported earlier, switch it off here.
@@ -300,7 +299,8 @@ class Mem0System:
         call; Mem0 still embeds and inserts them one by one. ``vectors`` (one row per text)
         need the ``embedder`` option: they are used instead of embedding the texts. Doc
         ids default to running positions. Returns the number of memories Mem0 created."""
-        if vectors is not None and self._embedding is None:
+        embedding = self._embedding
+        if vectors is not None and embedding is None:
             raise ConfigError("Mem0System.add_texts with vectors needs the embedder option")
         texts = list(texts)
         if ids is not None and len(ids) != len(texts):
@@ -312,17 +312,19 @@ class Mem0System:
         made = 0
         for i in range(0, len(texts), max(1, int(batch))):
             chunk = texts[i : i + max(1, int(batch))]
-            if vectors is not None:
-                self._embedding.vectors = dict(zip(chunk, np.asarray(vectors[i : i + len(chunk)], dtype=np.float32)))
+            if vectors is not None and embedding is not None:
+                embedding.vectors = dict(zip(chunk, np.asarray(vectors[i : i + len(chunk)], dtype=np.float32)))
             try:
                 out = mem.add([{"role": "user", "content": t} for t in chunk], user_id=self.user_id, infer=False)
             finally:
-                if self._embedding is not None:
-                    self._embedding.vectors = {}
+                if embedding is not None:
+                    embedding.vectors = {}
             by_text = {t: (ids[i + j] if ids is not None else str(start + i + j)) for j, t in enumerate(chunk)}
             for r in (out or {}).get("results", []):
                 if isinstance(r, dict) and r.get("id"):
-                    self._doc_of[str(r["id"])] = by_text.get(r.get("memory"), str(r["id"]))
+                    memory = r.get("memory")
+                    text_id = by_text.get(memory) if isinstance(memory, str) else None
+                    self._doc_of[str(r["id"])] = text_id if text_id is not None else str(r["id"])
                     made += 1
         return made
 
@@ -375,9 +377,9 @@ def _embedding_function_class() -> Any:
         if _ef_class is not None:
             return _ef_class
         chromadb = _import_chromadb()
-        from chromadb.api.types import EmbeddingFunction
+        from chromadb.api.types import EmbeddingFunction, Space
 
-        class ZenBrainEmbeddingFunction(EmbeddingFunction):  # type: ignore[misc,valid-type]
+        class ZenBrainEmbeddingFunction(EmbeddingFunction):
             """Cheap to build: holds only the key of an embedder registered by a ChromaSystem."""
 
             def __init__(self, key: str) -> None:
@@ -401,7 +403,7 @@ def _embedding_function_class() -> Any:
             def build_from_config(config: dict[str, Any]) -> ZenBrainEmbeddingFunction:
                 return ZenBrainEmbeddingFunction(str(config.get("key", "")))
 
-            def default_space(self) -> str:
+            def default_space(self) -> Space:
                 return "cosine"
 
         try:

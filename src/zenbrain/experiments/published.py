@@ -29,6 +29,8 @@ plus ``"full"``, ``"no_pma"`` and ``"bare"``. ΔQ values are relative changes in
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 __all__ = [
     "PAPER_GRADIENT_DELTA_Q_PCT",
     "PAPER_ABLATION_MODERATE",
@@ -159,7 +161,26 @@ PAPER_ABLATION_STRESS: dict[str, dict[str, float]] = {
 # Appendix Table tab:cascade (caption: 300 facts, 60 d, decay 0.30) and its text.
 # CIs are bootstrap intervals from unseeded Math.random in the authors' harness.
 # --------------------------------------------------------------------------------------
-PAPER_CASCADE: dict[str, object] = {
+class CascadeFigures(TypedDict):
+    full_retention: float
+    full_retention_ci95: tuple[float, float]
+    bare_retention: float
+    full_to_bare_ratio: float
+    foundational_only_retention: float
+    emotional_gap_day60_pct: float
+    emotional_gap_day60_ci95_pct: tuple[float, float]
+    emotional_gap_day1_pct: float
+    sleep_ratio: float
+    sleep_abs_difference: float
+    sleep_abs_difference_ci95: tuple[float, float]
+    fiedler_delta: float
+    fiedler_delta_ci95: tuple[float, float]
+    fiedler_rise_pct: float
+    p_value: float
+    caption_n_facts: int
+
+
+PAPER_CASCADE: CascadeFigures = {
     "full_retention": 0.311,
     "full_retention_ci95": (0.299, 0.323),
     "bare_retention": 0.010,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 from scipy import stats as _st
@@ -50,15 +50,19 @@ __all__ = [
 PERMUTATION_MAX_N = 16
 BOOTSTRAP_RESAMPLES = 2000
 
+# One sample of values: a sequence of floats or a 1-d array.
+Sample: TypeAlias = Sequence[float] | np.ndarray
+Alternative: TypeAlias = Literal["two-sided", "less", "greater"]
 
-def _arr(x: Sequence[float] | np.ndarray) -> np.ndarray:
+
+def _arr(x: Sample) -> np.ndarray:
     a = np.asarray(x, dtype=np.float64).reshape(-1)
     if not np.isfinite(a).all():
         raise ValueError("statistics need finite values")
     return a
 
 
-def wilcoxon_paired(x: Sequence[float], y: Sequence[float], *, alternative: str = "two-sided") -> dict[str, Any]:
+def wilcoxon_paired(x: Sample, y: Sample, *, alternative: Alternative = "two-sided") -> dict[str, Any]:
     """Wilcoxon signed-rank test of d = x - y. Returns n, n_nonzero, statistic, p and the method."""
     a, b = _arr(x), _arr(y)
     if a.shape != b.shape:
@@ -77,10 +81,11 @@ def wilcoxon_paired(x: Sequence[float], y: Sequence[float], *, alternative: str 
     ties = np.unique(np.abs(nz)).size < m
     zeros = m < n
     if not ties and not zeros and m <= 50:
-        method: Any = "exact"
+        method: Literal["exact", "asymptotic"] | _st.PermutationMethod = "exact"
         label = "exact"
     elif m <= PERMUTATION_MAX_N:
-        method = _st.PermutationMethod(n_resamples=np.inf)
+        # n_resamples at least the number of sign patterns: scipy then enumerates them all.
+        method = _st.PermutationMethod(n_resamples=2**m)
         label = f"exact conditional (all 2^{m} sign flips; ties average-ranked)"
     else:
         method = "asymptotic"
@@ -89,15 +94,16 @@ def wilcoxon_paired(x: Sequence[float], y: Sequence[float], *, alternative: str 
         warnings.simplefilter("ignore")
         # Zeros are dropped here (as zero_method="wilcox" would): a permutation method must
         # flip the signs of the m nonzero differences only, not of all n pairs.
-        res = _st.wilcoxon(nz, zero_method="wilcox", correction=(method == "asymptotic"),
-                           alternative=alternative, method=method)
+        res = _st.wilcoxon(  # type: ignore[call-overload]  # stub: names "approx" where scipy takes "asymptotic"
+            nz, zero_method="wilcox", correction=(method == "asymptotic"), alternative=alternative, method=method
+        )
     out.update(statistic=float(res.statistic), p=float(res.pvalue), method=label)
     return out
 
 
 def bootstrap_ci(
-    x: Sequence[float],
-    y: Sequence[float] | None = None,
+    x: Sample,
+    y: Sample | None = None,
     *,
     seed: int = 0,
     confidence: float = 0.95,
@@ -126,7 +132,7 @@ def bootstrap_ci(
     return out
 
 
-def cohens_dz(x: Sequence[float], y: Sequence[float]) -> float | None:
+def cohens_dz(x: Sample, y: Sample) -> float | None:
     """Paired d_z = mean(x - y) / sd(x - y), sample SD; None when the SD is 0 or n < 2."""
     d = _arr(x) - _arr(y)
     if d.size < 2:
@@ -135,7 +141,7 @@ def cohens_dz(x: Sequence[float], y: Sequence[float]) -> float | None:
     return None if sd == 0 else float(d.mean()) / sd
 
 
-def cohens_d_pooled(x: Sequence[float], y: Sequence[float]) -> float | None:
+def cohens_d_pooled(x: Sample, y: Sample) -> float | None:
     """(mean(x) - mean(y)) / pooled SD (n - 1 weights); None when the pooled SD is 0."""
     a, b = _arr(x), _arr(y)
     n1, n2 = a.size, b.size

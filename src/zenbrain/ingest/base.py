@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ..model import Kind, MemoryItem
-from ..providers.openai_compat import TokenUsage
+from ..providers.base import TokenUsage
 from .messages import Turn
 
 ACTIONS = ("add", "update", "ignore")

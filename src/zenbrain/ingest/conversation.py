@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..coordinator import MemoryCoordinator
+from ..api import MemoryCoordinator
 from ..errors import ValidationError
 from ..model import Layer, MemoryItem, Scope
-from ..providers.openai_compat import TokenUsage
+from ..providers.base import TokenUsage
 from .base import ACTIONS, TYPES, Decision, Extraction, Extractor
 from .messages import Turn, normalize_messages
 from .rules import RuleExtractor

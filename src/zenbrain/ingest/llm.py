@@ -32,8 +32,8 @@ from typing import Any
 
 from ..errors import ProviderError, ValidationError
 from ..model import MemoryItem
-from ..providers.base import ChatModel, StructuredChatModel
-from ..providers.openai_compat import StructuredReply, TokenUsage, _json_object
+from ..providers.base import ChatModel, StructuredChatModel, StructuredReply, TokenUsage
+from ..providers.openai_compat import _json_object
 from ..providers.pricing import PriceTable
 from .base import ACTIONS, TYPES, Decision, Extraction
 from .messages import Turn, to_timestamp

@@ -80,7 +80,7 @@ except ImportError as exc:  # pragma: no cover - depends on the extra
     raise ImportError('zenbrain.integrations.langgraph needs LangGraph: pip install "zenbrain[langgraph]"') from exc
 
 from ..aio import AsyncMemory
-from ..coordinator import MemoryCoordinator
+from ..api import MemoryCoordinator
 from ..errors import ValidationError
 from ..model import MemoryItem, Scope
 

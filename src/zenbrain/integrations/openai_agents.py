@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - depends on the extra
                       'pip install "zenbrain[openai-agents]"') from exc
 
 from ..aio import AsyncMemory
-from ..coordinator import MemoryCoordinator
+from ..api import MemoryCoordinator
 from ..errors import ValidationError
 from ..ingest import Extractor, RuleExtractor, add_messages
 from ..ingest.messages import content_text

@@ -47,11 +47,7 @@ class FsrsParams(Params):
     good_max_rank: int = bounded(3, 1, 1000, "deepest rank that can still be graded Good")
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        if isinstance(self.maximum_interval_days, float) and not self.maximum_interval_days.is_integer():
-            raise ConfigError("FsrsParams.maximum_interval_days must be a whole number of days")
-        if isinstance(self.good_max_rank, float) and not self.good_max_rank.is_integer():
-            raise ConfigError("FsrsParams.good_max_rank must be a whole number")
+        super().__post_init__()  # also refuses a fractional value of an int field
         if self.good_min_score > self.easy_min_score:
             raise ConfigError("FsrsParams.good_min_score must not exceed easy_min_score")
 
@@ -75,7 +71,7 @@ def scheduler(params: FsrsParams = DEFAULTS) -> Scheduler:
     )
 
 
-_last_scheduler: tuple[FsrsParams | None, Scheduler | None] = (None, None)
+_last_scheduler: tuple[FsrsParams, Scheduler] | None = None
 
 
 def _scheduler(params: FsrsParams) -> Scheduler:
@@ -83,8 +79,8 @@ def _scheduler(params: FsrsParams) -> Scheduler:
     params for the cache costs more than a review's own arithmetic)."""
     global _last_scheduler
     last = _last_scheduler
-    if last[0] is params:
-        return last[1]  # type: ignore[return-value]
+    if last is not None and last[0] is params:
+        return last[1]
     out = scheduler(params)
     _last_scheduler = (params, out)
     return out

@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logsumexp
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
@@ -259,6 +258,15 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
     return tuple(dict.fromkeys(cues))
 
 
+def replaced_spans(a: str, b: str) -> int:
+    """How many separate stretches of words one statement replaces in the other. One means
+    the two say the same thing but for one slot (an update); more means they speak of
+    different subjects ("room 12 is on floor 3" / "room 14 is on floor 2")."""
+    pa, pb = _parse(a), _parse(b)
+    ops = difflib.SequenceMatcher(None, pa.tokens, pb.tokens, autojunk=False).get_opcodes()
+    return sum(1 for tag, *_ in ops if tag == "replace")
+
+
 def _as_fact(c: Any) -> Fact:
     if isinstance(c, Fact):
         return c
@@ -287,25 +295,25 @@ def find_contradictions(
         raise ValidationError("new_text must be non-empty text")
     if not candidates:
         return []
-    candidates = [_as_fact(c) for c in candidates]
-    if any(c.vector is None for c in candidates) or new_vec is None:
+    facts = [_as_fact(c) for c in candidates]
+    if any(f.vector is None for f in facts) or new_vec is None:
         raise ValidationError("every candidate and the new fact need a vector")
     q = np.asarray(new_vec, dtype=np.float64).reshape(-1)
-    mat = np.asarray([np.asarray(c.vector, dtype=np.float64).reshape(-1) for c in candidates])
+    mat = np.asarray([np.asarray(f.vector, dtype=np.float64).reshape(-1) for f in facts])
     if mat.shape[1] != q.shape[0]:
         raise ValidationError("candidate vectors and new_vec must have the same width")
     if not (np.all(np.isfinite(mat)) and np.all(np.isfinite(q))):
         raise ValidationError("vectors must be finite")
     norms = np.linalg.norm(mat, axis=1) * np.linalg.norm(q)
-    sims = np.divide(mat @ q, norms, out=np.zeros(len(candidates)), where=norms > 0)
+    sims = np.divide(mat @ q, norms, out=np.zeros(len(facts)), where=norms > 0)
     order = np.argsort(-sims, kind="stable")[: int(params.max_candidates)]
     out = []
     for i in order:
         if sims[i] < params.similarity_threshold:
             break
-        cues = conflict_cues(new_text, candidates[i].text, params=params)
+        cues = conflict_cues(new_text, facts[i].text, params=params)
         if cues:
-            out.append(Contradiction(candidates[i], float(sims[i]), cues))
+            out.append(Contradiction(facts[i], float(sims[i]), cues))
     return out
 
 
@@ -344,6 +352,9 @@ def arbitrate(
     *, new: Fact, stored: Sequence[Fact], now: float, params: IMADParams = IMADParams()
 ) -> DebateDecision:
     """Evidence-weighted arbitration between the new fact and the stored facts it contradicts."""
+    # scipy is imported where it is used: importing zenbrain stays fast.
+    from scipy.special import expit, logsumexp
+
     if not stored:
         raise ValidationError("arbitration needs at least one stored fact")
     s_new = evidence_score(new, now=now, params=params)

@@ -39,9 +39,9 @@ apply in one transaction and to report.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -96,8 +96,12 @@ LTP = "ltp"  # a counterfactual's action when selected
 SKIP = "skip"  # ... and when not (counterfactuals are never depressed)
 
 
+# An edge's key: a tuple whose first two items are its endpoint ids.
+K = TypeVar("K", bound=tuple[Any, ...])
+
+
 @dataclass(frozen=True)
-class Counterfactual:
+class Counterfactual(Generic[K]):
     """One generated candidate: failed episode ``source_id`` replayed with ``neighbour_id``'s outcome."""
 
     source_id: str
@@ -109,19 +113,19 @@ class Counterfactual:
     novelty: float
     tag: float
     action: str  # "ltp" or "skip"
-    bridge_edges: tuple[Hashable, ...]  # existing edges between the two; () if a new one is proposed
+    bridge_edges: tuple[K, ...]  # existing edges between the two; () if a new one is proposed
     vector: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
-class SleepPlan:
+class SleepPlan(Generic[K]):
     """Every change one sleep cycle proposes. Nothing has been applied."""
 
     strengths: dict[str, float]  # memory id -> new strength (changed memories only)
-    edge_weights: dict[Hashable, float]  # existing edge key -> new weight (changed, not pruned)
+    edge_weights: dict[K, float]  # existing edge key -> new weight (changed, not pruned)
     new_edges: dict[tuple[str, str], float]  # (failed id, neighbour id) -> weight of a new bridge edge
-    pruned_edges: list[Hashable]  # existing edge keys to delete
-    counterfactuals: list[Counterfactual]
+    pruned_edges: list[K]  # existing edge keys to delete
+    counterfactuals: list[Counterfactual[K]]
     tags: dict[str, float]  # real memory id -> TAG
     ltp_ids: list[str]
     ltd_ids: list[str]
@@ -205,13 +209,13 @@ def plan_sleep(
     rng: np.random.Generator,
     emotion: Any = None,
     embeddings: Any = None,
-    edges: Sequence[tuple[Any, ...]] = (),
+    edges: Sequence[K] = (),
     edge_weights: Any = None,
     edge_variances: Any = None,
     params: SleepParams = DEFAULTS,
     two_factor_params: two_factor.TwoFactorParams = two_factor.DEFAULTS,
     edge_ends: tuple[Any, Any] | None = None,
-) -> SleepPlan:
+) -> SleepPlan[K]:
     """Plan one Simulation-Selection sleep cycle over the given episodes and edges.
 
     Per memory (aligned with ``memory_ids``): ``strengths`` in [0, 1], ``td_errors``
@@ -288,7 +292,7 @@ def plan_sleep(
         padded = np.append(node_delta, 0.0)  # index -1 (endpoint not among the episodes) reads 0
         edge_delta += padded[src] + padded[dst]
     new_edges: dict[tuple[str, str], float] = {}
-    counterfactuals: list[Counterfactual] = []
+    counterfactuals: list[Counterfactual[K]] = []
     for row, a in zip(cf_rows, act_cf):
         # An unselected counterfactual is skipped, never depressed: LTD would weaken a real edge
         # on the evidence of something that did not happen.
@@ -337,7 +341,7 @@ def _generate_counterfactuals(
     rel: np.ndarray,
     emo: np.ndarray,
     emb: np.ndarray | None,
-    keys: list[tuple[Any, ...]],
+    keys: Sequence[tuple[Any, ...]],
     w: np.ndarray,
     src: np.ndarray,
     dst: np.ndarray,

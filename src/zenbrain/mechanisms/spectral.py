@@ -32,7 +32,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import scipy.linalg
@@ -40,27 +40,15 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, laplacian, reverse_cuthill_mckee
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh, lobpcg
 
-from ..errors import ConfigError, ValidationError
-from ..params import Params, bounded
+from ..errors import ValidationError
+from .spectral_params import SpectralParams
 
+if TYPE_CHECKING:
+    from scipy.sparse._base import _spbase
 
-@dataclass(frozen=True)
-class SpectralParams(Params):
-    fragmentation_threshold: float = bounded(0.01, 0.0, 1e6, "lambda_2 below which the graph counts as fragmented")
-    min_weight: float = bounded(0.01, 0.0, 1e6, "floor applied to every edge weight")
-    dense_max_nodes: int = bounded(500, 2, 20_000, "largest graph solved with a dense eigensolver")
-    shift: float = bounded(1e-3, 1e-9, 1.0, "shift-invert offset for the sparse eigensolver (L + shift I is invertible)")
-    max_bridges: int = bounded(1, 0, 1000, "bridges proposed: largest component to each of the next ones")
-    min_bridge_similarity: float = bounded(0.3, -1.0, 1.0, "cosine below which no bridge is proposed")
-    reuse_tolerance: float = bounded(
-        0.01, 0.0, 1.0, "largest relative error of a lambda_2 rescaled from the last one instead of recomputed"
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("dense_max_nodes", "max_bridges"):
-            if int(getattr(self, name)) != getattr(self, name):
-                raise ConfigError(f"SpectralParams.{name} must be an integer")
+# Any scipy sparse matrix or array (csr, coo, dia, ...): the base class of them all. (The
+# public sp.spmatrix is only a mixin of the matrix classes and lacks their methods.)
+SparseMatrix: TypeAlias = "_spbase"
 
 
 def adjacency(
@@ -97,7 +85,7 @@ ITER_MAX = 3000  # LOBPCG iterations at most (the estimate is then an upper boun
 _ITER_CHUNK = 50  # iterations between two checks of the error bound
 
 
-def fiedler_value(a: sp.spmatrix, *, params: SpectralParams = SpectralParams()) -> float:
+def fiedler_value(a: SparseMatrix | np.ndarray, *, params: SpectralParams = SpectralParams()) -> float:
     """Second-smallest Laplacian eigenvalue of a symmetric adjacency; 0.0 for fewer than 2 nodes.
 
     Up to ``dense_max_nodes`` nodes: exact, by a dense solve below ``SPARSE_EXACT_MIN_NODES``
@@ -111,6 +99,8 @@ def fiedler_value(a: sp.spmatrix, *, params: SpectralParams = SpectralParams()) 
     if n < 2:
         return 0.0
     lap = laplacian(sp.csr_matrix(a, dtype=np.float64))
+    if not sp.issparse(lap):  # a sparse graph has a sparse Laplacian
+        raise TypeError(f"laplacian() of a sparse matrix returned {type(lap).__name__}")
     if n <= params.dense_max_nodes:
         vals = None
         if n >= SPARSE_EXACT_MIN_NODES:
@@ -127,7 +117,7 @@ def fiedler_value(a: sp.spmatrix, *, params: SpectralParams = SpectralParams()) 
     return float(max(0.0, vals[1]))
 
 
-def shift_invert_smallest(lap: sp.spmatrix, shift: float) -> np.ndarray:
+def shift_invert_smallest(lap: SparseMatrix, shift: float) -> np.ndarray:
     """The two smallest eigenvalues (ascending) of a sparse Laplacian: ``eigsh`` in
     shift-invert mode around ``-shift`` (the eigenvalues nearest it are the two smallest),
     to ARPACK's default tolerance (machine precision)."""
@@ -151,7 +141,7 @@ def dense_smallest(lap: np.ndarray, k: int = 2) -> np.ndarray:
     )
 
 
-def cheap_to_factor(lap: sp.spmatrix, max_work: float | None = None) -> bool:
+def cheap_to_factor(lap: SparseMatrix, max_work: float | None = None) -> bool:
     """Whether a sparse factorisation of ``lap`` is cheap: in reverse Cuthill-McKee order the
     sum of its squared envelope row widths (the flops of an envelope Cholesky) is at most
     ``max_work`` (``FACTOR_MAX_WORK``). True for chains and other band-like graphs and for
@@ -194,7 +184,7 @@ def _ritz(lap: sp.csr_matrix, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 
 
 def fiedler_iterative(
-    lap: sp.spmatrix, start: np.ndarray | None = None, *, rtol: float = ITER_RTOL, max_iter: int = ITER_MAX
+    lap: SparseMatrix, start: np.ndarray | None = None, *, rtol: float = ITER_RTOL, max_iter: int = ITER_MAX
 ) -> FiedlerEstimate:
     """lambda_2 of a graph's Laplacian by LOBPCG, without factorising it (0.0 when disconnected).
 
@@ -227,7 +217,9 @@ def fiedler_iterative(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
-                    _, x = lobpcg(lap, x, M=pre, Y=ones, largest=False, tol=1e-300, maxiter=steps)
+                    _, x = lobpcg(  # type: ignore[assignment]  # stub: vectors of a real symmetric problem are real
+                        lap, x, M=pre, Y=ones, largest=False, tol=1e-300, maxiter=steps
+                    )
                 except (np.linalg.LinAlgError, ValueError):
                     steps = max_iter - done  # no further progress possible: report what there is
             done += steps
@@ -335,9 +327,9 @@ def health_of(
     )
 
 
-def _canonical(a: Any) -> bool:
+def _canonical(a: object) -> bool:
     """A CSR matrix with sorted indices and no duplicates (what ``adjacency`` returns)."""
-    return sp.issparse(a) and a.format == "csr" and bool(a.has_canonical_format)
+    return isinstance(a, (sp.csr_matrix, sp.csr_array)) and bool(a.has_canonical_format)
 
 
 def _rows(a: sp.csr_matrix) -> np.ndarray:
@@ -369,7 +361,7 @@ def _upper(a: Any) -> sp.csr_matrix:
     )
 
 
-def pair_weights(a: sp.spmatrix) -> tuple[str, np.ndarray]:
+def pair_weights(a: SparseMatrix) -> tuple[str, np.ndarray]:
     """(digest of the node pairs, their weights) of a symmetric adjacency.
 
     The pairs are the upper triangle in row-major order; two graphs over the same nodes

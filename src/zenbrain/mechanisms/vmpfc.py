@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
@@ -83,6 +82,9 @@ def prediction_error(*, c_prev: Any, c_now: Any, params: VmpfcParams = DEFAULTS)
 
 def rho(*, pe: Any, params: VmpfcParams = DEFAULTS) -> Any:
     """Re-encoding drive rho = sigmoid(steepness (PE - threshold)) in (0, 1)."""
+    # scipy is imported where it is used: importing zenbrain stays fast.
+    from scipy.special import expit
+
     r = expit(params.steepness * (np.asarray(pe, dtype=float) - params.threshold))
     return _out(np.asarray(r), pe)
 

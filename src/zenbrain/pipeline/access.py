@@ -13,6 +13,7 @@ from ..engine import Engine
 from ..errors import NotFoundError, ValidationError
 from ..model import Layer, MemoryItem, Scope
 from ..storage.base import Filter, Partition
+from ..validation import check_unicode
 
 
 def partition_of(scope: Scope) -> Partition:
@@ -37,6 +38,7 @@ def readable_contexts(engine: Engine, scope: Scope) -> frozenset[str]:
 
 def read_filter(engine: Engine, scope: Scope, **kw: Any) -> Filter:
     """The filter of what ``scope`` may read, narrowed by ``kw``."""
+    partition_of(scope)  # a scope that is not a Scope is refused here, before any attribute is read
     contexts = readable_contexts(engine, scope)
     return Filter(contexts=contexts or None, session_id=scope.session_id, **kw)
 
@@ -53,7 +55,7 @@ def visible(engine: Engine, scope: Scope, item: MemoryItem, *, include_archived:
 def check_id(memory_id: object) -> str:
     if not isinstance(memory_id, str) or not memory_id:
         raise ValidationError(f"memory id must be a non-empty string, got {memory_id!r}")
-    return memory_id
+    return check_unicode("memory id", memory_id)
 
 
 def get_visible(engine: Engine, scope: Scope, memory_id: str) -> MemoryItem:

@@ -17,7 +17,6 @@ from ..state import (
     KV_CURIOSITY,
     OUTCOMES,
     REVIEW_TOPIC,
-    MemoryState,
     encode_vec,
 )
 from ..validation import check_number
@@ -51,7 +50,7 @@ def review_many(engine: Engine, scope: Scope, reviews: Sequence[tuple[str, int |
     tc_p = engine.config.params.triple_copy
     for item, rating in zip(items, ratings):
         success = int(rating) >= 2
-        st: MemoryState = dict(item.state)  # type: ignore[assignment]
+        st = item.state.copy()
         if engine.on("ebbinghaus_decay") and item.layer is not Layer.CORE:
             item.stability = float(ebbinghaus.review_stability(stability=item.stability, success=success, params=ebb_p))
         if engine.on("fsrs"):
@@ -83,7 +82,7 @@ def record_outcome(engine: Engine, scope: Scope, memory_id: str, success: bool) 
     item = get_own(engine, scope, memory_id)
     part = partition_of(scope)
     now = engine.clock.now()
-    st: MemoryState = dict(item.state)  # type: ignore[assignment]
+    st = item.state.copy()
     outcomes = dict(st.get(OUTCOMES, {"ok": 0, "fail": 0}))
     outcomes["ok" if success else "fail"] += 1
     st[OUTCOMES] = outcomes

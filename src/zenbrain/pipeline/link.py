@@ -11,6 +11,7 @@ never refers to a memory that did not exist when it was made.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,13 @@ class LinkPlan:
     edges: dict[tuple[str, str, str], Edge] = field(default_factory=dict)
     confidences: dict[str, tuple[float, float]] = field(default_factory=dict)  # stored memories' new (alpha, beta)
     debates: list[dict[str, Any]] = field(default_factory=list)
+    superseded: dict[str, tuple[str, float]] = field(default_factory=dict)  # stored id -> (new id, valid until)
+    made_at: float = 0.0
+
+    def supersede(self, old: str, new: str, at: float) -> None:
+        """``old`` stopped holding at ``at``, when ``new`` began (the earliest change wins)."""
+        if old not in self.superseded or at < self.superseded[old][1]:
+            self.superseded[old] = (new, at)
 
     def add(self, a: str, b: str, relation: str, template: tuple[float, float, int], now: float) -> None:
         if a != b and (a, b, relation) not in self.edges:
@@ -47,13 +55,14 @@ class LinkPlan:
             self.edges[(a, b, relation)] = Edge(a, b, relation, w0, v0, k0, now)
 
     def report(self) -> dict[str, Any]:
-        return {"edges": len(self.edges), "debates": self.debates}
+        return {"edges": len(self.edges), "debates": self.debates,
+                "superseded": {old: new for old, (new, _) in self.superseded.items()}}
 
 
 def plan_links(engine: Engine, part: Partition, items: list[MemoryItem], vecs: np.ndarray, now: float) -> LinkPlan:
     """Edges from the new memories to co-active ones (paper: store step 5), and the iMAD /
     Bayesian handling of new facts. Changes the new items' confidences and metadata."""
-    plan = LinkPlan()
+    plan = LinkPlan(made_at=now)
     template = two_factor.new_edge(params=engine.config.params.two_factor_hebbian)
     _association_edges(engine, part, items, vecs, now, plan, template)
     facts = [(row, i) for row, i in enumerate(items) if i.layer is Layer.SEMANTIC and i.kind is not Kind.SCHEMA]
@@ -110,6 +119,14 @@ def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryI
         cands = [imad.Fact.from_item(stored[mid], near_vecs[i]) for i, (mid, _) in enumerate(near) if mid in stored]
         contradictions = imad.find_contradictions(new_text=item.content, new_vec=vecs[row], candidates=cands, params=ip)
         contra_ids = {c.id for c in contradictions}
+        if engine.on("imad_debate"):
+            # A conflict between statements of different times is taken for a change: the later
+            # one supersedes the earlier (kept, with the time it stopped holding), unless a
+            # debate below rejects the new statement. Facts superseded already are history,
+            # not a side in a dispute.
+            contradictions = [c for c in contradictions if stored[c.id].valid_until is None]
+            changes = [stored[c.id] for c in contradictions if _is_change(item, stored[c.id])]
+            undo = _supersede(item, changes, plan)
         for cid in contra_ids:
             plan.add(item.id, cid, RELATION_CONTRADICTS, template, now)
         if engine.on("bayesian_confidence"):
@@ -121,8 +138,10 @@ def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryI
                                                                        strength=float(s))
         if engine.on("imad_debate") and imad.needs_debate(contradictions, params=ip):
             new_fact = imad.Fact(item.id, item.content, vecs[row], item.conf_alpha, item.conf_beta, 0, now)
-            losers_pool = [f for f in cands if f.id in contra_ids]
+            losers_pool = [f for f in cands if f.id in {c.id for c in contradictions}]
             decision = decide(engine, new_fact, losers_pool, now, ip)
+            if decision.verdict != "accept_new":
+                undo()
             post = {f.id: plan.confidences.get(f.id, (f.alpha, f.beta)) for f in losers_pool}
             post[item.id] = (item.conf_alpha, item.conf_beta)
             for mid, (a, b) in imad.loser_updates(decision, post, params=ip).items():
@@ -140,6 +159,32 @@ def _check_facts(engine: Engine, part: Partition, facts: list[tuple[int, MemoryI
                 "method": decision.method,
                 "rationale": decision.rationale,
             })
+
+
+def _is_change(new: MemoryItem, old: MemoryItem) -> bool:
+    """Whether a conflict between a new and a stored fact is a change over time: the two
+    differ in one thing only (two differing values name another subject: "room 12 is on
+    floor 3" is no update of "room 14 is on floor 2"), the stored fact still holds, and the
+    two began to hold at different times."""
+    return (imad.replaced_spans(new.content, old.content) <= 1 and old.valid_until is None and old.superseded_by is None
+            and new.valid_from != old.valid_from)
+
+
+def _supersede(item: MemoryItem, changes: list[MemoryItem], plan: LinkPlan) -> Callable[[], None]:
+    """The later of each conflicting pair supersedes the earlier: stored facts older than the
+    new one end where it begins; a new fact older than a stored one (told later about an
+    earlier time) ends where the earliest of those begins. Returns what takes it back."""
+    before = dict(plan.superseded), (item.valid_until, item.superseded_by)
+    for old in changes:
+        if old.valid_from < item.valid_from:
+            plan.supersede(old.id, item.id, item.valid_from)
+        elif item.valid_until is None or old.valid_from < item.valid_until:
+            item.valid_until, item.superseded_by = old.valid_from, old.id
+
+    def undo() -> None:
+        plan.superseded = before[0]
+        item.valid_until, item.superseded_by = before[1]
+    return undo
 
 
 def decide(engine: Engine, new: imad.Fact, stored: list[imad.Fact], now: float,
@@ -161,3 +206,8 @@ def write_links(engine: Engine, tx: Transaction, part: Partition, plan: LinkPlan
         tx.log(part, [HistoryEvent(d["new_id"], d["at"], "debated", d) for d in plan.debates])
     if plan.edges:
         tx.put_edges(part, list(plan.edges.values()))
+    for old, (new, at) in plan.superseded.items():
+        tx.update_columns(part, [old], valid_until=[at], superseded_by=[new])
+    if plan.superseded:
+        tx.log(part, [HistoryEvent(old, plan.made_at, "superseded", {"by": new, "valid_until": at})
+                      for old, (new, at) in plan.superseded.items()])

@@ -25,7 +25,10 @@ _EVENT = {"retrievals": mc.RetrievalOutcome, "evidence": mc.EvidenceDecision, "s
 HEAD_KEY = f"{KV_METACOG}:head"
 
 
-def _row(ev: Any) -> dict[str, Any]:
+MonitorEvent = mc.RetrievalOutcome | mc.EvidenceDecision | mc.SurpriseEvent
+
+
+def _row(ev: MonitorEvent) -> dict[str, Any]:
     """An event as its segment stores it."""
     return dict(vars(ev))
 
@@ -78,7 +81,7 @@ def appended(storage: Store, part: Partition, params: mc.MetacognitionParams = m
 
     ``head``: the stored value of ``HEAD_KEY`` when the caller has read it already
     (None: read here)."""
-    new = {"retrievals": list(retrievals), "evidence": list(evidence), "surprises": list(surprises)}
+    new: dict[str, list[MonitorEvent]] = {"retrievals": list(retrievals), "evidence": list(evidence), "surprises": list(surprises)}
     if not any(new.values()):
         return {}
     if head is None:

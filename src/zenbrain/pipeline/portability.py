@@ -159,7 +159,8 @@ def import_records(engine: Engine, scope: Scope, lines: Iterable[dict[str, Any]]
              if e.src in ids and e.dst in ids]
     events = [dataclasses.replace(ev, memory_id=ids[ev.memory_id]) for ev in events if ev.memory_id in ids]
     if new_ids and ids:
-        items = [dataclasses.replace(i, metadata=_renamed(i.metadata, ids), state=_renamed(i.state, ids)) for i in items]
+        items = [dataclasses.replace(i, metadata=_renamed(i.metadata, ids), state=_renamed(i.state, ids),
+                                     superseded_by=_renamed(i.superseded_by, ids)) for i in items]
         events = [dataclasses.replace(ev, detail=_renamed(ev.detail, ids)) for ev in events]
         records = {k: _renamed(v, ids) for k, v in records.items()}
     with engine.store.transaction() as tx:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
-from ..mechanisms import compositional, two_factor
+from ..mechanisms import compositional, imad, two_factor
 from ..model import MemoryItem, RecallHit
 from ..retrieval.query import QueryInfo
 from ..state import KV_COMPOSITIONAL, PRIORITY, RELATION_CONTRADICTS
 from ..storage.base import Partition
+from ..text import token_set
 from .retrievability import retrievability
 
 
@@ -74,6 +75,29 @@ def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int
         if h.item.id in best:
             w, var = best[h.item.id]
             h.why.hebbian_boost = float(two_factor.recall_boost(w, var, params=tp))
+
+
+def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], query: str) -> list[RecallHit]:
+    """Current recall: memories a later one superseded leave the ranking. One kept is a
+    memory that differs from its successor in a single slot (a detected change, "works at
+    Acme" -> "works at Globex") when the query names a word only the old one has ("did she
+    leave Acme?", "note number 7"): such a query asks for that version, or a near-identical
+    statement was taken for its update. It stays marked (``why.other["superseded"]``)."""
+    old = [h for h in hits if h.item.superseded_by is not None]
+    if not old:
+        return hits
+    successors = {i.id: i for i in engine.store.get(part, list({h.item.superseded_by or "" for h in old}))}
+    asked = token_set(query)
+    drop = set()
+    for h in old:
+        new = successors.get(h.item.superseded_by or "")
+        own_words = token_set(h.item.content) - token_set(new.content) if new is not None else frozenset()
+        if new is not None and asked & own_words and imad.replaced_spans(h.item.content, new.content) == 1 \
+                and imad.conflict_cues(h.item.content, new.content):
+            h.why.other["superseded"] = 1.0
+        else:
+            drop.add(h.item.id)
+    return [h for h in hits if h.item.id not in drop]
 
 
 def retrievability_weight(engine: Engine, hits: list[RecallHit], now: float) -> None:

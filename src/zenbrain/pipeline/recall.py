@@ -90,8 +90,14 @@ def recall(
     time_range: tuple[float | None, float | None] | None = None,
     include_archived: bool = False,
     touch: bool = True,
+    as_of: float | None = None,
+    include_superseded: bool = False,
 ) -> RecallResult:
-    """The top-k memories for a query, each with a score breakdown."""
+    """The top-k memories for a query, each with a score breakdown. Only what holds now is
+    recalled, unless ``as_of`` asks what held at a past time (memories begun by then and not
+    superseded by then) or ``include_superseded`` lets replaced memories compete too. A memory
+    superseded by a detected change stays recallable when the query names what only it says
+    (``ranking.drop_superseded``)."""
     query = check_content(query, engine.config.max_content_chars)
     k = check_k(k)
     part = partition_of(scope)
@@ -99,8 +105,12 @@ def recall(
     info = classify(query, reference=math.floor(now / DAY) * DAY)  # relative words read against today
     layer_set = _layer_set(engine, layers)
     after, before = _time_range(time_range)
+    if as_of is not None:
+        as_of = check_number("as_of", as_of)
+        before = as_of if before is None else min(before, as_of)
+    only_current = as_of is None and not include_superseded
     flt = read_filter(engine, scope, layers=layer_set, include_archived=include_archived, event_after=after,
-                      event_before=before)
+                      event_before=before, current_at=as_of)
     qvec = engine.embed_query(query)
     rp = engine.config.recall
     recipe = turns.recipe(engine)
@@ -114,9 +124,10 @@ def recall(
         lexical = dict(engine.store.lexical_search(part, query, max(rp.lexical_k, recipe.lexical_candidates), flt))
     cand_ids = list(dict.fromkeys([*dense, *lexical]))
     core_items = [] if Layer.CORE in engine.config.disabled_layers else engine.store.query(
-        part, read_filter(engine, scope, layers=frozenset({Layer.CORE})))
+        part, read_filter(engine, scope, layers=frozenset({Layer.CORE}),
+                          current_at=now if only_current else as_of))
     # Core memories always compete, unless the caller narrowed recall to other layers or a time range.
-    if (layer_set is None or Layer.CORE in layer_set) and time_range is None:
+    if (layer_set is None or Layer.CORE in layer_set) and time_range is None and as_of is None:
         cand_ids += [c.id for c in core_items if c.id not in dense and c.id not in lexical]
     if not cand_ids:
         # A recall that finds nothing still counts: a miss for the monitor, a surprise for
@@ -197,6 +208,8 @@ def recall(
         b = h.why
         h.score = b.final = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority
     hits.sort(key=lambda h: (-h.score, h.item.id))
+    if only_current:
+        hits = ranking.drop_superseded(engine, part, hits, query)
 
     # 4. De-duplicate near-identical content, keep the better one.
     out: list[RecallHit] = []

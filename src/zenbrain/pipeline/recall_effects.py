@@ -92,7 +92,7 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
     stability: list[float] = []
     for rank, h in enumerate(hits, start=1):
         item = h.item
-        st: MemoryState = dict(item.state)  # type: ignore[assignment]
+        st = item.state.copy()
         spaced = now - item.last_access >= HOUR  # massed repetition does not build stability
         s = item.stability
         if use_ebb and spaced and item.layer is not Layer.CORE:

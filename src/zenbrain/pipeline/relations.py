@@ -31,6 +31,7 @@ from ..state import (
     RELATION_SIMILAR,
     RELATION_TEMPORAL,
 )
+from ..validation import check_number
 from .access import get_own, get_visible, partition_of, visible
 
 __all__ = ["COUPLED", "RESERVED", "check_relation", "relate", "relations", "unrelate"]
@@ -53,9 +54,10 @@ def check_relation(relation: object) -> str:
 
 def _check_weight(engine: Engine, weight: object) -> float:
     params = engine.config.params.two_factor_hebbian
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (0.0 < float(weight) <= params.max_weight):
+    w = check_number("weight", weight, 0.0, params.max_weight)
+    if w <= 0.0:
         raise ValidationError(f"weight must be a number in (0, {params.max_weight}], got {weight!r}")
-    return float(weight)
+    return w
 
 
 def relate(engine: Engine, scope: Scope, src_id: str, dst_id: str, relation: str,

@@ -18,9 +18,9 @@ SESSION_LAYERS = frozenset({Layer.WORKING, Layer.SHORT_TERM})
 
 def end_session(engine: Engine, scope: Scope) -> Report:
     """Consolidate a session's working and short-term memory into the long-term layers."""
+    part = partition_of(scope)
     if scope.session_id is None:
         raise ValidationError("end_session needs a scope with a session_id")
-    part = partition_of(scope)
     now = engine.clock.now()
     report = Report("end_session", now)
     flt = Filter(layers=SESSION_LAYERS, session_id=scope.session_id, contexts=frozenset({scope.context}))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..engine import Engine
-from ..errors import ValidationError
+from ..errors import NotFoundError, ValidationError
 from ..ids import new_id
 from ..layers.routing import classify_kind, reroute, route
 from ..model import HistoryEvent, Kind, Layer, MemoryItem, Scope
@@ -22,11 +22,11 @@ from ..storage.base import Filter, Partition, Transaction
 from ..text import content_hash
 from ..validation import check_content, check_metadata, check_number
 from . import turns
-from .access import partition_of
+from .access import get_own, partition_of
 from .encode import prepare
 from .link import plan_links, write_links
 
-RECORD_FIELDS = frozenset({"content", "kind", "layer", "metadata", "event_time", "importance", "speaker"})
+RECORD_FIELDS = frozenset({"content", "kind", "layer", "metadata", "event_time", "importance", "speaker", "supersedes"})
 
 
 def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]]) -> tuple[list[MemoryItem], dict[str, Any]]:
@@ -52,6 +52,9 @@ def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]]) 
     kv = prepare(engine, part, drafts, embedded.vectors, now)
     kv.update(turns.speakers_record(engine, part, drafts))
     plan = plan_links(engine, part, drafts, embedded.vectors, now)  # may consult the chat model: before the write
+    for rec, item in zip(records, drafts):
+        for old in superseded_by_record(engine, scope, rec, item):
+            plan.supersede(old.id, item.id, item.valid_from)
     with engine.store.transaction() as tx:
         if embedded.fresh:
             tx.put_embeddings(engine.embedder.name, list(embedded.fresh), np.stack(list(embedded.fresh.values())))
@@ -111,6 +114,31 @@ def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> Memo
         importance=importance,
         speaker=speaker.strip() if speaker else None,
     )
+
+
+def superseded_by_record(engine: Engine, scope: Scope, rec: dict[str, Any], item: MemoryItem) -> list[MemoryItem]:
+    """The memories a record says it replaces (``supersedes``: an id or a list of ids): each
+    one the scope owns, still current, and begun before the new memory."""
+    ids = rec.get("supersedes")
+    if ids is None:
+        return []
+    if isinstance(ids, str):
+        ids = [ids]
+    if not isinstance(ids, (list, tuple)) or not ids:
+        raise ValidationError("supersedes must be a memory id or a non-empty list of memory ids")
+    out = []
+    for mid in dict.fromkeys(ids):
+        try:
+            old = get_own(engine, scope, mid)
+        except NotFoundError:  # a bad field of the record, not a missing resource of the request
+            raise ValidationError(f"supersedes: no memory {mid!r} in this scope") from None
+        if old.valid_until is not None:
+            raise ValidationError(f"memory {mid!r} was superseded already (by {old.superseded_by!r})")
+        if old.valid_from > item.valid_from:
+            raise ValidationError(f"memory {mid!r} began to hold at {old.valid_from}, after the new memory "
+                                  f"({item.valid_from}): a memory can only supersede an earlier one")
+        out.append(old)
+    return out
 
 
 def enforce_working_capacity(engine: Engine, tx: Transaction, part: Partition, scope: Scope, new: list[MemoryItem],

@@ -59,7 +59,8 @@ def assign(engine: Engine, part: Partition, items: Sequence[MemoryItem]) -> None
             named = item.metadata.get(META_SPEAKER)
             item.speaker = named if isinstance(named, str) and named.strip() else split_speaker(item.content)[0]
         when = item.event_time if item.event_time is not None else item.created_at
-        mentioned = [[m.window.start, m.window.end] for m in resolve(own_words(item), when)][:MAX_MENTIONS]
+        windows = [m.window for m in resolve(own_words(item), when)]
+        mentioned = [[w.start, w.end] for w in windows if w.start is not None and w.end is not None][:MAX_MENTIONS]
         if mentioned:
             item.state[MENTIONED] = mentioned
     previous: dict[str, list[str]] = {}  # session -> own words of its latest turns, oldest first

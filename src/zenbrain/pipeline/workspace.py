@@ -16,6 +16,8 @@ from ..validation import check_content, check_k, check_number
 from .access import partition_of
 from .recall import recall
 
+MAX_BUDGET = 10_000_000  # tokens: far beyond any context window, and a float holds it exactly
+
 
 def assemble_prompt(engine: Engine, scope: Scope, query: str, *, budget_tokens: int = 1200, k: int = 10) -> dict[str, Any]:
     """Specialist modules bid for a token budget; the winners fill the prompt.
@@ -23,8 +25,8 @@ def assemble_prompt(engine: Engine, scope: Scope, query: str, *, budget_tokens: 
     With ``global_workspace`` switched off, the prompt is simply the top recall hits
     in rank order, cut at the budget.
     """
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
-        raise ValidationError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or not 1 <= budget_tokens <= MAX_BUDGET:
+        raise ValidationError(f"budget_tokens must be an integer in [1, {MAX_BUDGET}], got {str(budget_tokens)[:40]}")
     part = partition_of(scope)
     now = engine.clock.now()
     hits = recall(engine, scope, query, k=check_k(k))

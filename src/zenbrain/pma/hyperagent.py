@@ -35,7 +35,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..params import Params, bounded
-from .metacognition import MetacognitiveSignals
+from .metacognition import KindEfficiency, MetacognitiveSignals
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,11 @@ def initial_state(
     return HyperAgentState(values=vals)
 
 
+def _below_target(eff: KindEfficiency | None, n: int, target: float) -> KindEfficiency | None:
+    """``eff`` when it counts at least ``n`` recalls and hits below ``target``, else None."""
+    return eff if eff is not None and eff.n >= n and eff.hit_rate < target else None
+
+
 def _proposals(signals: MetacognitiveSignals, params: HyperAgentParams) -> list[tuple[str, int, str]]:
     """(parameter, direction, reason) for every rule that fires."""
     n = params.min_samples
@@ -148,12 +153,12 @@ def _proposals(signals: MetacognitiveSignals, params: HyperAgentParams) -> list[
     kw = signals.efficiency_by_kind.get(LEXICAL_KIND)
     sem = signals.efficiency_by_kind.get(SEMANTIC_KIND)
     tgt = params.efficiency_target
-    kw_bad = kw is not None and kw.n >= n and kw.hit_rate < tgt
-    sem_bad = sem is not None and sem.n >= n and sem.hit_rate < tgt
-    if kw_bad and not sem_bad:
-        out.append(("lexical_weight", +1, f"{LEXICAL_KIND} recalls hit only {kw.hit_rate:.0%} (n={kw.n})"))
-    elif sem_bad and not kw_bad and kw is not None and kw.n >= n:
-        out.append(("lexical_weight", -1, f"{SEMANTIC_KIND} recalls hit only {sem.hit_rate:.0%} (n={sem.n})"))
+    kw_bad = _below_target(kw, n, tgt)
+    sem_bad = _below_target(sem, n, tgt)
+    if kw_bad is not None and sem_bad is None:
+        out.append(("lexical_weight", +1, f"{LEXICAL_KIND} recalls hit only {kw_bad.hit_rate:.0%} (n={kw_bad.n})"))
+    elif sem_bad is not None and kw_bad is None and kw is not None and kw.n >= n:
+        out.append(("lexical_weight", -1, f"{SEMANTIC_KIND} recalls hit only {sem_bad.hit_rate:.0%} (n={sem_bad.n})"))
 
     if signals.ece is not None and signals.n_calibrated >= n and signals.ece > params.calibration_threshold:
         over = (signals.overconfidence or 0.0) > 0

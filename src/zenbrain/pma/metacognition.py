@@ -297,21 +297,21 @@ def signals(state: MonitorState, *, now: float, params: MetacognitionParams = DE
         alerts.append(Alert("recency_bias", rbias, params.recency_threshold,
                             f"recent memories over-represented in results by {rbias:.0%}"))
 
-    def eff(rs: list[RetrievalOutcome]) -> tuple[float | None, float | None]:
-        if not rs:
-            return None, None
-        hit = sum(1 for r in rs if r.used > 0) / len(rs)
-        tot = sum(r.returned for r in rs)
-        return hit, (sum(r.used for r in rs) / tot if tot else None)
+    def hit_rate(rs: list[RetrievalOutcome]) -> float:  # rs is not empty
+        return sum(1 for r in rs if r.used > 0) / len(rs)
 
-    hit, usage = eff(rets)
+    def usage_rate(rs: list[RetrievalOutcome]) -> float | None:
+        tot = sum(r.returned for r in rs)
+        return sum(r.used for r in rs) / tot if tot else None
+
+    hit = hit_rate(rets) if rets else None
+    usage = usage_rate(rets)
     kinds: dict[str, list[RetrievalOutcome]] = {}
     for r in rets:
         kinds.setdefault(r.query_kind, []).append(r)
     by_kind = {}
     for k in sorted(kinds):
-        h, u = eff(kinds[k])
-        by_kind[k] = KindEfficiency(n=len(kinds[k]), hit_rate=float(h), usage_rate=u)
+        by_kind[k] = KindEfficiency(n=len(kinds[k]), hit_rate=hit_rate(kinds[k]), usage_rate=usage_rate(kinds[k]))
     if hit is not None and len(rets) >= n_min and hit < params.efficiency_floor:
         alerts.append(Alert("retrieval_efficiency", hit, params.efficiency_floor,
                             f"only {hit:.0%} of recalls produced a used result"))

@@ -95,7 +95,8 @@ def modulated_weights(
     if total <= 0.0:  # every weighted channel switched off by extreme gains: fall back to base weights
         raw = [p.w_saliency, p.w_emotion, p.w_reward, p.w_goal]
         total = sum(raw)
-    return tuple(w / total for w in raw)  # type: ignore[return-value]
+    w_saliency, w_emotion, w_reward, w_goal = raw
+    return (w_saliency / total, w_emotion / total, w_reward / total, w_goal / total)
 
 
 def priority(

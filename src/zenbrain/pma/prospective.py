@@ -168,8 +168,8 @@ def check(
         if it.due_at is not None and now >= it.due_at:
             hit = ("time", 1.0, f"due at {it.due_at:.0f}")
         else:
-            refractory = (it.recurring and it.last_fired_at is not None
-                          and now - it.last_fired_at < float(it.repeat_every_s))  # type: ignore[arg-type]
+            refractory = (it.repeat_every_s is not None and it.last_fired_at is not None
+                          and now - it.last_fired_at < float(it.repeat_every_s))
             if not refractory:
                 for kw in it.cue_keywords:
                     if tokens and _phrase_in(tokens, _norm_tokens(kw)):
@@ -187,12 +187,12 @@ def check(
         trig, score, detail = hit
         firings.append(Firing(it.id, float(now), trig, score, it.action, detail))
         fired = replace(it, fired_count=it.fired_count + 1, last_fired_at=float(now))
-        if not it.recurring:
+        if it.repeat_every_s is None:  # not recurring
             fired = replace(fired, done=True)
-        elif trig == "time":
-            period = float(it.repeat_every_s)  # type: ignore[arg-type]
-            k = math.floor((now - it.due_at) / period) + 1  # type: ignore[operator]
-            fired = replace(fired, due_at=it.due_at + k * period)  # type: ignore[operator]
+        elif trig == "time" and it.due_at is not None:  # a time trigger always has a due time
+            period = float(it.repeat_every_s)
+            k = math.floor((now - it.due_at) / period) + 1
+            fired = replace(fired, due_at=it.due_at + k * period)
         out.append(fired)
     return tuple(out), tuple(firings)
 

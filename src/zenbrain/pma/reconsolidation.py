@@ -40,7 +40,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
@@ -158,6 +158,17 @@ class ReconsolidationPlan:
         d = dict(data)
         d["edits"] = tuple(TokenEdit(**e) for e in d.get("edits", ()))
         return cls(**d)
+
+
+class _PlanBasis(TypedDict):
+    """The fields every plan of one update shares, whatever its mode."""
+
+    pe_raw: float
+    pe_eff: float
+    snapshot_content: str
+    snapshot_at: float
+    contradiction: bool
+    correction: bool
 
 
 # ---------------------------------------------------------------- tokens
@@ -403,8 +414,8 @@ def plan_update(
     )
     pe_eff = 1.0 if correction else effective_pe(pe_raw, ne=ne, serotonin=serotonin, params=params)
     base = mode_for(pe_eff, memory_kind=memory_kind, params=params)
-    common = dict(pe_raw=pe_raw, pe_eff=pe_eff, snapshot_content=old_content, snapshot_at=float(now),
-                  contradiction=flag, correction=bool(correction))
+    common = _PlanBasis(pe_raw=pe_raw, pe_eff=pe_eff, snapshot_content=old_content, snapshot_at=float(now),
+                        contradiction=flag, correction=bool(correction))
 
     if base == CONFIRMED:
         return ReconsolidationPlan(mode=CONFIRMED, new_content=None, create_new_episode=False,

@@ -156,10 +156,10 @@ def assess(
 ) -> StabilityAssessment:
     """One memory, with its age computed from ``created_at``; for logging why an update was refused."""
     age = max(0.0, (now - created_at) / DAY)
-    kw = dict(access_count=access_count, confidence=confidence, age_days=age, core=core, params=params)
-    lock = float(lock_score(**kw))
+    lock = float(lock_score(access_count=access_count, confidence=confidence, age_days=age, core=core, params=params))
     rho = float(rigidity(age_days=age, params=params))
-    thr = float(update_threshold(**kw))
+    thr = float(update_threshold(access_count=access_count, confidence=confidence, age_days=age, core=core,
+                                 params=params))
     return StabilityAssessment(lock=lock, rigidity=rho, threshold=thr, allowed=bool(pe >= thr), pe=float(pe))
 
 

@@ -12,13 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ProviderError
-from .openai_compat import (
-    HTTPClientMixin,
-    StructuredReply,
-    TokenUsage,
-    _check_messages,
-    _init_http,
-)
+from .base import StructuredReply, TokenUsage
+from .openai_compat import HTTPClientMixin, _check_messages, _init_http
 
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"

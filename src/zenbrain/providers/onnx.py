@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
@@ -122,6 +123,9 @@ def export_minilm_onnx(
         with _exclusive_lock(out_dir / ".lock"):
             if target.exists() and not force:  # another process finished while we waited
                 return target
+            # A first use writes ~150 MB into the cache and takes a while: say so, once, on stderr.
+            print(f"zenbrain: exporting {MODEL_NAME} to ONNX once (about 150 MB in {out_dir}, 10-20 s)",
+                  file=sys.stderr, flush=True)
             _export(src, out_dir, quantize=quantize, force=force)
     except OSError as exc:
         raise ProviderError(

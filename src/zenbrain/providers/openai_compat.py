@@ -16,60 +16,16 @@ import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import ProviderError
-from .base import normalize_rows
+from .base import StructuredReply, TokenUsage, normalize_rows
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 _MAX_RETRY_AFTER = 60.0
-
-
-@dataclass
-class TokenUsage:
-    """Token counts reported by a provider, summed over calls.
-
-    ``calls`` counts successful requests. Providers that do not report usage leave
-    the token fields at zero.
-    """
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def add(self, prompt_tokens: int, completion_tokens: int = 0) -> None:
-        self.prompt_tokens += int(prompt_tokens or 0)
-        self.completion_tokens += int(completion_tokens or 0)
-        self.calls += 1
-
-    def copy(self) -> TokenUsage:
-        return TokenUsage(self.prompt_tokens, self.completion_tokens, self.calls)
-
-    def __sub__(self, other: TokenUsage) -> TokenUsage:
-        """Usage between two snapshots: ``after - before``."""
-        return TokenUsage(
-            self.prompt_tokens - other.prompt_tokens,
-            self.completion_tokens - other.completion_tokens,
-            self.calls - other.calls,
-        )
-
-
-@dataclass
-class StructuredReply:
-    """A chat model's answer in a JSON schema: the decoded object, the call's token
-    usage and the model that answered (as the provider named it)."""
-
-    data: dict[str, Any]
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    model: str = ""
 
 
 def _import_httpx() -> Any:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .openai_compat import TokenUsage
+from .base import TokenUsage
 
 PRICES_ENV = "ZENBRAIN_PRICES"
 

@@ -35,9 +35,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from .base import Embedder
+import numpy as np
+
+from .base import Embedder, StructuredReply, TokenUsage
 from .hashing import HashingEmbedder
-from .openai_compat import StructuredReply, TokenUsage, _json_object
+from .openai_compat import _json_object
 
 Reply = Callable[[list[dict[str, str]]], str]
 
@@ -130,10 +132,10 @@ class FakeProviderServer:
         self._thread: threading.Thread | None = None
 
     # lifecycle -------------------------------------------------------------
-    def start(self) -> FakeProviderServer:
+    def start(self) -> Self:
         if self._httpd is not None:
             return self
-        server = self
+        server: FakeProviderServer = self
 
         class Handler(_Handler):
             owner = server
@@ -203,7 +205,7 @@ class FakeProviderServer:
             return 400, _error("'input' must be a string or a list of strings")
         if any(t == "" for t in inputs):
             return 400, _error("'input' must not contain empty strings")
-        vecs = self.embedder.embed(inputs) if inputs else []
+        vecs: np.ndarray | list[np.ndarray] = self.embedder.embed(inputs) if inputs else []
         data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]} for i, v in enumerate(vecs)]
         data.reverse()  # clients must sort by index
         tokens = sum(count_tokens(t) for t in inputs)

@@ -30,8 +30,9 @@ CREATE INDEX IF NOT EXISTS snapshots_scope ON snapshots (user_id, agent_id, cont
 
 
 def activity_path(store_path: str) -> str | None:
-    """Where the activity log of the store at ``store_path`` lives (None: in memory)."""
-    if store_path in ("", ":memory:"):
+    """Where the activity log of the store at ``store_path`` lives (None: in memory; so for
+    a PostgreSQL store, which has no file beside it, each server process keeps its own)."""
+    if store_path in ("", ":memory:") or store_path.startswith(("postgresql://", "postgres://")):
         return None
     return str(Path(store_path).with_suffix("")) + ".activity.db"
 
@@ -42,7 +43,10 @@ class ActivityLog:
     def __init__(self, path: str | None = None, *, keep: int = 500) -> None:
         self.keep = keep
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None)
+        self._conn = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None, timeout=30.0)
+        if path:  # several server processes may share the file
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA secure_delete=ON")
         self._conn.executescript(_SCHEMA)
 
     @staticmethod
@@ -90,6 +94,14 @@ class ActivityLog:
             row = self._conn.execute("SELECT MAX(at) FROM snapshots WHERE user_id=? AND agent_id=? AND context=?",
                                      self._key(scope)).fetchone()
         return row[0] if row else None
+
+    def forget_memories(self, user_id: str, agent_id: str, ids: list[str]) -> None:
+        """Erase the lifecycle reports of a user and agent that name any of ``ids`` (a report
+        with detail may quote an erased memory)."""
+        with self._lock:
+            for mid in ids:
+                self._conn.execute("DELETE FROM reports WHERE user_id=? AND agent_id=? AND instr(stages, ?) > 0",
+                                   (user_id, agent_id, mid))
 
     def forget_partition(self, user_id: str, agent_id: str) -> None:
         """Erase every row of a user and agent (all contexts)."""

@@ -7,6 +7,10 @@ the input. A ``ZenBrainError`` becomes a tool error carrying its message; any ot
 failure reaches the client as a generic tool error (the traceback stays in the server's
 log on stderr).
 
+Arguments are checked strictly before a tool runs: an unknown argument, a wrong type or
+a number out of range is a tool error with a short message naming the argument (and
+for ``remember_many`` the record, as ``memories[3].content``), never a validation dump.
+
 ``forget_scope`` (erase every memory of the user and agent) is deliberately not a tool:
 one mistaken call of an agent would wipe its whole memory. Use the REST API
 (``DELETE /v1/scope``) or the library for it. ``end_session`` needs a server started with a session
@@ -31,11 +35,21 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as ArgumentError
 
 from ..coordinator import MemoryCoordinator
-from ..errors import ValidationError, ZenBrainError
+from ..errors import ErasurePendingError, ValidationError, ZenBrainError
 from ..model import Scope
+from ..pipeline.store import draft
 from ..serialize import edge_dict, item_dict, json_safe, optional_time
+from .limits import (
+    MAX_BATCH_MEMORIES,
+    MAX_BUDGET_TOKENS,
+    MAX_K,
+    MAX_LIST,
+    MAX_TIME,
+    MAX_WEIGHT,
+)
 
 SERVER_NAME = "zenbrain"
 
@@ -52,13 +66,52 @@ MemoryId = Annotated[str, Field(description="A memory id, as returned by remembe
 Content = Annotated[str, Field(description="The memory's text: one self-contained fact, event, preference or note.")]
 Metadata = Annotated[dict[str, Any] | None, Field(description="Optional JSON object stored with the memory, "
                                                               'e.g. {"source": "chat"}.')]
-Importance = Annotated[float | None, Field(description="Importance in [0, 1] (default 0.5).")]
+Importance = Annotated[float | None, Field(ge=0.0, le=1.0, description="Importance in [0, 1] (default 0.5).")]
+Limit = Annotated[int | None, Field(ge=1, le=MAX_LIST, description=f"At most this many memories (1-{MAX_LIST}).")]
 Kind = Annotated[str | None, Field(description="fact, episode, skill, identity, preference, note or schema "
                                                "(default: classified from the text).")]
 LayerName = Annotated[str | None, Field(description="Force a layer: episodic, semantic, procedural, core or "
                                                     "cross_context (default: routed by kind).")]
 EventTime = Annotated[float | str | None, Field(description="When it happened: ISO 8601 (2023-05-08T13:56:00Z) or "
                                                            "seconds since the epoch.")]
+
+
+class StrictServer(MCPServer):
+    """An MCPServer whose tools refuse unknown arguments and explain bad ones in one line."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            check_arguments(name, tool.fn_metadata.arg_model, tool.fn_metadata.pre_parse_json(arguments))
+        return await super().call_tool(name, arguments, context)
+
+
+def check_arguments(name: str, model: type[BaseModel], arguments: dict[str, Any]) -> None:
+    """A ToolError naming every unknown argument, or the first few bad ones."""
+    known = {f.alias or n for n, f in model.model_fields.items()}
+    unknown = sorted(set(arguments) - known)
+    if unknown:
+        raise ToolError(f"{name}: unknown argument(s) {', '.join(map(repr, unknown))}; "
+                        f"its arguments are {', '.join(sorted(known)) or 'none'}")
+    try:
+        model.model_validate(arguments)
+    except ArgumentError as exc:
+        raise ToolError(f"{name}: " + "; ".join(_complaint(e) for e in exc.errors()[:3])) from None
+
+
+def _complaint(err: Any) -> str:
+    where = ""
+    for part in err.get("loc", ()):
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    if err.get("type") == "extra_forbidden":
+        return f"unknown field {where}"
+    return f"{where or 'arguments'}: {err.get('msg', 'invalid')}"
+
+
+def _strict_schemas(server: MCPServer) -> None:
+    """Tool schemas that say what ``check_arguments`` enforces: no other properties."""
+    for tool in server._tool_manager.list_tools():
+        tool.parameters["additionalProperties"] = False
 
 
 class NewMemory(BaseModel):
@@ -84,7 +137,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         where += f", session {scope.session_id!r}"
     from .. import __version__
 
-    server = MCPServer(
+    server = StrictServer(
         name,
         version=__version__,
         instructions=(
@@ -110,36 +163,62 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         metadata: Metadata = None,
         importance: Importance = None,
         event_time: EventTime = None,
+        supersedes: Annotated[list[str] | None, Field(description="Ids of earlier memories this one replaces (a "
+                                                                  "changed fact): they leave current recall.")] = None,
     ) -> dict[str, Any]:
         """Store one memory. Returns its id, the layer it was stored in and its kind."""
         item = call(lambda: memory.store(content, scope, kind=kind, layer=layer, metadata=metadata,
-                                         event_time=optional_time(event_time, "event_time"), importance=importance))
+                                         event_time=optional_time(event_time, "event_time"), importance=importance,
+                                         supersedes=supersedes or None))
         return {"id": item.id, "layer": item.layer.value, "kind": item.kind.value}
 
     @server.tool(annotations=_WRITE)
     def remember_many(
-        memories: Annotated[list[NewMemory], Field(description="The memories to store, each with its content and "
+        memories: Annotated[list[NewMemory], Field(min_length=1, max_length=MAX_BATCH_MEMORIES,
+                                                   description="The memories to store, each with its content and "
                                                                "optionally kind, layer, metadata, importance and "
                                                                "event_time. All are checked before any is written.")],
     ) -> dict[str, Any]:
         """Store many memories at once (one transaction: all or none). Returns each one's id, layer and kind."""
-        items = call(lambda: memory.store_many(
-            [{**m.model_dump(), "event_time": optional_time(m.event_time, "event_time")} for m in memories], scope))
+        records = []
+        for i, m in enumerate(memories):
+            try:
+                records.append({**m.model_dump(), "event_time": optional_time(m.event_time, "event_time")})
+            except ZenBrainError as exc:
+                raise ToolError(f"memories[{i}]: {exc}") from None
+        try:
+            items = call(lambda: memory.store_many(records, scope))
+        except ToolError:
+            raise ToolError(_failing_record(records)) from None
         return {"memories": [{"id": i.id, "layer": i.layer.value, "kind": i.kind.value} for i in items]}
+
+    def _failing_record(records: list[dict[str, Any]]) -> str:
+        """The first record the library refuses, by its place in the batch (it checks every
+        record before writing any; ``draft`` is that check, and writes nothing)."""
+        now = memory.clock.now()
+        for i, rec in enumerate(records):
+            try:
+                draft(memory.engine, scope, rec, now)
+            except ZenBrainError as exc:
+                return f"memories[{i}]: {exc}"
+        return "the batch was refused; no record alone is at fault"
 
     @server.tool(annotations=_WRITE)
     def recall(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
-        k: Annotated[int, Field(description="Number of hits (1-1000).")] = 5,
+        k: Annotated[int, Field(ge=1, le=MAX_K, description=f"Number of hits (1-{MAX_K}).")] = 5,
         layers: Annotated[list[str] | None, Field(description="Only these layers, e.g. [\"semantic\", \"core\"] "
                                                               "(default: all).")] = None,
         touch: Annotated[bool, Field(description="Count this recall as a use of the hits (reinforces them); "
                                                  "false makes it read-only.")] = True,
+        as_of: Annotated[float | str | None, Field(description="Recall what held at this time (ISO 8601 or seconds "
+                                                               "since the epoch) instead of what holds now.")] = None,
     ) -> dict[str, Any]:
         """The memories that best answer a query, best first: id, score, layer, kind, content,
         metadata and event_time (seconds since the epoch, or null); and the intentions whose cue
         this query brought up (act on them)."""
-        hits = call(memory.recall, query, scope, k, layers=layers, touch=touch)
+        hits = call(lambda: memory.recall(query, scope, k, layers=layers, touch=touch,
+                                          as_of=optional_time(as_of, "as_of")))
         return json_safe({
             "query_type": hits.query_type,
             "hits": [{"id": h.item.id, "score": float(h.score), "layer": h.item.layer.value, "kind": h.item.kind.value,
@@ -154,7 +233,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
                                                                "the epoch (default: no lower bound).")] = None,
         end: Annotated[float | str | None, Field(description="Up to this event time (default: no upper "
                                                              "bound).")] = None,
-        limit: Annotated[int | None, Field(description="At most this many memories.")] = None,
+        limit: Limit = None,
     ) -> dict[str, Any]:
         """Episodic memories (events) whose event time lies in [start, end], oldest first."""
         items = call(lambda: memory.episodes(scope, optional_time(start, "start"), optional_time(end, "end"), limit=limit))
@@ -203,9 +282,17 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
 
     @server.tool(annotations=_DESTRUCTIVE)
     def forget(id: MemoryId) -> dict[str, Any]:
-        """Erase a memory for good: its text, vector, relations and history, and memories derived from it."""
-        call(memory.forget, id, scope)
-        return {"forgotten": id}
+        """Erase a memory for good: its text, vector, relations and history, and memories derived from it.
+        Returns the receipt: what was removed, and whether the text is gone from the files already
+        (scrubbed false: another reader of the store keeps it there until it ends)."""
+        with lock:
+            try:
+                receipt = memory.forget(id, scope)
+            except ErasurePendingError as exc:
+                receipt = exc.receipt
+            except ZenBrainError as exc:
+                raise ToolError(str(exc)) from None
+        return {"forgotten": id, "receipt": receipt.as_dict()}
 
     @server.tool(annotations=_READ_ONLY)
     def history(id: MemoryId) -> dict[str, Any]:
@@ -219,7 +306,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         relation: Annotated[str, Field(description="supports, contradicts, causes, requires, part_of, similar_to "
                                                    "or a name of your own.")],
         dst_id: Annotated[str, Field(description="Id of the target memory.")],
-        weight: Annotated[float, Field(description="Edge weight.")] = 1.0,
+        weight: Annotated[float, Field(gt=0.0, le=MAX_WEIGHT, description="Edge weight.")] = 1.0,
     ) -> dict[str, Any]:
         """Declare a typed relation src -> dst between two memories. supports, contradicts, causes,
         requires, part_of and similar_to couple the memories' confidences at the next sleep."""
@@ -248,7 +335,8 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         id: MemoryId,
         supports: Annotated[bool, Field(description="True if the evidence supports the memory being true, "
                                                     "false if it speaks against it.")],
-        strength: Annotated[float, Field(description="What the evidence is worth, in observations.")] = 1.0,
+        strength: Annotated[float, Field(ge=0.0, le=MAX_WEIGHT,
+                                         description="What the evidence is worth, in observations.")] = 1.0,
     ) -> dict[str, Any]:
         """Record evidence for or against a memory being true; returns its updated confidence in [0, 1]."""
         item = call(memory.record_evidence, id, scope, supports=supports, strength=strength)
@@ -257,7 +345,7 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
 
     @server.tool(annotations=_READ_ONLY)
     def review_queue(
-        limit: Annotated[int, Field(description="At most this many memories.")] = 20,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST, description=f"At most this many memories (1-{MAX_LIST}).")] = 20,
     ) -> dict[str, Any]:
         """Memories due for review (spaced repetition), most overdue first, then uncertain ones."""
         items = call(memory.review_queue, scope, limit=limit)
@@ -296,7 +384,8 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
                                                      "(reported in recall's intentions).")] = None,
         due_at: Annotated[float | str | None, Field(description="Fire at this time (see due_intentions): ISO 8601 "
                                                                 "or seconds since the epoch.")] = None,
-        repeat_every_s: Annotated[float | None, Field(description="Fire again every this many seconds.")] = None,
+        repeat_every_s: Annotated[float | None, Field(ge=1.0, le=MAX_TIME,
+                                                      description="Fire again every this many seconds.")] = None,
     ) -> dict[str, Any]:
         """Remember to do something later: when a cue comes up, or at a time (a cue or a due
         time is needed). Returns the intention's id, action, cue and due time."""
@@ -325,7 +414,8 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
     @server.tool(annotations=_WRITE)
     def assemble_prompt(
         query: Annotated[str, Field(description="The question or task the context is for.")],
-        budget_tokens: Annotated[int, Field(description="Token budget of the context.")] = 1200,
+        budget_tokens: Annotated[int, Field(ge=1, le=MAX_BUDGET_TOKENS, description="Token budget of the context.")]
+        = 1200,
     ) -> dict[str, Any]:
         """A token-budgeted context for a prompt, assembled from the memories relevant to a query:
         text (ready to paste into a prompt), tokens and the modules it drew on."""
@@ -344,7 +434,8 @@ def create_server(memory: MemoryCoordinator, scope: Scope, *, name: str = SERVER
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
 
+    _strict_schemas(server)
     return server
 
 
-__all__ = ["SERVER_NAME", "create_server"]
+__all__ = ["SERVER_NAME", "StrictServer", "check_arguments", "create_server"]

@@ -23,24 +23,34 @@ ProviderError, 401/403 for authentication, 413 for a body over ``limits.MAX_BODY
 status a route returns and every limit (``limits``); its security scheme appears only
 when API keys are configured.
 
-Layout: ``limits`` (every bound), ``schemas`` (bodies), ``api_context`` (lock, scope and
-authentication, documented errors), ``routes/`` (one module per concern), and this module,
-which assembles them with the middleware and error handlers.
+Load (``guard``, ``gate``, ``idempotency``): a server process runs at most a few requests
+at once and queues a bounded number more; beyond that it answers 503 with Retry-After at
+once, and ``/health`` never waits behind them. Every request has a deadline
+(``X-Request-Timeout``); one whose deadline passes or whose client disconnects commits
+nothing. Writes take an ``Idempotency-Key``: a retry gets the first answer. Several
+server processes may serve one store file (``server.workers``): SQLite in WAL mode lets
+their reads run in parallel.
 
-Concurrency: FastAPI runs these (synchronous) routes in a thread pool. The store is
-thread-safe call by call, but a coordinator operation is a sequence of reads and writes
-(recall's access bookkeeping, an update's read-modify-write), so the app runs one
-coordinator call at a time. SQLite has a single writer anyway.
+Layout: ``limits`` (every bound), ``schemas`` (bodies), ``api_context`` (gate, scope and
+authentication, documented errors), ``guard`` (admission, deadlines, bodies), ``routes/``
+(one module per concern), and this module, which assembles them with the error handlers.
+
+Concurrency: FastAPI runs these (synchronous) routes in a thread pool. Operations that
+only read run side by side on the store's per-thread read connections; an operation that
+writes runs alone in its process (``gate``), and SQLite serialises the writers of all
+processes.
 """
 
 # No "from __future__ import annotations": FastAPI reads the routes' annotations.
 import re
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+import time
+from collections.abc import Mapping
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
@@ -48,6 +58,7 @@ from .. import __version__
 from ..coordinator import MemoryCoordinator
 from ..errors import (
     ConfigError,
+    DamagedStoreError,
     NotFoundError,
     ProviderError,
     StorageError,
@@ -55,9 +66,11 @@ from ..errors import (
     ZenBrainError,
 )
 from ..model import Scope
+from . import idempotency
 from .activity import ActivityLog
 from .api_context import ApiContext, AuthError
 from .docs_pages import add_redoc
+from .guard import DeadlineExceeded, Guard, Limits, Overloaded, Refused, RequestContext
 from .limits import CONTENT_PATTERN, MAX_BODY_BYTES, RELATION_PATTERN, SCOPE_PATTERN
 from .routes import dashboard, feedback, graph, intentions, lifecycle, memories, recall
 from .schemas import HealthOut
@@ -69,56 +82,6 @@ _STATUS: tuple[tuple[type[ZenBrainError], int], ...] = (
     (StorageError, 503),
     (ProviderError, 503),
 )
-
-Scope_ = dict[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
-
-class BodyLimit:
-    """ASGI middleware: a request body over ``max_bytes`` gets 413 before any route runs,
-    whether it declares its length or streams it in chunks."""
-
-    def __init__(self, app: Any, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope_, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._refuse(send)
-            return
-        chunks: list[Message] = []
-        size = 0
-        while True:
-            message = await receive()
-            chunks.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            if size > self.max_bytes:
-                await self._refuse(send)
-                return
-            if not message.get("more_body", False):
-                break
-
-        async def replay() -> Message:
-            return chunks.pop(0) if chunks else await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _refuse(self, send: Send) -> None:
-        body = JSONResponse({"error": "PayloadTooLarge",
-                             "message": f"the request body is over {self.max_bytes} bytes"}, status_code=413).body
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
-
 
 def _check_keys(api_keys: Mapping[str, str]) -> dict[str, str]:
     keys: dict[str, str] = {}
@@ -141,7 +104,8 @@ def _complaint(err: Mapping[str, Any]) -> str:
     """One complaint of the schema as ``where: what``, a pattern named by what it means."""
     where = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "request"
     pattern = (err.get("ctx") or {}).get("pattern")
-    return f"{where}: {_PATTERN_MEANING.get(pattern, err.get('msg', 'invalid'))}"
+    meaning = _PATTERN_MEANING.get(pattern) if isinstance(pattern, str) else None
+    return f"{where}: {meaning or err.get('msg', 'invalid')}"
 
 
 def _validation_body(exc: RequestValidationError) -> dict[str, Any]:
@@ -152,20 +116,25 @@ def _validation_body(exc: RequestValidationError) -> dict[str, Any]:
     return {"error": "RequestValidationError", "message": message, "detail": detail}
 
 
+HEALTH_CACHE_S = 1.0  # /health counts memories at most this often
+
+
 def create_app(
     memory: MemoryCoordinator,
     *,
     api_keys: Mapping[str, str] | None = None,
     activity: ActivityLog | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    limits: Limits | None = None,
 ) -> FastAPI:
     """A FastAPI app serving ``memory``. ``api_keys`` maps each bearer key to the user it
     acts for; None leaves the API open (bind it to 127.0.0.1 only). ``activity`` keeps
-    lifecycle reports and stats snapshots for the dashboard (default: in memory). The
-    caller keeps ownership of ``memory`` and ``activity`` and closes them after the server
-    stops."""
+    lifecycle reports and stats snapshots for the dashboard (default: in memory).
+    ``limits``: admission and deadlines (``guard.Limits``). The caller keeps ownership of
+    ``memory`` and ``activity`` and closes them after the server stops."""
     keys = _check_keys(api_keys) if api_keys is not None else None
     api = ApiContext(memory, keys, activity if activity is not None else ActivityLog())
+    limits = limits or Limits(max_body_bytes=max_body_bytes)
 
     app = FastAPIOffline(
         redoc_url=None,  # docs_pages.add_redoc serves it without the bundle's remote logo
@@ -177,13 +146,32 @@ def create_app(
                        else "; this server has no API keys: anyone who reaches it acts as any user.")
                     + " The dashboard is at /ui.",
     )
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+
+    async def record_answer(ctx: RequestContext) -> None:
+        await anyio.to_thread.run_sync(idempotency.record_answer, memory.storage, ctx)
+
+    app.add_middleware(Guard, limits=limits, on_request=idempotency.prepare, on_response=record_answer)
 
     # -- errors ----------------------------------------------------------------------------
+    retry = {"Retry-After": str(limits.retry_after_s)}
+
     @app.exception_handler(ZenBrainError)
     async def _library_error(request: Request, exc: ZenBrainError) -> JSONResponse:
         status = next((code for cls, code in _STATUS if isinstance(exc, cls)), 500)
-        return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status)
+        headers = retry if status == 503 and not isinstance(exc, DamagedStoreError) else None
+        return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status, headers=headers)
+
+    @app.exception_handler(Overloaded)
+    @app.exception_handler(DeadlineExceeded)
+    async def _load_error(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=503, headers=retry)
+
+    @app.exception_handler(Refused)
+    async def _refused(request: Request, exc: Refused) -> Response:
+        if exc.body is not None:  # a replayed answer, as it was first sent
+            return Response(exc.body, status_code=exc.status, media_type="application/json", headers=exc.headers)
+        return JSONResponse({"error": exc.name, "message": exc.message}, status_code=exc.status,
+                            headers=exc.headers or None)
 
     @app.exception_handler(AuthError)
     async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:
@@ -206,11 +194,6 @@ def create_app(
     async def _schema_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse(_validation_body(exc), status_code=422)
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"error": "InternalServerError", "message": f"unexpected {type(exc).__name__}"},
-                            status_code=500)
-
     path_methods: list[tuple[re.Pattern[str], list[str]]] = []
 
     def allowed_methods(path: str) -> list[str]:
@@ -222,13 +205,18 @@ def create_app(
         return next((methods for regex, methods in path_methods if regex.match(path)), [])
 
     # -- routes ----------------------------------------------------------------------------
+    counted: list[float] = [-HEALTH_CACHE_S, 0.0]  # when the memories were last counted, and how many
+
     @app.get("/health", tags=["server"], response_model=HealthOut, response_model_exclude_none=True)
     def health() -> dict[str, Any]:
-        """Liveness: the store answers. The memory count is shown only on an open server."""
+        """Liveness: the store answers. Never queued behind other requests (it reads on a
+        connection of its own). The memory count is shown only on an open server."""
         out: dict[str, Any] = {"status": "ok", "version": __version__, "auth": keys is not None}
-        s = memory.stats()  # the store's own lock suffices: no read-modify-write here
+        if time.monotonic() - counted[0] >= HEALTH_CACHE_S:
+            counted[1] = memory.stats()["memories"]
+            counted[0] = time.monotonic()
         if keys is None:
-            out["memories"] = s["memories"]
+            out["memories"] = int(counted[1])
         return out
 
     for group in (memories, recall, graph, feedback, lifecycle, intentions, dashboard):
@@ -238,4 +226,4 @@ def create_app(
     return app
 
 
-__all__ = ["AuthError", "BodyLimit", "create_app"]
+__all__ = ["AuthError", "create_app"]

@@ -115,6 +115,9 @@ class MemoryRecord(_Body):
                                                               "as JSON, nested at most 8 deep).")
     event_time: Time | None = Field(None, description="When it happened, in seconds since the Unix epoch.")
     importance: Unit | None = Field(None, description="Importance in [0, 1] (default 0.5).")
+    supersedes: MemoryIdText | Annotated[list[MemoryIdText], Field(min_length=1, max_length=64)] | None = Field(
+        None, description="Ids of earlier memories this one replaces: they stop holding when this one begins, "
+                          "stay in the history and in `as_of` recall, and leave current recall.")
 
 
 class BatchRequest(_Body):
@@ -136,6 +139,9 @@ class _RecallOptions(_Body):
         None, description="[start, end] in seconds since the epoch on the event time; either may be null.")
     include_archived: StrictBool = Field(False, description="Also search memories archived by decay.")
     touch: StrictBool = Field(True, description="false makes recall read-only: no access counts, no learning.")
+    as_of: Time | None = Field(None, description="Recall what held at this time (seconds since the epoch): "
+                                                 "memories superseded later count, ones begun later do not.")
+    include_superseded: StrictBool = Field(False, description="Also search memories a later one superseded.")
 
 
 class RecallRequest(_RecallOptions):
@@ -257,6 +263,8 @@ class MemoryOut(_Out):
     archived: bool
     version: int
     metadata: dict[str, Any]
+    valid_until: float | None = Field(None, description="When the memory stopped holding (null: it still holds).")
+    superseded_by: str | None = Field(None, description="The memory that replaced it, if any.")
 
 
 class MemoryList(_Out):
@@ -363,8 +371,24 @@ class GoalOut(_Out):
     goal: str
 
 
+class ReceiptOut(_Out):
+    """What an erasure removed (``zenbrain.ErasureReceipt``)."""
+
+    memory_ids: list[str] = Field(description="The memories erased as asked.")
+    derived_ids: list[str] = Field(description="Memories derived from them (schemas abstracted from erased episodes).")
+    edges: int
+    history_rows: int
+    lexical_entries: int
+    vectors: int = Field(description="Vectors this scope's memories no longer use.")
+    records: int = Field(description="Partition records or debate-log entries naming an erased memory.")
+    requests: int = Field(description="Idempotency records of requests that wrote or returned an erased memory.")
+    scrubbed: bool = Field(description="The erased text is gone from the database file and its WAL (false: pending "
+                                       "until another reader of the file ends; the store finishes it at its next write).")
+
+
 class ForgottenOut(_Out):
     forgotten: int = Field(description="How many memories were erased.")
+    receipt: ReceiptOut
 
 
 class StatsOut(_Out):
@@ -373,8 +397,8 @@ class StatsOut(_Out):
     edges: int
     by_layer: dict[str, int]
     by_context: dict[str, int]
-    cached_embeddings: int
-    file_bytes: int
+    cached_embeddings: int = Field(description="The distinct vectors the scope's memories use.")
+    stored_bytes: int = Field(description="Bytes of the scope's memories: text, metadata, state and vectors.")
     embedder: str
     mechanisms_off: list[str]
 

@@ -1,50 +1,110 @@
-"""Serving the REST API from several worker processes (``zenbrain serve --workers N``).
+"""Serve one store from several processes.
 
-uvicorn starts each worker in a fresh interpreter and builds its app by calling
-``app_from_env``; the serving command hands the store location, embedder, switched-off
-mechanisms and API keys over in ``$ZENBRAIN_SERVE_SPEC`` (JSON). Every worker opens its
-own handle on the store: with PostgreSQL they share one database (writers of one user and
-agent take turns, others run in parallel); with SQLite they share one file (one writer at
-a time).
+A REST server process runs Python, so it uses one core at a time for its own work however
+many threads it has. ``serve(..., workers=N)`` starts N uvicorn worker processes on one
+listening socket; each opens the store file itself (SQLite in WAL mode: their reads run in
+parallel, their writes one at a time, and each process's vector index follows the others'
+writes through the store's change log) and admits requests on its own (``guard``).
+``workers=1`` serves in this process.
+
+The workers learn their configuration from the environment variable ``ZENBRAIN_SERVE``
+(JSON), which ``serve`` sets before uvicorn starts them::
+
+    python -m zenbrain.server.workers --path memory.db --embedder minilm-onnx --workers 2 --port 8765
 """
 
 from __future__ import annotations
 
-import atexit
+import argparse
 import json
 import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import asdict
 from typing import Any
 
 from fastapi import FastAPI
 
-SPEC_ENV = "ZENBRAIN_SERVE_SPEC"
+from ..api import open_memory
+from ..config import Config
+from ..errors import ConfigError
+from ..registry import Mechanisms
+from .activity import ActivityLog, activity_path
+from .guard import Limits
+from .rest import create_app
+
+ENV = "ZENBRAIN_SERVE"
+WORKER_HEALTHCHECK_S = 60  # seconds a worker may take to answer uvicorn's health check
 
 
-def spec_env(*, path: str, embedder: str, off: list[str], api_keys: dict[str, str] | None,
-             activity: str | None) -> dict[str, str]:
-    """The environment entry that tells workers what to serve."""
-    return {SPEC_ENV: json.dumps({"path": path, "embedder": embedder, "off": sorted(off), "api_keys": api_keys,
-                                  "activity": activity})}
+def app_from_environment() -> FastAPI:
+    """The app of one worker process (a uvicorn factory): opens the store named in ``ZENBRAIN_SERVE``
+    and closes it when the worker stops."""
+    cfg = json.loads(os.environ[ENV])
+    config = Config(mechanisms=Mechanisms(disabled=frozenset(cfg.get("off", ()))))
+    memory = open_memory(cfg["path"], embedder=cfg["embedder"], config=config, durability=cfg.get("durability", "full"))
+    activity = ActivityLog(activity_path(cfg["path"]))
+    app = create_app(memory, api_keys=cfg.get("api_keys"), activity=activity, limits=Limits(**cfg.get("limits", {})))
+    inner = app.router.lifespan_context
 
+    @asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        try:
+            async with inner(a) as state:
+                yield state
+        finally:
+            activity.close()
+            memory.close()
 
-def app_from_env() -> FastAPI:
-    """The app of one worker process (a uvicorn factory)."""
-    from ..api import open_memory
-    from ..config import Config
-    from ..registry import Mechanisms
-    from .activity import ActivityLog
-    from .rest import create_app
-
-    spec: dict[str, Any] = json.loads(os.environ[SPEC_ENV])
-    memory = open_memory(spec["path"], embedder=spec["embedder"],
-                         config=Config(mechanisms=Mechanisms(disabled=frozenset(spec["off"]))))
-    activity = ActivityLog(spec.get("activity"))
-
-    def close() -> None:
-        memory.close()
-        activity.close()
-
-    app = create_app(memory, api_keys=spec.get("api_keys"), activity=activity)
-    app.router.on_shutdown.append(close)
-    atexit.register(close)
+    app.router.lifespan_context = lifespan
     return app
+
+
+def serve(path: str, *, embedder: str, host: str = "127.0.0.1", port: int = 8765, workers: int = 1,
+          api_keys: Mapping[str, str] | None = None, limits: Limits | None = None, log_level: str = "warning",
+          durability: str = "full", off: Sequence[str] = ()) -> None:
+    """Serve the store at ``path`` over REST from ``workers`` processes until stopped.
+    Without ``api_keys`` only a loopback ``host`` is allowed (anyone reaching the server
+    could act as any user). ``off``: mechanisms switched off by name."""
+    import ipaddress
+
+    import uvicorn
+
+    if not api_keys:
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ConfigError(f"refusing to serve on {host} without API keys: bind 127.0.0.1 or give api_keys")
+
+    os.environ[ENV] = json.dumps({"path": str(path), "embedder": embedder, "api_keys": dict(api_keys or {}) or None,
+                                  "limits": asdict(limits or Limits()), "durability": durability,
+                                  "off": sorted(off)})
+    # A worker answers uvicorn's health check from a thread; importing the library and an
+    # embedder holds the GIL for seconds on a busy machine, longer than uvicorn's default
+    # 5 s after which it kills and restarts the worker (dropping its connections).
+    uvicorn.run("zenbrain.server.workers:app_from_environment", factory=True, host=host, port=port, workers=max(1, int(workers)),
+                log_level=log_level, timeout_graceful_shutdown=10, timeout_keep_alive=30,
+                timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Serve a zenbrain store over REST from several processes.")
+    ap.add_argument("--path", required=True)
+    ap.add_argument("--embedder", default="minilm-onnx")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)))
+    ap.add_argument("--max-active", type=int, default=Limits.max_active)
+    ap.add_argument("--max-queued", type=int, default=Limits.max_queued)
+    ap.add_argument("--max-queue-wait", type=float, default=Limits.max_queue_wait_s)
+    ap.add_argument("--durability", choices=["full", "process"], default="full")
+    args = ap.parse_args(argv)
+    serve(args.path, embedder=args.embedder, host=args.host, port=args.port, workers=args.workers,
+          limits=Limits(max_active=args.max_active, max_queued=args.max_queued, max_queue_wait_s=args.max_queue_wait),
+          durability=args.durability)
+
+
+if __name__ == "__main__":
+    main()

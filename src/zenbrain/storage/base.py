@@ -38,6 +38,8 @@ class Filter:
     ids: frozenset[str] | None = None
     sessions: frozenset[str] | None = None  # memories of these sessions (any layer)
     turns: frozenset[tuple[str, int]] | None = None  # memories at these (session, position)
+    # Only what still held at this time: memories superseded at or before it are left out.
+    current_at: float | None = None
 
 
 @dataclass
@@ -47,12 +49,18 @@ class StoreStats:
     edges: int = 0
     by_layer: dict[str, int] = field(default_factory=dict)
     by_context: dict[str, int] = field(default_factory=dict)
-    cached_embeddings: int = 0
-    file_bytes: int = 0
+    cached_embeddings: int = 0  # a partition's: the distinct vectors its memories use
+    file_bytes: int = 0  # the whole file only (0 for a partition)
+    stored_bytes: int = 0  # a partition's text, metadata, state and vectors
 
 
 class Transaction(Protocol):
     """The writes of one operation: everything commits together or not at all."""
+
+    # Set once the outermost transaction has committed: whether erased content is gone
+    # from the store's files too (False: it stays pending until readers of older snapshots
+    # end; the store finishes it later). None while uncommitted or when nothing was erased.
+    scrubbed: bool | None
 
     def put_memories(self, items: Sequence[MemoryItem]) -> None:
         """Write whole memories (insert, or replace the stored row): columns, metadata,
@@ -74,8 +82,11 @@ class Transaction(Protocol):
         atomically (concurrent recalls from other processes are not lost)."""
         ...
 
-    def delete_memory(self, partition: Partition, memory_id: str) -> None:
-        """Erase: the row, its lexical entry, its edges, its history, an orphaned vector."""
+    def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
+        """Erase: the row, its lexical entry, its edges, its history, an orphaned vector.
+        Returns what was removed: ``memories``, ``lexical_entries``, ``edges``,
+        ``history_rows``, ``requests`` and ``vectors`` (vectors this partition no longer
+        uses; whether another partition keeps the same vector does not show)."""
         ...
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
@@ -98,8 +109,8 @@ class Transaction(Protocol):
         """Set partition records (key -> JSON-able value)."""
         ...
 
-    def kv_clear(self, partition: Partition) -> None:
-        """Erase every record of the partition."""
+    def kv_clear(self, partition: Partition) -> int:
+        """Erase every record of the partition; returns how many."""
         ...
 
 

@@ -42,6 +42,7 @@ class Row:
     kind: str
     event_time: float
     position: int | None = None
+    valid_until: float = math.inf  # superseded at this time (inf: still current)
 
 
 @dataclass
@@ -49,18 +50,20 @@ class PartitionIndex:
     dim: int
     ids: list[str] = field(default_factory=list)
     pos: dict[str, int] = field(default_factory=dict)
-    _vecs: np.ndarray | None = None
-    _layer: np.ndarray | None = None
-    _archived: np.ndarray | None = None
-    _alive: np.ndarray | None = None
-    _event: np.ndarray | None = None
-    # Strings per row are stored as integer codes so filters are numpy comparisons.
-    _ctx: np.ndarray | None = None
-    _sess: np.ndarray | None = None
-    _kind: np.ndarray | None = None
     codes: dict[str | None, int] = field(default_factory=dict)
     n: int = 0
     dead: int = 0
+    # Column arrays, allocated by __post_init__ and grown by _grow.
+    _vecs: np.ndarray = field(init=False)
+    _layer: np.ndarray = field(init=False)
+    _archived: np.ndarray = field(init=False)
+    _alive: np.ndarray = field(init=False)
+    _event: np.ndarray = field(init=False)
+    _until: np.ndarray = field(init=False)
+    # Strings per row are stored as integer codes so filters are numpy comparisons.
+    _ctx: np.ndarray = field(init=False)
+    _sess: np.ndarray = field(init=False)
+    _kind: np.ndarray = field(init=False)
 
     def code(self, value: str | None) -> int:
         c = self.codes.get(value)
@@ -68,7 +71,7 @@ class PartitionIndex:
             c = self.codes[value] = len(self.codes)
         return c
 
-    def _code_table(self, values) -> np.ndarray:
+    def _code_table(self, values: Iterable[str]) -> np.ndarray:
         """A boolean lookup table over string codes: ``table[codes]`` is the mask of rows
         whose string is one of ``values`` (what ``np.isin`` computes, without its sort)."""
         table = np.zeros(len(self.codes), dtype=bool)
@@ -86,6 +89,7 @@ class PartitionIndex:
         self._sess = np.zeros(cap, dtype=np.int32)
         self._kind = np.zeros(cap, dtype=np.int32)
         self._turn = np.full(cap, -1, dtype=np.int64)
+        self._until = np.full(cap, np.inf, dtype=np.float64)
 
     def _grow(self, need: int) -> None:
         cap = self._vecs.shape[0]
@@ -97,7 +101,7 @@ class PartitionIndex:
         vecs = np.zeros((new, self.dim), dtype=self._vecs.dtype)
         vecs[:cap] = self._vecs
         self._vecs = vecs
-        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind", "_turn"):
+        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind", "_turn", "_until"):
             arr = getattr(self, name)
             grown = np.zeros(new, dtype=arr.dtype)
             grown[:cap] = arr
@@ -120,6 +124,7 @@ class PartitionIndex:
         self._alive[i] = True
         self._event[i] = row.event_time
         self._turn[i] = -1 if row.position is None else row.position
+        self._until[i] = row.valid_until
 
     def remove(self, memory_id: str) -> None:
         i = self.pos.pop(memory_id, None)
@@ -135,7 +140,7 @@ class PartitionIndex:
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self.n])
         self._vecs[: len(keep)] = self._vecs[keep]
-        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind", "_turn"):
+        for name in ("_layer", "_archived", "_alive", "_event", "_ctx", "_sess", "_kind", "_turn", "_until"):
             arr = getattr(self, name)
             arr[: len(keep)] = arr[keep]
         self.ids = [self.ids[i] for i in keep]
@@ -158,6 +163,7 @@ class PartitionIndex:
         ids: frozenset[str] | None = None,
         sessions: frozenset[str] | None = None,
         turns: frozenset[tuple[str, int]] | None = None,
+        current_at: float | None = None,
     ) -> np.ndarray:
         n = self.n
         m = self._alive[:n].copy()
@@ -182,6 +188,8 @@ class PartitionIndex:
             m &= self._event[:n] >= event_after
         if event_before is not None:
             m &= self._event[:n] <= event_before
+        if current_at is not None:
+            m &= self._until[:n] > current_at
         if sessions is not None:
             m &= self._code_table(sessions)[self._sess[:n]]
         if turns is not None:

@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from zenbrain.config import Config
+from zenbrain.config import Config, MechanismParams
 from zenbrain.ids import seeded_ids
 from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
+from zenbrain.params import Params
 from zenbrain.registry import PAPER_FIFTEEN, PMA, Mechanisms
 
 from .harness import DAY, K, eval_queries, open_run, retention_of, review_due
@@ -104,10 +105,11 @@ def configurations(only: Sequence[str] | None = None) -> list[tuple[str, tuple[s
     return [r for r in rows if r[0] in wanted]
 
 
-def make_config(disabled: Sequence[str], base_decay: float, seed: int, **params: Any) -> Config:
+def make_config(disabled: Sequence[str], base_decay: float, seed: int, **params: Params) -> Config:
     return Config(
         mechanisms=Mechanisms(disabled=frozenset(disabled)),
-        params={"ebbinghaus_decay": EbbinghausParams(default_stability=stability_for(base_decay)), **params},
+        params=MechanismParams.of({"ebbinghaus_decay": EbbinghausParams(default_stability=stability_for(base_decay)),
+                                   **params}),
         seed=int(seed),
     )
 
@@ -131,7 +133,7 @@ def usage_plan(seed: int, n_queries: int, n_sessions: int, times: float = 1.0) -
     frac = times - whole
     if frac > 0:
         pick = rng.random(n_queries) < frac
-        for q, s in zip(np.flatnonzero(pick), rng.integers(n_sessions, size=int(pick.sum()))):
+        for q, s in zip(np.flatnonzero(pick).tolist(), rng.integers(n_sessions, size=int(pick.sum()))):
             plan[int(s)].append(int(q))
     return plan
 
@@ -188,9 +190,9 @@ def simulate(
     events: list[tuple[float, int, str, Any]] = []
     events += [(float(c), 0, "checkpoint", None) for c in checkpoints]
     events += [(d, 1, "eval", None) for d in evals]
-    for i, (day, asked) in enumerate(zip(sessions, plan)):
-        events.append((float(day), 2, "use", asked))
-        events.append((day + 0.5, 3, "sleep", i == len(sessions) - 1))
+    for i, (session_day, asked) in enumerate(zip(sessions, plan)):
+        events.append((float(session_day), 2, "use", asked))
+        events.append((session_day + 0.5, 3, "sleep", i == len(sessions) - 1))
     events.sort(key=lambda e: (e[0], e[1]))
     emo = work.emotional
     timeline: list[dict[str, float]] = []

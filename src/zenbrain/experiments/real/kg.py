@@ -225,7 +225,7 @@ def summarize(results: dict, seeds: Sequence[int], quick: bool = False) -> dict[
     kg: dict[str, Any] = {"seeds": [int(s) for s in seeds], "n_entities": N_ENT, "n_clusters": N_CLUSTERS,
                           "n_events": 60 if quick else N_EVENTS, "intra_share": INTRA}
     for arm in ("hebbian", "no_hebbian"):
-        block = {}
+        block: dict[str, Any] = {}
         for name in ("weighted", "weight", "uniform", "embedding"):
             block[f"precision5_{name}"] = describe(col("kg", arm, f"precision5_{name}"))
             block[f"recall5_{name}"] = describe(col("kg", arm, f"recall5_{name}"))

@@ -68,7 +68,7 @@ def data_file() -> str:
 
 
 def embedder() -> Any:
-    from zenbrain.cli import CACHE_FILE, cache_dir
+    from zenbrain.cli_support import CACHE_FILE, cache_dir
     from zenbrain.providers.cache import CachedEmbedder
     from zenbrain.providers.factory import make_embedder
 
@@ -223,7 +223,7 @@ def summarize(results: dict, seeds: Sequence[int], quick: bool = False) -> dict[
     full_r = pooled("routing", "full", "recall5")
     contrasts = [v for v in ROUTING_VARIANTS if v != "full"]
     for i, v in enumerate(ROUTING_VARIANTS):
-        row = {m: {"mean": float(np.mean(pooled("routing", v, m))), "n": len(pooled("routing", v, m))}
+        row: dict[str, Any] = {m: {"mean": float(np.mean(pooled("routing", v, m))), "n": len(pooled("routing", v, m))}
                for m in ("precision5", "recall5", "mrr5", "ndcg5")}
         layers: dict[str, int] = {}
         for c in convs:

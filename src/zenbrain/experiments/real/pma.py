@@ -124,9 +124,10 @@ def recon_cases(seed: int, n: int = 100) -> list[tuple[str, str, str, bool]]:
                 new[int(j)] = _word(rng)
             label = "selective_edit"
         elif kind == "append":
-            new, label = old + ["."] + _sentence(rng, 4, 10), "integration"
-            new = " ".join(old) + ". " + " ".join(_sentence(rng, 4, 10))
-            cases.append((" ".join(old) + ".", new + ".", label, False))
+            label = "integration"
+            _sentence(rng, 4, 10)  # an unused draw, kept: it fixes every later case of a seed
+            appended = " ".join(old) + ". " + " ".join(_sentence(rng, 4, 10))
+            cases.append((" ".join(old) + ".", appended + ".", label, False))
             continue
         elif kind == "unrelated":
             new, label = _sentence(rng, 6, 16), "new_episode"
@@ -210,15 +211,21 @@ def priority_eval(seed: int, n: int = 50) -> dict[str, float]:
 # ---------------------------------------------------------------- StabilityProtector
 def stability_eval(seed: int, n: int = 200) -> dict[str, float]:
     rng = np.random.default_rng([int(seed), 25])
-    facts = dict(access_count=rng.integers(0, 15, size=n), confidence=rng.uniform(0, 1, size=n),
-                 age_days=rng.integers(0, 400, size=n), core=rng.random(n) < 0.2)
+    access, confidence = rng.integers(0, 15, size=n), rng.uniform(0, 1, size=n)
+    age, core = rng.integers(0, 400, size=n), rng.random(n) < 0.2
     hi = rng.uniform(0.7, 1.0, size=n)
     lo = rng.uniform(0.0, 0.3, size=n)
     uncapped = stability.StabilityParams(max_threshold=2.0)
+
+    def blocked(pe: np.ndarray, params: stability.StabilityParams = stability.DEFAULT_PARAMS) -> float:
+        allowed = stability.update_allowed(pe=pe, access_count=access, confidence=confidence, age_days=age, core=core,
+                                           params=params)
+        return float(1 - np.mean(allowed))
+
     return {
-        "false_positive_rate": float(1 - np.mean(stability.update_allowed(pe=hi, **facts))),
-        "false_positive_rate_uncapped": float(1 - np.mean(stability.update_allowed(pe=hi, **facts, params=uncapped))),
-        "low_pe_block_rate": float(1 - np.mean(stability.update_allowed(pe=lo, **facts))),
+        "false_positive_rate": blocked(hi),
+        "false_positive_rate_uncapped": blocked(hi, uncapped),
+        "low_pe_block_rate": blocked(lo),
     }
 
 

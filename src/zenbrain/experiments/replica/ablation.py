@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -132,8 +133,8 @@ def run_config(
     return out
 
 
-def _summary(values: dict[str, list[float]], base: dict[str, list[float]] | None) -> dict:
-    row = {
+def _summary(values: dict[str, list[float]], base: dict[str, list[float]] | None) -> dict[str, Any]:
+    row: dict[str, Any] = {
         key: {"mean": js_mean(vals), "std": js_std(vals), "per_seed": list(vals)} for key, vals in values.items()
     }
     if base is None:

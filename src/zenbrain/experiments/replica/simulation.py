@@ -203,7 +203,7 @@ def advance_day(
             if rules.neuromod_gates_two_factor:
                 if neuromod:
                     novelty = 1.3 if acc < 3 else 1.0
-                    factor = importance / (novelty * np.where(state.arousal > 0.5, 1.1, 1.0))
+                    factor: np.ndarray | float = importance / (novelty * np.where(state.arousal > 0.5, 1.1, 1.0))
                 else:
                     factor = importance / 1.0
                 r = r * factor

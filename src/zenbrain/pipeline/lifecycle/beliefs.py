@@ -31,7 +31,10 @@ def bayesian_stage(engine: Engine, snap: Snapshot, now: float, *, detail: bool =
     part = snap.part
     facts = snap.select(layers=[Layer.SEMANTIC])
     report: dict[str, Any] = {"facts": len(facts), "edges": 0}
-    report.update({"changed": {}} if detail else {"changed_count": 0})
+    if detail:
+        report["changed"] = {}
+    else:
+        report["changed_count"] = 0
     if not facts:
         return report
     n = len(facts)
@@ -60,7 +63,7 @@ def bayesian_stage(engine: Engine, snap: Snapshot, now: float, *, detail: bool =
         tx.update_columns(part, ids, conf_alpha=[float(res.alpha[k]) for k in moved],
                           conf_beta=[float(res.beta[k]) for k in moved])
         events: list[HistoryEvent] = []
-        for k in moved:
+        for k in moved.tolist():
             f = facts[k]
             f.conf_alpha, f.conf_beta = float(res.alpha[k]), float(res.beta[k])
             f.state[CONF_LOCAL] = [float(loc_a[k]), float(loc_b[k])]

@@ -195,9 +195,9 @@ def _rescue(
         remap[sub] = np.arange(sub.size)
         sub_edges = None
         if edges.size:
-            a, b = edges[:, 0].astype(int), edges[:, 1].astype(int)
-            keep = (remap[a] >= 0) & (remap[b] >= 0)
-            sub_edges = np.column_stack([remap[a[keep]], remap[b[keep]], edges[keep, 2]])
+            ends_a, ends_b = edges[:, 0].astype(int), edges[:, 1].astype(int)
+            keep = (remap[ends_a] >= 0) & (remap[ends_b] >= 0)
+            sub_edges = np.column_stack([remap[ends_a[keep]], remap[ends_b[keep]], edges[keep, 2]])
         res = stc.find_rescues(
             strength=r[pool[sub]],
             tag_time=last[pool[sub]],

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from ...engine import Engine
-from ...mechanisms import spectral
 from ...model import Edge
 from ...state import (
     KV_SPECTRAL,
@@ -21,6 +20,9 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
     """Fiedler value of each context's memory graph; bridge fragments; store the last lambda_2."""
     if not engine.on("spectral_kg_health"):
         return skipped()
+    # scipy's sparse eigensolvers are imported when sleep first needs them, not with zenbrain.
+    from ...mechanisms import spectral
+
     params = engine.config.params.spectral_kg_health
     part = snap.part
     active = {i.id: i.context for i in snap.select()}

@@ -186,9 +186,9 @@ def selection_stage(
             e = by_key[key]
             e.weight, e.updated_at = float(new_w), now
             upd[key] = e
-        for (src, dst), w in plan.new_edges.items():
-            e = Edge(src, dst, RELATION_COUNTERFACTUAL, float(w), tf.initial_variance, 0, now)
-            upd[(src, dst, RELATION_COUNTERFACTUAL)] = e
+        for (src_id, dst_id), w in plan.new_edges.items():
+            e = Edge(src_id, dst_id, RELATION_COUNTERFACTUAL, float(w), tf.initial_variance, 0, now)
+            upd[(src_id, dst_id, RELATION_COUNTERFACTUAL)] = e
             report["edges_created"].append(edge_entry(e))
         report["edges_pruned"] = [edge_entry(by_key[k]) for k in plan.pruned_edges]
         # One write with any deferred Two-Factor decay: each edge is written once.

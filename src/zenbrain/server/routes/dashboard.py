@@ -50,10 +50,12 @@ def router(api: ApiContext) -> APIRouter:
         """A memory's forgetting curve: the probability of recalling it from now on if it is
         not used, the thresholds at which decay queues it for review and archives it, and its
         next scheduled review. Its confidence is conf_alpha and conf_beta of the memory."""
-        with api.lock:
+        def read() -> tuple[MemoryItem, float, list[dict[str, float]]]:
             item = memory.get(memory_id, sc)
             now = memory.clock.now()
-            pts = forgetting_curve(api, item, sc, now, days, points)
+            return item, now, forgetting_curve(api, item, sc, now, days, points)
+
+        item, now, pts = api.run(read, write=False, scope=sc)
         ebb = memory.config.params.ebbinghaus_decay
         due = item.state.get("due_at")
         return json_safe({

@@ -24,17 +24,17 @@ def router(api: ApiContext) -> APIRouter:
     S = Annotated[Scope, Depends(api.scope)]
     memory, call = api.memory, api.call
 
-    @r.post("/v1/memories/{memory_id}/evidence", response_model=MemoryOut, responses=api.errors(404, body=True))
+    @r.post("/v1/memories/{memory_id}/evidence", response_model=MemoryOut, **api.write(404, body=True))
     def evidence(memory_id: MemoryId, body: EvidenceRequest, sc: S) -> dict[str, Any]:
         """Evidence for or against a memory being true (updates its confidence)."""
         return item_dict(call(memory.record_evidence, memory_id, sc, supports=body.supports, strength=body.strength))
 
-    @r.post("/v1/memories/{memory_id}/outcome", response_model=MemoryOut, responses=api.errors(404, body=True))
+    @r.post("/v1/memories/{memory_id}/outcome", response_model=MemoryOut, **api.write(404, body=True))
     def outcome(memory_id: MemoryId, body: OutcomeRequest, sc: S) -> dict[str, Any]:
         """Report that a memory (a procedure, say) was used, successfully or not."""
         return item_dict(call(memory.record_outcome, memory_id, sc, body.success))
 
-    @r.post("/v1/reviews", response_model=MemoryList, responses=api.errors(404, body=True))
+    @r.post("/v1/reviews", response_model=MemoryList, **api.write(404, body=True))
     def reviews(body: ReviewsRequest, sc: S) -> dict[str, Any]:
         """Spaced-repetition reviews of many memories at once (each memory once per call)."""
         items = call(memory.review_many, [(rv.id, rv.grade) for rv in body.reviews], sc)

@@ -15,9 +15,10 @@ from .memories import MemoryId
 
 def scope_graph(api: ApiContext, sc: Scope, limit: int, include_archived: bool) -> dict[str, Any]:
     """Up to ``limit`` memories of the scope and the edges among them. Built from public
-    calls (one ``list`` and one ``relations`` per memory) under one lock hold."""
+    calls (one ``list`` and one ``relations`` per memory) as one read."""
     memory = api.memory
-    with api.lock:
+
+    def read() -> tuple[list[Any], dict[tuple[str, str, str], Any], bool]:
         items = memory.list_memories(sc, include_archived=include_archived, limit=limit + 1)
         truncated = len(items) > limit
         items = items[:limit]
@@ -27,6 +28,9 @@ def scope_graph(api: ApiContext, sc: Scope, limit: int, include_archived: bool) 
             for e in memory.relations(i.id, sc):
                 if e.src in ids and e.dst in ids:
                     edges.setdefault((e.src, e.dst, e.relation), e)
+        return items, edges, truncated
+
+    items, edges, truncated = api.run(read, write=False, scope=sc)
     nodes = [{"id": i.id, "content": i.content, "layer": i.layer.value, "kind": i.kind.value, "archived": i.archived,
               "importance": i.importance, "confidence": i.confidence} for i in items]
     return json_safe({"nodes": nodes, "edges": [edge_dict(e) for e in edges.values()], "truncated": truncated})
@@ -37,12 +41,12 @@ def router(api: ApiContext) -> APIRouter:
     S = Annotated[Scope, Depends(api.scope)]
     memory, call = api.memory, api.call
 
-    @r.post("/v1/relations", status_code=201, response_model=EdgeOut, responses=api.errors(404, body=True))
+    @r.post("/v1/relations", status_code=201, response_model=EdgeOut, **api.write(404, body=True))
     def relate(body: RelationRequest, sc: S) -> dict[str, Any]:
         """Declare a typed relation src -> dst between two memories of the scope's context."""
         return edge_dict(call(memory.relate, body.src, body.dst, body.relation, sc, weight=body.weight))
 
-    @r.delete("/v1/relations", response_model=RemovedOut, responses=api.errors(404))
+    @r.delete("/v1/relations", response_model=RemovedOut, **api.write(404))
     def unrelate(
         sc: S,
         src: Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS, description="Id of the source memory.")],

@@ -23,7 +23,7 @@ def router(api: ApiContext) -> APIRouter:
     S = Annotated[Scope, Depends(api.scope)]
     memory, call = api.memory, api.call
 
-    @r.post("/v1/intentions", status_code=201, response_model=IntentionOut, responses=api.errors(body=True))
+    @r.post("/v1/intentions", status_code=201, response_model=IntentionOut, **api.write(body=True))
     def intend(body: IntentionRequest, sc: S) -> dict[str, Any]:
         """Prospective memory: fire `action` when `cue` comes up in a recall (listed in the
         recall's `intentions`), or at `due_at` (see /v1/intentions/due). Returns the intention."""
@@ -39,7 +39,7 @@ def router(api: ApiContext) -> APIRouter:
         its next time), so asking again right away returns none."""
         return {"intentions": json_safe(call(memory.due_intentions, sc))}
 
-    @r.put("/v1/goal", response_model=GoalOut, responses=api.errors(body=True))
+    @r.put("/v1/goal", response_model=GoalOut, **api.write(body=True))
     def set_goal(body: GoalRequest, sc: S) -> dict[str, Any]:
         """Set the current goal: memories aligned with it get priority."""
         call(memory.set_goal, body.goal, sc)

@@ -5,8 +5,9 @@ reports they produced and the statistics over time (kept by the ``ActivityLog``)
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 
+from ...errors import ErasurePendingError
 from ...model import Scope
 from ...report_text import summarize
 from ...serialize import json_safe
@@ -24,43 +25,52 @@ def router(api: ApiContext) -> APIRouter:
 
     def run(sc: Scope, operation: Callable[[], Any]) -> dict[str, Any]:
         """Run a lifecycle operation, keep its report and a stats snapshot, return both."""
-        with api.lock:
+        def block() -> dict[str, Any]:
             report = json_safe(operation().as_dict())
             report["summary"] = summarize(report)
             api.activity.record_report(sc, report["operation"], report["at"], report["summary"], report["stages"])
             api.snapshot(sc, report["operation"])
-        return report
+            return report
+        return api.run(block, write=True, scope=sc)
 
-    @r.post("/v1/sleep", response_model=ReportOut, responses=api.errors())
+    @r.post("/v1/sleep", response_model=ReportOut, **api.write())
     def sleep(
         sc: S, detail: Annotated[bool, Query(description="List every changed memory and edge, not only counts.")] = False,
     ) -> dict[str, Any]:
         """Offline consolidation: every enabled sleep-time mechanism; returns its report."""
         return run(sc, lambda: memory.sleep(sc, detail=detail))
 
-    @r.post("/v1/decay", response_model=ReportOut, responses=api.errors())
+    @r.post("/v1/decay", response_model=ReportOut, **api.write())
     def decay(sc: S) -> dict[str, Any]:
         """Apply forgetting: archive memories whose retrievability fell below threshold."""
         return run(sc, lambda: memory.decay(sc))
 
-    @r.post("/v1/consolidate", response_model=ReportOut, responses=api.errors())
+    @r.post("/v1/consolidate", response_model=ReportOut, **api.write())
     def consolidate(sc: S) -> dict[str, Any]:
         """Migrate and abstract memories across layers (episodic -> semantic)."""
         return run(sc, lambda: memory.consolidate(sc))
 
-    @r.post("/v1/sessions/end", response_model=ReportOut, responses=api.errors())
+    @r.post("/v1/sessions/end", response_model=ReportOut, **api.write())
     def end_session(sc: Annotated[Scope, Depends(api.session_scope)]) -> dict[str, Any]:
         """Consolidate the session's (query parameter session_id) working and short-term memory."""
         return run(sc, lambda: memory.end_session(sc))
 
-    @r.delete("/v1/scope", response_model=ForgottenOut, responses=api.errors())
-    def forget_scope(sc: S) -> dict[str, Any]:
+    @r.delete("/v1/scope", response_model=ForgottenOut, **api.write(pending=ForgottenOut))
+    def forget_scope(sc: S, response: Response) -> dict[str, Any]:
         """Erase every memory of the user and agent (all sessions and contexts), with their
-        goals, intentions, lifecycle reports and statistics. Returns how many memories were erased."""
-        with api.lock:
-            n = memory.forget_scope(sc)
+        goals, intentions, lifecycle reports and statistics. Returns how many memories were
+        erased and the erasure receipt (202 when the files still hold the erased text for
+        now, see DELETE /v1/memories/{memory_id})."""
+        def block() -> Any:
+            try:
+                receipt = memory.forget_scope(sc)
+            except ErasurePendingError as exc:
+                response.status_code = 202
+                receipt = exc.receipt
             api.activity.forget_partition(sc.user_id, sc.agent_id)
-        return {"forgotten": n}
+            return receipt
+        receipt = api.run(block, write=True, scope=sc)
+        return {"forgotten": receipt.count, "receipt": receipt.as_dict()}
 
     @r.get("/v1/stats", response_model=StatsOut, responses=api.errors(), tags=["server"])
     def stats(sc: S) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
+from ...errors import ErasurePendingError
 from ...model import Layer, Scope
 from ...serialize import event_dict, item_dict, json_safe
 from ..api_context import ApiContext
@@ -16,6 +17,7 @@ from ..schemas import (
     MemoryOut,
     MemoryPage,
     MemoryRecord,
+    ReceiptOut,
     ReviseOut,
     ReviseRequest,
     UpdateRequest,
@@ -42,13 +44,13 @@ def router(api: ApiContext) -> APIRouter:
     S = Annotated[Scope, Depends(api.scope)]
     memory, call = api.memory, api.call
 
-    @r.post("/v1/memories", status_code=201, response_model=MemoryOut, responses=api.errors(body=True))
+    @r.post("/v1/memories", status_code=201, response_model=MemoryOut, **api.write(body=True))
     def store(body: MemoryRecord, sc: S) -> dict[str, Any]:
         """Store one memory; returns it as stored (id, layer, kind, ...)."""
         return item_dict(call(memory.store, body.content, sc, kind=body.kind, layer=body.layer, metadata=body.metadata,
-                              event_time=body.event_time, importance=body.importance))
+                              event_time=body.event_time, importance=body.importance, supersedes=body.supersedes))
 
-    @r.post("/v1/memories/batch", status_code=201, response_model=MemoryList, responses=api.errors(body=True))
+    @r.post("/v1/memories/batch", status_code=201, response_model=MemoryList, **api.write(body=True))
     def store_many(body: BatchRequest, sc: S) -> dict[str, Any]:
         """Store many memories in one transaction with one embedding batch: all or none."""
         items = call(memory.store_many, [rec.model_dump() for rec in body.memories], sc)
@@ -72,19 +74,27 @@ def router(api: ApiContext) -> APIRouter:
         """One memory."""
         return item_dict(call(memory.get, memory_id, sc))
 
-    @r.patch("/v1/memories/{memory_id}", response_model=MemoryOut, responses=api.errors(404, body=True))
+    @r.patch("/v1/memories/{memory_id}", response_model=MemoryOut, **api.write(404, body=True))
     def update(memory_id: MemoryId, body: UpdateRequest, sc: S) -> dict[str, Any]:
         """Edit a memory; the previous version is kept in its history."""
         return item_dict(call(memory.update, memory_id, sc, content=body.content, metadata=body.metadata,
                               importance=body.importance, layer=body.layer))
 
-    @r.delete("/v1/memories/{memory_id}", status_code=204, response_class=Response, responses=api.errors(404))
-    def forget(memory_id: MemoryId, sc: S) -> Response:
-        """Erase a memory and what was derived from it: nothing stays readable."""
-        call(memory.forget, memory_id, sc)
-        return Response(status_code=204)
+    @r.delete("/v1/memories/{memory_id}", response_model=ReceiptOut, **api.write(404, pending=ReceiptOut))
+    def forget(memory_id: MemoryId, sc: S, response: Response) -> dict[str, Any]:
+        """Erase a memory and what was derived from it: nothing stays readable. Returns the
+        erasure receipt (what was removed). 202 when the erasure committed but another
+        reader of the file keeps the erased text on disk for now (``scrubbed`` false): the
+        store scrubs it at its next write."""
+        try:
+            receipt = call(memory.forget, memory_id, sc)
+        except ErasurePendingError as exc:
+            response.status_code = 202
+            receipt = exc.receipt
+        api.activity.forget_memories(sc.user_id, sc.agent_id, [*receipt.memory_ids, *receipt.derived_ids])
+        return receipt.as_dict()
 
-    @r.post("/v1/memories/{memory_id}/revise", response_model=ReviseOut, responses=api.errors(404, body=True))
+    @r.post("/v1/memories/{memory_id}/revise", response_model=ReviseOut, **api.write(404, body=True))
     def revise(memory_id: MemoryId, body: ReviseRequest, sc: S) -> dict[str, Any]:
         """New information about a memory, gated by reconsolidation. Returns the mode (confirmed,
         selective_edit, integration, new_episode, blocked, protected, or overwrite with
@@ -94,12 +104,12 @@ def router(api: ApiContext) -> APIRouter:
         return json_safe({"mode": out["mode"], "memory": item_dict(out["memory"]),
                           "new_memory": item_dict(new) if new is not None else None, "plan": out.get("plan")})
 
-    @r.post("/v1/memories/{memory_id}/rollback", response_model=MemoryOut, responses=api.errors(404))
+    @r.post("/v1/memories/{memory_id}/rollback", response_model=MemoryOut, **api.write(404))
     def rollback(memory_id: MemoryId, sc: S) -> dict[str, Any]:
         """Restore the content the memory had before its last update or revision (404 when none)."""
         return item_dict(call(memory.rollback, memory_id, sc))
 
-    @r.post("/v1/memories/{memory_id}/restore", response_model=MemoryOut, responses=api.errors(404))
+    @r.post("/v1/memories/{memory_id}/restore", response_model=MemoryOut, **api.write(404))
     def restore(memory_id: MemoryId, sc: S) -> dict[str, Any]:
         """Bring a memory archived by decay back into recall."""
         return item_dict(call(memory.restore, memory_id, sc))

@@ -46,14 +46,18 @@ def router(api: ApiContext) -> APIRouter:
         """The top-k memories for a query, each with its score breakdown (`why`), the query
         type recall understood, and the scope's core memories."""
         hits = call(memory.recall, body.query, sc, body.k, layers=body.layers, time_range=body.time_range,
-                    include_archived=body.include_archived, touch=body.touch)
+                    include_archived=body.include_archived, touch=body.touch,
+                    as_of=body.as_of, include_superseded=body.include_superseded)
         return recall_dict(body.query, hits)
 
     @r.post("/v1/recall/batch", response_model=RecallBatchOut, responses=api.errors(body=True))
     def recall_batch(body: RecallBatchRequest, sc: S) -> dict[str, Any]:
-        """Recall for many queries, in order; one result per query, as from /v1/recall."""
-        results = call(memory.recall_many, body.queries, sc, body.k, layers=body.layers, time_range=body.time_range,
-                       include_archived=body.include_archived, touch=body.touch)
+        """Recall for many queries, in order; one result per query, as from /v1/recall. Each
+        query runs as its own operation, so a batch never holds other requests back for
+        long; the batch stops (503) if its deadline passes before every query ran."""
+        results = [call(memory.recall, q, sc, body.k, layers=body.layers, time_range=body.time_range,
+                        include_archived=body.include_archived, touch=body.touch,
+                        as_of=body.as_of, include_superseded=body.include_superseded) for q in body.queries]
         return {"results": [recall_dict(q, res) for q, res in zip(body.queries, results)]}
 
     @r.get("/v1/episodes", response_model=MemoryList, responses=api.errors())

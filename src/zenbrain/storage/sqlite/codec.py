@@ -16,6 +16,7 @@ COLUMNS = (
     "metadata", "created_at", "updated_at", "event_time", "last_access", "access_count", "importance",
     "valence", "arousal", "stability", "strength", "conf_alpha", "conf_beta", "archived", "version",
     "due_at", "state", "speaker", "position", "index_text", "vector_key",
+    "valid_until", "superseded_by",
 )
 SELECT = ",".join(COLUMNS)
 # Columns a bulk update may write; content, metadata and state go through whole-row writes
@@ -23,7 +24,8 @@ SELECT = ",".join(COLUMNS)
 UPDATABLE = frozenset(COLUMNS) - {"id", "user_id", "agent_id", "content", "content_hash", "metadata", "state",
                                   "index_text", "vector_key"}
 # Columns the in-memory vector index holds: a change to one must reach other processes' indexes.
-INDEXED = frozenset({"layer", "context", "session_id", "archived", "kind", "event_time", "created_at", "position"})
+INDEXED = frozenset({"layer", "context", "session_id", "archived", "kind", "event_time", "created_at", "position",
+                     "valid_until"})
 EDGE_COLUMNS = "src, dst, relation, weight, variance, activations, updated_at"  # Edge's fields in order
 
 _DUE_AT = COLUMNS.index("due_at")
@@ -61,6 +63,7 @@ def item_row(item: MemoryItem) -> tuple[Any, ...]:
         item.importance, item.valence, item.arousal, item.stability, item.strength, item.conf_alpha,
         item.conf_beta, int(item.archived), item.version, item.state.get("due_at"), encode(item.state),
         item.speaker, item.position, item.index_text, item.vector_key or item.content_hash,
+        item.valid_until, item.superseded_by,
     )
 
 

@@ -56,6 +56,9 @@ def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bo
             args.extend(x for pair in pairs for x in pair)
         else:
             clauses.append("0")
+    if flt.current_at is not None:
+        clauses.append(f"({p}valid_until IS NULL OR {p}valid_until > ?)")
+        args.append(flt.current_at)
     if flt.ids is not None:
         clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
         args.extend(sorted(flt.ids))

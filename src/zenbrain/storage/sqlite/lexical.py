@@ -1,4 +1,8 @@
-"""Lexical search: FTS5 BM25 (porter stemming) over the memories' text."""
+"""Lexical search: FTS5 BM25 (porter stemming) over the memories' text.
+
+A partition's lexical entries have rowids in a range of their own (``entry_range``), so a
+search is an FTS query with a rowid range: FTS5 seeks into its doclists and ranks only the
+partition's matches. BM25's statistics stay those of the whole index."""
 
 from __future__ import annotations
 
@@ -32,8 +36,17 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(words) if words else None
 
 
+ENTRY_BITS = 32  # a partition's entries: rowids number * 2^32 + 1 ... number * 2^32 + 2^32 - 1
+
+
+def entry_range(number: int) -> tuple[int, int]:
+    """The first and last rowid of a partition's lexical entries."""
+    lo = int(number) << ENTRY_BITS
+    return lo, lo + (1 << ENTRY_BITS) - 1
+
+
 def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: int,
-                   flt: Filter) -> list[tuple[str, float]]:
+                   flt: Filter, part_number: int | None) -> list[tuple[str, float]]:
     """Top-k (memory id, BM25 score; higher is better) of the FTS query ``query`` among the
     memories ``flt`` lets through.
 
@@ -42,13 +55,14 @@ def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: 
     measured with scripts/bench_speed.py), then the memories table keeps those the filter
     allows. Every allowed memory outside that head ranks below all of it, so when k
     survive they are exactly the joined query's top k; otherwise the joined query runs."""
+    if part_number is None:
+        return []  # the partition has never stored anything
+    lo, hi = entry_range(part_number)
     try:
-        if db.execute("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1", (query,)).fetchone() is None:
-            return []  # no memory of any partition holds a word of the query
         head = max(HEAD_FACTOR * k, HEAD_MIN)
         ranked = db.execute(
-            "SELECT memory_id, -rank FROM memories_fts WHERE memories_fts MATCH ? AND user_id=? AND agent_id=? "
-            "ORDER BY rank LIMIT ?", (query, *partition, head)).fetchall()
+            "SELECT memory_id, -rank FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? "
+            "AND user_id=? AND agent_id=? ORDER BY rank LIMIT ?", (query, lo, hi, *partition, head)).fetchall()
         clause, args = where(partition, flt, alias="m", use_indexes=False)
         allowed: set[str] = set()
         for chunk in iter_chunks([mid for mid, _ in ranked], 500):
@@ -61,8 +75,8 @@ def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: 
         clause, args = where(partition, flt, alias="m")
         rows = db.execute(
             "SELECT f.memory_id, -bm25(memories_fts) FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
-            f"WHERE memories_fts MATCH ? AND f.user_id=? AND f.agent_id=? AND {clause} "
-            "ORDER BY bm25(memories_fts) LIMIT ?", (query, *partition, *args, k)).fetchall()
+            f"WHERE memories_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND f.user_id=? AND f.agent_id=? AND {clause} "
+            "ORDER BY bm25(memories_fts) LIMIT ?", (query, lo, hi, *partition, *args, k)).fetchall()
     except sqlite3.OperationalError as exc:
         raise StorageError(f"lexical search failed: {exc}") from exc
     return [(mid, float(score)) for mid, score in rows]

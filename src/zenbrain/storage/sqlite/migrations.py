@@ -131,4 +131,67 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX memories_vector_key ON memories(vector_key);
         """,
     ),
+    (
+        "0005_requests",
+        """
+        -- Write requests that carried an idempotency key: a retry with the same key gets the
+        -- first request's result instead of writing again. The row is written in the same
+        -- transaction as the request's write, and the response once the write has committed.
+        CREATE TABLE requests (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            memory_ids TEXT NOT NULL,
+            status INTEGER,
+            response TEXT,
+            PRIMARY KEY (user_id, agent_id, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX requests_age ON requests(created_at);
+        """,
+    ),
+    (
+        "0006_partitioned_lexical",
+        """
+        -- Each (user, agent) gets a number, and its lexical entries get the rowids
+        -- number * 2^32 + 1, + 2, ...: a search is an FTS query with a rowid range, which
+        -- FTS5 answers inside the partition instead of ranking every partition's matches
+        -- and filtering them afterwards (scores are unchanged). Rows are never deleted, so a
+        -- cached number never goes stale. next_entry is the partition's next free rowid.
+        CREATE TABLE partitions (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            next_entry INTEGER NOT NULL DEFAULT 1,
+            UNIQUE (user_id, agent_id)
+        );
+        INSERT INTO partitions (user_id, agent_id) SELECT DISTINCT user_id, agent_id FROM memories_fts;
+        CREATE VIRTUAL TABLE memories_fts_part USING fts5(
+            content, memory_id UNINDEXED, user_id UNINDEXED, agent_id UNINDEXED,
+            tokenize = 'porter unicode61'
+        );
+        INSERT INTO memories_fts_part (rowid, content, memory_id, user_id, agent_id)
+            SELECT (p.id << 32) + row_number() OVER (PARTITION BY p.id ORDER BY f.rowid),
+                   f.content, f.memory_id, f.user_id, f.agent_id
+            FROM memories_fts f JOIN partitions p ON p.user_id = f.user_id AND p.agent_id = f.agent_id;
+        UPDATE partitions SET next_entry = 1 + (
+            SELECT COUNT(*) FROM memories_fts_part
+            WHERE rowid BETWEEN (partitions.id << 32) AND (partitions.id << 32) + 4294967295);
+        DROP TABLE memories_fts;
+        ALTER TABLE memories_fts_part RENAME TO memories_fts;
+        """,
+    ),
+    (
+        "0007_valid_time",
+        """
+        -- Valid time: a fact replaced by a later one keeps its row and history and gets the
+        -- time it stopped holding and the memory that replaced it. Current recall reads
+        -- the rows whose valid_until is empty (or later than now).
+        ALTER TABLE memories ADD COLUMN valid_until REAL;
+        ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+        CREATE INDEX memories_superseded ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+        """,
+    ),
 ]

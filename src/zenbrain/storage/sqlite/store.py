@@ -1,20 +1,26 @@
 """The embedded default store: one SQLite file in WAL mode.
 
-* Every operation's writes run in one ``BEGIN IMMEDIATE`` transaction.
+* Every operation's writes run in one ``BEGIN IMMEDIATE`` transaction; reads run on a
+  read connection of the calling thread (``connections``), so they run beside a write.
 * Lexical search is FTS5 BM25 (porter stemming); vectors live in a content-hash keyed
   embedding table that doubles as the embedding cache, so no text is embedded twice.
 * Dense search uses an exact in-memory index per partition (``storage.vector_index``)
   derived from committed rows and kept in step through the ``changes`` log, so several
   processes can share one file and a crash can never leave the index disagreeing with
   the data.
+* Health (``health``): a file left by a crash is checked when it is next opened, a damaged
+  file gets no further writes, ``check`` runs every integrity check, and an erasure is
+  scrubbed out of the files (or stays pending until it can be).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
@@ -22,15 +28,20 @@ from typing import Any
 import numpy as np
 
 from ..._sqlite import enable_wal
-from ...errors import ConfigError, StorageError
+from ...errors import ConfigError, DamagedStoreError, StorageError, ZenBrainError
 from ...model import Edge, HistoryEvent, Layer, MemoryItem
 from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
 from ..vector_index import PartitionIndex, Row
+from . import health
 from .codec import EDGE_COLUMNS, SELECT, decode, item_from_row
+from .connections import Connections, connect
 from .filters import where
+from .guard import TRANSLATED, recovery_hint
 from .lexical import fts_query, lexical_search
 from .migrations import MIGRATIONS
 from .transaction import SQLiteTransaction
+
+CommitHook = Callable[[SQLiteTransaction], None]
 
 # Rounds of random rowids a large partition's sample may take before all its ids are read.
 SAMPLE_ROUNDS = 4
@@ -44,57 +55,129 @@ ANALYZE_LIMIT = 1000
 # embeddings table and look memories up by content hash, for a handful of changed ids.
 _INDEX_ROW = (
     "m.id, m.layer, m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at) AS t, "
-    "e.vector, m.position FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.vector_key"
+    "e.vector, m.position, m.valid_until FROM memories m CROSS JOIN embeddings e ON e.model=? AND e.hash=m.vector_key"
 )
 LEXICAL_EXTRA = "lexical_extra"  # metadata key: words indexed for lexical search beside the content
+# How long an erasure waits for readers of older snapshots before it reports its scrub pending.
+SCRUB_WAIT_S = 2.0
+
+
+class RequestRecord:
+    """A write request recorded under its idempotency key (see ``SQLiteStore.request``)."""
+
+    __slots__ = ("created_at", "fingerprint", "memory_ids", "owner", "response", "status")
+
+    def __init__(self, fingerprint: str, owner: str, created_at: float, memory_ids: list[str], status: int | None,
+                 response: str | None) -> None:
+        self.fingerprint = fingerprint
+        self.owner = owner
+        self.created_at = created_at
+        self.memory_ids = memory_ids
+        self.status = status
+        self.response = response
 
 
 class SQLiteStore:
     """One SQLite file. Safe to open from several processes at once; one store object may
-    be used from several threads (its calls are serialised)."""
+    be used from several threads: reads run at once (one read connection per thread),
+    writes one at a time.
 
-    def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0) -> None:
+    ``allow_damaged`` opens a file that fails its integrity check for reading only (to
+    salvage it); otherwise opening it raises ``DamagedStoreError``. ``scrub_wait_s``: how
+    long an erasure waits for readers before its scrub is reported pending.
+    ``durability``: ``"full"`` (default) flushes every commit to disk, so a committed
+    memory survives a power cut; ``"process"`` flushes at checkpoints only: a commit
+    survives a crash of the process but a power cut may undo the last ones, and writers
+    hold the write lock for less time (no fsync inside it)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0,
+                 allow_damaged: bool = False, scrub_wait_s: float = SCRUB_WAIT_S, durability: str = "full") -> None:
+        if durability not in ("full", "process"):
+            raise ConfigError(f"durability must be 'full' or 'process', got {durability!r}")
+        self._synchronous = "FULL" if durability == "full" else "NORMAL"
         self.path = str(path)
         self.embedder_name = embedder_name
         self.dim = int(dim)
-        self._lock = threading.RLock()
+        self.scrub_wait_s = float(scrub_wait_s)
         self._shared = self.path != ":memory:"  # a private in-memory database has no other connection
         self._indexes: dict[Partition, PartitionIndex] = {}
         self._seen_seq = 0
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
+        self._part_numbers: dict[Partition, int] = {}  # see lexical.entry_range (never deleted, so never stale)
+        self._hooks = threading.local()  # per thread: callables run before each commit (see before_commit)
+        self._open_lock: health.OpenLock | None = None
+        self.opened_unclean = False  # the last user of the file did not close it (crash); it was checked
         if self._shared:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            if os.path.exists(self.path):
+                self._open_lock = health.OpenLock(self.path)
+                self.opened_unclean = self._open_lock.alone() and health.left_unclean(self.path)
         try:
-            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._c = Connections(self.path, timeout, shared=self._shared)
         except sqlite3.Error as exc:
+            self._release_open_lock()
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
+        self._lock = self._c.lock
+        self._db = self._c.writer
         try:
-            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            self._open(timeout, allow_damaged)
+        except BaseException:
+            self._c.close()
+            self._release_open_lock()
+            raise
+        # Indexes are built and synced through a connection of their own, which only ever
+        # sees committed rows, so they cannot pick up a write that is later rolled back.
+        self._reader = connect(self.path, timeout, read_only=True) if self._shared else self._db
+        self._index_lock = threading.RLock() if self._shared else self._lock
+
+    # -- opening and closing -----------------------------------------------------------------
+    def _open(self, timeout: float, allow_damaged: bool) -> None:
+        try:
             mode = enable_wal(self._db, timeout)
             if self._shared and mode.lower() != "wal":
                 raise StorageError(f"{self.path}: could not enable WAL (journal_mode={mode})")
             # FULL: a committed memory survives a power cut too, not only a process crash.
-            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(f"PRAGMA synchronous={self._synchronous}")
             # Overwrite deleted content with zeros so erasure also leaves the file.
             self._db.execute("PRAGMA secure_delete=ON")
-            self._migrate()
+            if self.opened_unclean:
+                problems = health.quick_check(self._db)
+                if problems:
+                    self._c.damaged = "; ".join(problems[:3])
+                    if not allow_damaged:
+                        raise DamagedStoreError(
+                            f"{self.path} was not closed cleanly and fails its integrity check "
+                            f"({self._c.damaged}): {recovery_hint(self.path)}")
+            if self._c.damaged is None:
+                self._migrate()
         except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise StorageError(f"{self.path} is not a usable zenbrain store: {exc}") from exc
-        self._check_meta()
-        # Indexes are built and synced through a second connection, which only ever sees
-        # committed rows, so they cannot pick up a write that is later rolled back.
-        if self._shared:
-            self._reader = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
-            self._reader.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-        else:
-            self._reader = self._db
+            err = self._c.fail(exc, "opening it")
+            if not isinstance(err, DamagedStoreError):
+                raise StorageError(f"{self.path} is not a usable zenbrain store: {exc}") from exc
+            if not allow_damaged:
+                raise err from exc
+        if self._open_lock is None and self._shared:
+            self._open_lock = health.OpenLock(self.path)
+        if self._open_lock is not None:
+            self._open_lock.share()
+        if self._c.damaged is not None:
+            return  # opened to salvage what is readable: nothing is checked or written
+        try:
+            self._check_meta()
+            if health.scrub_pending(self._db):
+                self._scrub(0.0)  # an erasure another process could not finish
+        except sqlite3.DatabaseError as exc:
+            raise self._c.fail(exc, "opening it") from exc
 
-    # -- opening and closing -----------------------------------------------------------------
+    def _release_open_lock(self) -> None:
+        if self._open_lock is not None:
+            self._open_lock.close()
+            self._open_lock = None
+
     def _migrate(self) -> None:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._c.begin()
             try:
                 self._db.execute(
                     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)")
@@ -109,19 +192,19 @@ class SQLiteStore:
                             self._db.execute(stmt)
                         self._db.execute("INSERT INTO schema_migrations (version, name) VALUES (?,?)", (version, name))
                 self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
+            except BaseException as exc:
+                self._c.rollback(exc)
                 raise
 
     def _check_meta(self) -> None:
         with self._lock:
-            rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-            if not rows:
-                self._db.execute("BEGIN IMMEDIATE")
+            rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')").fetchall())
+            if not rows and self._c.damaged is None:
+                self._c.begin()
                 self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('embedder', ?), ('dim', ?)",
                                  (self.embedder_name, str(self.dim)))
                 self._db.execute("COMMIT")
-                rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+                rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')").fetchall())
             if rows.get("embedder") != self.embedder_name or int(rows.get("dim", -1)) != self.dim:
                 raise ConfigError(
                     f"{self.path} holds vectors of embedder {rows.get('embedder')!r} (dim {rows.get('dim')}); "
@@ -130,20 +213,92 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
-            if self._shared and self._tx is None:
+            if self._c.closed:
+                return
+            if self._shared and self._tx is None and self._c.damaged is None:
                 try:
+                    if health.scrub_pending(self._db):
+                        self._scrub(self.scrub_wait_s)
                     # Keeps the planner's statistics current (cheap when nothing changed much).
                     self._db.execute(f"PRAGMA analysis_limit={ANALYZE_LIMIT}")
                     self._db.execute("PRAGMA optimize")
-                except sqlite3.Error:
+                except (sqlite3.Error, ZenBrainError):
                     pass
-            for conn in {id(self._db): self._db, id(self._reader): self._reader}.values():
+            with self._index_lock:
+                self._c.close(self._reader)
+            self._release_open_lock()
+
+    @property
+    def closed(self) -> bool:
+        return self._c.closed
+
+    @property
+    def damaged(self) -> str | None:
+        """Why the file is known to be damaged (no further writes), or None."""
+        return self._c.damaged
+
+    # -- health ------------------------------------------------------------------------------
+    def check(self) -> health.CheckReport:
+        """Every integrity check (SQLite's, the FTS index's, the store's own invariants) on
+        the file as it is on disk (a connection of its own, no cached pages), inside one
+        write transaction that is rolled back: nothing changes under it, nothing is
+        written. A damaged file found here gets no further writes."""
+        self._c.check_open()
+        try:
+            conn = connect(self.path, self._c.timeout) if self._shared else self._db
+        except sqlite3.Error as exc:
+            raise self._c.fail(exc, "checking it") from exc
+        try:
+            with self._lock:
+                conn.execute("BEGIN IMMEDIATE")
                 try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
+                    report = health.check_connection(conn, self.path, self.embedder_name)
+                finally:
+                    conn.execute("ROLLBACK")
+        except sqlite3.DatabaseError as exc:
+            report = health.CheckReport(path=self.path, ok=False, problems=[f"cannot check: {exc}"])
+        finally:
+            if conn is not self._db:
+                conn.close()
+        if not report.ok and self._c.damaged is None:
+            self._c.damaged = report.problems[0]
+        return report
+
+    def scrub(self, wait_s: float | None = None) -> bool:
+        """Finish scrubbing erased text out of the files, waiting up to ``wait_s`` (default
+        ``scrub_wait_s``) for readers of older snapshots. True when no erasure is pending."""
+        self._c.check_writable()
+        with self._lock:
+            if self._tx is not None:
+                return False  # inside a transaction: its own erasures are not committed yet
+            try:
+                if not health.scrub_pending(self._db):
+                    return True
+                return self._scrub(self.scrub_wait_s if wait_s is None else float(wait_s))
+            except TRANSLATED as exc:
+                raise self._c.fail(exc, "scrubbing erased text") from exc
+
+    def _scrub(self, wait_s: float) -> bool:
+        return health.scrub(self._db, wait_s, self._c.busy_ms)
+
+    @property
+    def max_lock_wait_s(self) -> float:
+        """The longest this store has waited for the write lock (seconds)."""
+        return self._c.max_begin_wait
 
     # -- writes ------------------------------------------------------------------------------
+    @contextmanager
+    def before_commit(self, hook: CommitHook) -> Iterator[None]:
+        """Run ``hook(tx)`` right before each outermost transaction of this thread commits,
+        while the block runs: it may write into the transaction, or raise to roll it back
+        (an idempotency record, a deadline that has passed)."""
+        hooks: list[CommitHook] = self._hooks.__dict__.setdefault("list", [])
+        hooks.append(hook)
+        try:
+            yield
+        finally:
+            hooks.remove(hook)
+
     @contextmanager
     def transaction(self, *, durable: bool = True) -> Iterator[SQLiteTransaction]:
         """One atomic write. A transaction opened inside another (same thread) joins it:
@@ -152,43 +307,50 @@ class SQLiteStore:
         ``durable=False`` skips the fsync at commit (WAL, synchronous=NORMAL): the write is
         still atomic and survives a process crash, but a power cut may undo it. Recall uses
         it for access bookkeeping; memories themselves are always written durably."""
+        self._c.check_open()
         with self._lock:
             if self._tx is not None:
                 yield self._tx
                 return
+            self._c.check_writable()
             durable = durable or not self._shared  # an in-memory database is never synced
-            if not durable:
-                self._db.execute("PRAGMA synchronous=NORMAL")
+            pending = False
             try:
-                try:
-                    self._db.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as exc:
-                    raise StorageError(f"cannot start a write on {self.path}: {exc}") from exc
-                tx = self._tx = SQLiteTransaction(self._db, self.lexical_text)
+                if not durable:
+                    self._db.execute("PRAGMA synchronous=NORMAL")
+                self._c.begin()
+                tx = self._tx = SQLiteTransaction(self._db, self.lexical_text, self._c.fail, self._part_numbers)
+                self._c.tx_thread = threading.get_ident()
                 try:
                     yield tx
+                    for hook in list(getattr(self._hooks, "list", ())):
+                        hook(tx)
                     if tx.touched:
                         self._db.executemany("INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)",
                                              sorted(tx.touched))
+                    if tx.erased:
+                        health.mark_scrub_pending(self._db, time.time())
+                    pending = health.scrub_pending(self._db)
                     self._db.execute("COMMIT")
-                except BaseException:
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
+                    self._part_numbers.update(tx.new_part_numbers)
+                except BaseException as exc:
+                    self._c.rollback(exc)
                     raise
                 finally:
                     self._tx = None
+                    self._c.tx_thread = None
+            except TRANSLATED as exc:
+                raise self._c.fail(exc, "writing") from exc
             finally:
-                if not durable:
-                    self._db.execute("PRAGMA synchronous=FULL")
-            if tx.erased:
-                self._scrub()
-            if tx.inserted:
-                self._keep_statistics()
-
-    def _scrub(self) -> None:
-        """After an erasure: rewrite the FTS index without the deleted rows and truncate the WAL."""
-        self._db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                if not durable and not self._c.closed:
+                    self._db.execute(f"PRAGMA synchronous={self._synchronous}")
+            try:
+                if pending:
+                    tx.scrubbed = self._scrub(self.scrub_wait_s if tx.erased else 0.0)
+                if tx.inserted:
+                    self._keep_statistics()
+            except TRANSLATED as exc:
+                raise self._c.fail(exc, "scrubbing erased text") from exc
 
     def _keep_statistics(self) -> None:
         """ANALYZE (sampled) whenever the memories table has doubled since it last ran, so the
@@ -224,15 +386,25 @@ class SQLiteStore:
         extra = item.metadata.get(LEXICAL_EXTRA)
         return text if not extra else f"{text}\n{extra}"
 
+    # -- idempotency records --------------------------------------------------------------
+    def request(self, partition: Partition, key: str) -> RequestRecord | None:
+        """The write request recorded under an idempotency key (None when there is none)."""
+        with self._c.reading("reading a request record") as db:
+            row = db.execute("SELECT fingerprint, owner, created_at, memory_ids, status, response FROM requests "
+                             "WHERE user_id=? AND agent_id=? AND key=?", (*partition, key)).fetchone()
+        if row is None:
+            return None
+        return RequestRecord(row[0], row[1], row[2], decode(row[3]), row[4], row[5])
+
     # -- memories ----------------------------------------------------------------------------
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
         ids = list(ids)
         found: dict[str, MemoryItem] = {}
-        with self._lock:
+        with self._c.reading("reading memories", snapshot=len(ids) > 500) as db:
             for chunk in iter_chunks(list(dict.fromkeys(ids)), 500):
                 marks = ",".join("?" * len(chunk))
                 # "+column": look rows up by the primary key, not by the partition index.
-                for row in self._db.execute(
+                for row in db.execute(
                         f"SELECT {SELECT} FROM memories WHERE +user_id=? AND +agent_id=? AND id IN ({marks})",
                         (*partition, *chunk)):
                     found[row[0]] = item_from_row(row)
@@ -250,19 +422,28 @@ class SQLiteStore:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(int(limit))
-        with self._lock:
-            return [item_from_row(r) for r in self._db.execute(sql, args)]
+        with self._c.reading("querying memories") as db:
+            return [item_from_row(r) for r in db.execute(sql, args)]
 
     def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
         q = fts_query(text)
         if q is None or k <= 0:
             return []
-        with self._lock:
-            return lexical_search(self._db, partition, q, int(k), flt)
+        with self._c.reading("searching text", snapshot=True) as db:
+            return lexical_search(db, partition, q, int(k), flt, self._part_number(db, partition))
+
+    def _part_number(self, db: sqlite3.Connection, partition: Partition) -> int | None:
+        number = self._part_numbers.get(partition)
+        if number is None:
+            row = db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
+            if row is None:
+                return None
+            number = self._part_numbers.setdefault(partition, int(row[0]))
+        return number
 
     # -- vectors -----------------------------------------------------------------------------
     def _index(self, partition: Partition) -> PartitionIndex:
-        with self._lock:
+        with self._index_lock:
             self._sync()
             idx = self._indexes.get(partition)
             if idx is None:
@@ -312,16 +493,16 @@ class SQLiteStore:
 
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *,
                       per_layer: bool = False) -> list[tuple[str, float]]:
-        with self._lock:
+        with self._indexing("searching vectors"):
             idx = self._index(partition)
             mask = idx.mask(layers=flt.layers, contexts=flt.contexts, session_id=flt.session_id,
                             all_sessions=flt.all_sessions, include_archived=flt.include_archived, kinds=flt.kinds,
                             event_after=flt.event_after, event_before=flt.event_before, ids=flt.ids,
-                            sessions=flt.sessions, turns=flt.turns)
+                            sessions=flt.sessions, turns=flt.turns, current_at=flt.current_at)
             return idx.search(query, k, mask, per_layer=per_layer)
 
     def vectors(self, partition: Partition, ids: Sequence[str]) -> np.ndarray:
-        with self._lock:
+        with self._indexing("reading vectors"):
             idx = self._index(partition)
             out = np.zeros((len(ids), self.dim), dtype=np.float32)
             for i, mid in enumerate(ids):
@@ -332,26 +513,26 @@ class SQLiteStore:
 
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
-        with self._lock:
+        with self._c.reading("reading cached vectors") as db:
             for chunk in iter_chunks(list(dict.fromkeys(hashes)), 500):
                 marks = ",".join("?" * len(chunk))
-                for h, blob in self._db.execute(
+                for h, blob in db.execute(
                         f"SELECT hash, vector FROM embeddings WHERE model=? AND hash IN ({marks})", (model, *chunk)):
                     out[h] = np.frombuffer(blob, dtype=np.float32)
         return out
 
     # -- graph, history, records -------------------------------------------------------------
     def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False) -> list[Edge]:
-        with self._lock:
+        with self._c.reading("reading edges", snapshot=True) as db:
             if ids is None:
-                return [Edge(*r) for r in self._db.execute(
+                return [Edge(*r) for r in db.execute(
                     f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? ORDER BY src, dst, relation",
                     partition)]
             wanted = list(dict.fromkeys(ids))
             if both_ends and len(wanted) <= 450:
                 marks = ",".join("?" * len(wanted))
                 # One primary-key range per src, its dst tested against the list.
-                rows = self._db.execute(
+                rows = db.execute(
                     f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({marks}) "
                     f"AND +dst IN ({marks}) ORDER BY dst, src, relation", (*partition, *wanted, *wanted)).fetchall()
                 return [Edge(*r) for r in rows]
@@ -361,7 +542,7 @@ class SQLiteStore:
                 marks = ",".join("?" * len(chunk))
                 # Two indexed lookups; an OR across both columns would scan the table.
                 for column in ("src", "dst"):
-                    for r in self._db.execute(
+                    for r in db.execute(
                             f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND {column} IN ({marks})",
                             (*partition, *chunk)):
                         if (r[0], r[1], r[2]) not in seen:
@@ -373,18 +554,18 @@ class SQLiteStore:
         return out
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
-        with self._lock:
-            rows = self._db.execute(
+        with self._c.reading("reading history") as db:
+            rows = db.execute(
                 "SELECT memory_id, at, action, detail FROM history WHERE user_id=? AND agent_id=? AND memory_id=? "
                 "ORDER BY seq", (*partition, memory_id)).fetchall()
         return [HistoryEvent(mid, at, action, decode(detail)) for mid, at, action, detail in rows]
 
     def kv_get(self, partition: Partition, key: str | None = None, default: Any = None) -> Any:
-        with self._lock:
+        with self._c.reading("reading records") as db:
             if key is None:
-                return {k: decode(v) for k, v in self._db.execute(
+                return {k: decode(v) for k, v in db.execute(
                     "SELECT key, value FROM kv WHERE user_id=? AND agent_id=? ORDER BY key", partition)}
-            row = self._db.execute("SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?",
+            row = db.execute("SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?",
                                    (*partition, key)).fetchone()
         return default if row is None else decode(row[0])
 
@@ -398,87 +579,111 @@ class SQLiteStore:
         if k <= 0:
             return []
         limit = k + len(exclude) + 1
-        with self._lock:
-            head = [r[0] for r in self._db.execute(
+        with self._c.reading("sampling memories", snapshot=True) as db:
+            head = [r[0] for r in db.execute(
                 "SELECT id FROM memories WHERE user_id=? AND agent_id=? LIMIT ?", (*partition, limit))]
             if len(head) == limit:
-                picked = self._sample_by_rowid(partition, k, rng, exclude)
+                picked = _sample_by_rowid(db, partition, k, rng, exclude)
                 if picked is not None:
                     return picked
-                head = [r[0] for r in self._db.execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?",
-                                                       partition)]
+                head = [r[0] for r in db.execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?",
+                                                 partition)]
         ids = [i for i in head if i not in exclude]
         if len(ids) > k:
             pick = rng.choice(len(ids), size=k, replace=False)
             ids = [ids[i] for i in sorted(pick)]
         return ids
 
-    def _sample_by_rowid(self, partition: Partition, k: int, rng: np.random.Generator,
-                         exclude: AbstractSet[str]) -> list[str] | None:
-        """``k`` ids drawn by uniform random rowids (each row of the partition is equally
-        likely at every draw); None when too few draws land in the partition."""
-        top = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
-        found: dict[int, str] = {}
-        for _ in range(SAMPLE_ROUNDS):
-            need = k - len(found)
-            draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
-            for chunk in iter_chunks([r for r in draws if r not in found], 500):
-                marks = ",".join("?" * len(chunk))
-                for rowid, mid in self._db.execute(
-                        f"SELECT rowid, id FROM memories WHERE rowid IN ({marks}) AND +user_id=? AND +agent_id=?",
-                        (*chunk, *partition)):
-                    if mid not in exclude:
-                        found[rowid] = mid
-            if len(found) >= k:
-                # Which rows are kept must not depend on how the draws happened to be ordered.
-                keep = sorted(found)
-                pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
-                return [found[keep[i]] for i in pick]
-        return None
-
     def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats:
-        """Counts for the whole file, a partition, or what a filter lets a reader see."""
+        """Counts for the whole file, or for a partition (what ``flt`` lets a reader see).
+
+        A partition's figures are computed over its own rows only - nothing in them
+        depends on another partition (which texts it stored, how large the file is):
+        ``cached_embeddings`` counts the distinct vectors its memories use, ``stored_bytes``
+        the bytes of its memories' text, metadata, state and vectors. ``file_bytes`` (the
+        database file and its WAL) is reported for the whole file only."""
         if partition is not None:
             flt = Filter(**{**(flt or Filter(all_sessions=True, contexts=None)).__dict__, "include_archived": True})
             clause, args = where(partition, flt)
         else:
             clause, args = "1=1", []
         s = StoreStats()
-        with self._lock:
-            for layer, archived, n in self._db.execute(
+        with self._c.reading("counting memories", snapshot=True) as db:
+            for layer, archived, n in db.execute(
                     f"SELECT layer, archived, COUNT(*) FROM memories WHERE {clause} GROUP BY layer, archived", args):
                 s.memories += n
                 if archived:
                     s.archived += n
                 s.by_layer[layer] = s.by_layer.get(layer, 0) + n
-            for context, n in self._db.execute(
+            for context, n in db.execute(
                     f"SELECT context, COUNT(*) FROM memories WHERE {clause} GROUP BY context", args):
                 s.by_context[context] = n
             if partition is None:
-                s.edges = self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
+                s.edges = db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
+                s.cached_embeddings = db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
             else:
-                s.edges = self._db.execute(
+                s.edges = db.execute(
                     f"SELECT COUNT(*) FROM edges WHERE user_id=? AND agent_id=? "
                     f"AND src IN (SELECT id FROM memories WHERE {clause})", [*partition, *args]).fetchone()[0]
-            s.cached_embeddings = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
-        if self._shared:
+                vectors, text_bytes = db.execute(
+                    f"SELECT COUNT(DISTINCT vector_key), COALESCE(SUM(length(CAST(content AS BLOB)) "
+                    f"+ length(metadata) + length(state)), 0) FROM memories WHERE {clause}", args).fetchone()
+                s.cached_embeddings = int(vectors)
+                s.stored_bytes = int(text_bytes) + int(vectors) * self.dim * 4
+        if self._shared and partition is None:
             s.file_bytes = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
         return s
 
     def partitions(self) -> list[Partition]:
         """Every (user, agent) with memories, for maintenance tools."""
-        with self._lock:
-            return [(u, a) for u, a in self._db.execute(
-                "SELECT DISTINCT user_id, agent_id FROM memories ORDER BY 1, 2")]
+        with self._c.reading("listing partitions") as db:
+            return [(u, a) for u, a in db.execute("SELECT DISTINCT user_id, agent_id FROM memories ORDER BY 1, 2")]
 
     def raw_connection(self) -> sqlite3.Connection:
         """For tests and maintenance tools only."""
         return self._db
 
+    @contextmanager
+    def _indexing(self, doing: str) -> Iterator[None]:
+        """The vector indexes are built and synced under their own lock (not the writer's:
+        a search runs beside a write), with failures translated."""
+        self._c.check_open()
+        with self._index_lock:
+            try:
+                yield
+            except TRANSLATED as exc:
+                raise self._c.fail(exc, doing) from exc
+
+
+def _sample_by_rowid(db: sqlite3.Connection, partition: Partition, k: int, rng: np.random.Generator,
+                     exclude: AbstractSet[str]) -> list[str] | None:
+    """``k`` ids drawn by uniform random rowids (each row of the partition is equally
+    likely at every draw); None when too few draws land in the partition."""
+    top = db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+    found: dict[int, str] = {}
+    for _ in range(SAMPLE_ROUNDS):
+        need = k - len(found)
+        draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
+        for chunk in iter_chunks([r for r in draws if r not in found], 500):
+            marks = ",".join("?" * len(chunk))
+            for rowid, mid in db.execute(
+                    f"SELECT rowid, id FROM memories WHERE rowid IN ({marks}) AND +user_id=? AND +agent_id=?",
+                    (*chunk, *partition)):
+                if mid not in exclude:
+                    found[rowid] = mid
+        if len(found) >= k:
+            # Which rows are kept must not depend on how the draws happened to be ordered.
+            keep = sorted(found)
+            pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
+            return [found[keep[i]] for i in pick]
+    return None
+
+
 
 def _index_row(r: Sequence[Any]) -> Row:
     return Row(id=r[0], layer=Layer(r[1]), context=r[2], session_id=r[3], archived=bool(r[4]), kind=r[5],
-               event_time=r[6], vector=np.frombuffer(r[7], dtype=np.float32), position=r[8])
+               event_time=r[6], vector=np.frombuffer(r[7], dtype=np.float32), position=r[8],
+               valid_until=math.inf if r[9] is None else float(r[9]))
 
 
 def _split_sql(sql: str) -> list[str]:

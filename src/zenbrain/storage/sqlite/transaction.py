@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from ...errors import StorageError
+from ...errors import StorageError, ZenBrainError
 from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import Partition
 from .codec import (
@@ -22,25 +24,73 @@ from .codec import (
     event_row,
     item_row,
 )
+from .lexical import entry_range
 
 _INSERT_MEMORY = f"INSERT INTO memories ({SELECT}) VALUES ({','.join('?' * len(COLUMNS))})"
 # A stored memory is updated in place (it keeps its row, and so its place in the table).
 _UPDATE_MEMORY = f"UPDATE memories SET {','.join(f'{c}=?' for c in COLUMNS[3:])} WHERE id=? AND user_id=? AND agent_id=?"
-_INSERT_FTS = "INSERT INTO memories_fts (content, memory_id, user_id, agent_id) VALUES (?,?,?,?)"
-_DELETE_FTS = "DELETE FROM memories_fts WHERE memory_id=? AND user_id=? AND agent_id=?"
+_INSERT_FTS = "INSERT INTO memories_fts (rowid, content, memory_id, user_id, agent_id) VALUES (?,?,?,?,?)"
+# The partition's rowid range narrows the scan to its own entries (memory_id is not indexed).
+_DELETE_FTS = "DELETE FROM memories_fts WHERE rowid BETWEEN ? AND ? AND memory_id=? AND user_id=? AND agent_id=?"
+
+Failure = Callable[[BaseException, str], ZenBrainError]  # the store's translation of a failure
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def guarded(doing: str) -> Callable[[Callable[Concatenate[SQLiteTransaction, P], R]],
+                                    Callable[Concatenate[SQLiteTransaction, P], R]]:
+    """A write whose SQLite failure reaches the caller as zenbrain's error (see ``guard``)."""
+
+    def wrap(fn: Callable[Concatenate[SQLiteTransaction, P], R]) -> Callable[Concatenate[SQLiteTransaction, P], R]:
+        @functools.wraps(fn)
+        def run(self: SQLiteTransaction, *args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(self, *args, **kwargs)
+            except (sqlite3.Error, UnicodeEncodeError, OverflowError) as exc:
+                raise self._fail(exc, doing) from exc
+        return run
+    return wrap
 
 
 class SQLiteTransaction:
-    def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str]) -> None:
+    def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str], fail: Failure,
+                 part_numbers: dict[Partition, int]) -> None:
         self._db = db
         self._lexical_text = lexical_text
+        self._fail = fail
+        self._part_numbers = part_numbers  # the store's cache of committed numbers (rows are never deleted)
+        self.new_part_numbers: dict[Partition, int] = {}  # numbers read or given here: cached once committed
         self.touched: set[tuple[str, str, str]] = set()  # (user, agent, memory) rows other indexes must re-read
         self.inserted = 0  # memory rows put
+        self.put_ids: list[str] = []  # ids of the memories put, in order (an idempotency record names them)
         self.erased = False  # something was erased: the file is scrubbed after commit
+        self.scrubbed: bool | None = None  # after commit: whether the scrub completed (None: none ran)
+
+    def part_number(self, partition: Partition) -> int:
+        """The partition's number (``lexical.entry_range``), given to it on its first write."""
+        number = self._part_numbers.get(partition) or self.new_part_numbers.get(partition)
+        if number is None:
+            self._db.execute("INSERT OR IGNORE INTO partitions (user_id, agent_id) VALUES (?,?)", partition)
+            number = int(self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?",
+                                          partition).fetchone()[0])
+            self.new_part_numbers[partition] = number
+        return number
+
+    def _entry_rowids(self, partition: Partition, n: int) -> list[int]:
+        """``n`` fresh rowids in the partition's range of lexical entries."""
+        number = self.part_number(partition)
+        first = int(self._db.execute("SELECT next_entry FROM partitions WHERE id=?", (number,)).fetchone()[0])
+        lo, hi = entry_range(number)
+        if lo + first + n > hi:
+            raise StorageError(f"partition {partition} has used up its {hi - lo} lexical entries")
+        self._db.execute("UPDATE partitions SET next_entry = next_entry + ? WHERE id=?", (n, number))
+        return [lo + first + i for i in range(n)]
 
     def _changed(self, partition: Partition, memory_ids: Sequence[str]) -> None:
         self.touched.update((partition[0], partition[1], mid) for mid in memory_ids)
 
+    @guarded("writing memories")
     def put_memories(self, items: Sequence[MemoryItem]) -> None:
         items = list(items)
         if not items:
@@ -55,11 +105,14 @@ class SQLiteTransaction:
                 old_hashes.update(self._db.execute(
                     f"SELECT id, vector_key FROM memories WHERE user_id=? AND agent_id=? AND id IN ({marks})",
                     (user, agent, *chunk)).fetchall())
-                self._db.executemany(_DELETE_FTS, [(mid, user, agent) for mid in chunk if mid in old_hashes])
+                lo, hi = entry_range(self.part_number((user, agent)))
+                self._db.executemany(_DELETE_FTS, [(lo, hi, mid, user, agent) for mid in chunk if mid in old_hashes])
         rows = [item_row(i) for i in items]
         self._db.executemany(_INSERT_MEMORY, [r for r, i in zip(rows, items) if i.id not in old_hashes])
         self._db.executemany(_UPDATE_MEMORY, [(*r[3:], *r[:3]) for r, i in zip(rows, items) if i.id in old_hashes])
-        self._db.executemany(_INSERT_FTS, [(self._lexical_text(i), i.id, i.user_id, i.agent_id) for i in items])
+        rowids = {part: iter(self._entry_rowids(part, len(ids))) for part, ids in by_part.items()}
+        self._db.executemany(_INSERT_FTS, [(next(rowids[(i.user_id, i.agent_id)]), self._lexical_text(i), i.id,
+                                            i.user_id, i.agent_id) for i in items])
         for item in items:
             old = old_hashes.get(item.id)
             if old is not None and old != (item.vector_key or item.content_hash):
@@ -67,7 +120,9 @@ class SQLiteTransaction:
         for part, ids in by_part.items():
             self._changed(part, ids)
         self.inserted += len(items) - len(old_hashes)
+        self.put_ids.extend(i.id for i in items)
 
+    @guarded("updating memories")
     def update_columns(self, partition: Partition, ids: Sequence[str], **columns: Sequence[Any]) -> None:
         if not ids:
             return
@@ -83,33 +138,51 @@ class SQLiteTransaction:
         if INDEXED.intersection(names):
             self._changed(partition, ids)
 
+    @guarded("updating memory state")
     def update_states(self, partition: Partition, states: Mapping[str, Mapping[str, Any]]) -> None:
         if states:
             self._db.executemany(
                 "UPDATE memories SET state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?",
                 [(encode(st), st.get("due_at"), mid, *partition) for mid, st in states.items()])
 
+    @guarded("recording accesses")
     def record_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
         self._db.executemany(
             "UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?) "
             "WHERE id=? AND user_id=? AND agent_id=?", [(now, mid, *partition) for mid in ids])
 
-    def delete_memory(self, partition: Partition, memory_id: str) -> None:
+    @guarded("erasing a memory")
+    def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
         user, agent = partition
-        row = self._db.execute("SELECT vector_key FROM memories WHERE id=? AND user_id=? AND agent_id=?",
-                               (memory_id, user, agent)).fetchone()
-        self._db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?", (memory_id, user, agent))
-        self._db.execute(_DELETE_FTS, (memory_id, user, agent))
-        self._db.execute("DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)",
-                         (user, agent, memory_id, memory_id))
-        self._db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?", (user, agent, memory_id))
+        db = self._db
+        row = db.execute("SELECT vector_key FROM memories WHERE id=? AND user_id=? AND agent_id=?",
+                         (memory_id, user, agent)).fetchone()
+        out = {"memories": db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?",
+                                      (memory_id, user, agent)).rowcount}
+        lo, hi = entry_range(self.part_number(partition))
+        out["lexical_entries"] = db.execute(_DELETE_FTS, (lo, hi, memory_id, user, agent)).rowcount
+        out["edges"] = db.execute("DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)",
+                                  (user, agent, memory_id, memory_id)).rowcount
+        out["history_rows"] = db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?",
+                                         (user, agent, memory_id)).rowcount
         # Events of other memories that name this one (a debate it took part in) may quote it.
-        self._db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND instr(detail, ?) > 0",
-                         (user, agent, memory_id))
+        out["history_rows"] += db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND instr(detail, ?) > 0",
+                                          (user, agent, memory_id)).rowcount
+        # Idempotency records of requests that wrote or returned it.
+        out["requests"] = db.execute(
+            "DELETE FROM requests WHERE user_id=? AND agent_id=? AND (instr(memory_ids, ?) > 0 OR "
+            "instr(COALESCE(response, ''), ?) > 0)", (user, agent, memory_id, memory_id)).rowcount
+        out["vectors"] = 0
         if row is not None:
+            # Counted for the partition only: whether another partition holds the same text
+            # (and so keeps the vector) must not show.
+            if db.execute("SELECT 1 FROM memories WHERE vector_key=? AND user_id=? AND agent_id=? LIMIT 1",
+                          (row[0], user, agent)).fetchone() is None:
+                out["vectors"] = 1
             self._drop_orphan_embedding(row[0])
         self._changed(partition, [memory_id])
         self.erased = True
+        return out
 
     def _drop_orphan_embedding(self, key: str) -> None:
         """A vector no memory refers to any more is erased with the last memory it served."""
@@ -117,11 +190,13 @@ class SQLiteTransaction:
             self._db.execute("DELETE FROM embeddings WHERE hash=?", (key,))
             self.erased = True
 
+    @guarded("writing vectors")
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
         self._db.executemany("INSERT OR IGNORE INTO embeddings (model, hash, vector) VALUES (?,?,?)",
                              [(model, h, vectors[i].tobytes()) for i, h in enumerate(hashes)])
 
+    @guarded("writing edges")
     def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
         self._db.executemany(
             "INSERT INTO edges (user_id, agent_id, src, dst, relation, weight, variance, activations, updated_at) "
@@ -130,23 +205,57 @@ class SQLiteTransaction:
             "updated_at=excluded.updated_at",
             [edge_row(partition, e) for e in edges])
 
+    @guarded("deleting edges")
     def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:
         self._db.executemany("DELETE FROM edges WHERE user_id=? AND agent_id=? AND src=? AND dst=? AND relation=?",
                              [(*partition, s, d, r) for s, d, r in keys])
 
+    @guarded("writing history")
     def log(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
         self._db.executemany("INSERT INTO history (user_id, agent_id, memory_id, at, action, detail) VALUES (?,?,?,?,?,?)",
                              [event_row(partition, e) for e in events])
 
+    @guarded("writing records")
     def kv_put(self, partition: Partition, values: Mapping[str, Any]) -> None:
         self._db.executemany(
             "INSERT INTO kv (user_id, agent_id, key, value) VALUES (?,?,?,?) "
             "ON CONFLICT(user_id, agent_id, key) DO UPDATE SET value=excluded.value",
             [(*partition, key, encode(value)) for key, value in values.items()])
 
-    def kv_clear(self, partition: Partition) -> None:
-        self._db.execute("DELETE FROM kv WHERE user_id=? AND agent_id=?", partition)
+    @guarded("erasing records")
+    def kv_clear(self, partition: Partition) -> int:
+        n = self._db.execute("DELETE FROM kv WHERE user_id=? AND agent_id=?", partition).rowcount
+        n += self._db.execute("DELETE FROM requests WHERE user_id=? AND agent_id=?", partition).rowcount
         self.erased = True
+        return int(n)
+
+    # -- idempotency records (see storage.sqlite.store: SQLiteStore.request) -------------------
+    @guarded("recording a request")
+    def claim_request(self, partition: Partition, key: str, fingerprint: str, owner: str, now: float) -> str:
+        """Record that this transaction carries out the request ``key``; returns the owner
+        of the record, which is another request's when one with that key committed first."""
+        row = self._db.execute("SELECT owner, memory_ids FROM requests WHERE user_id=? AND agent_id=? AND key=?",
+                               (*partition, key)).fetchone()
+        if row is None:
+            self._db.execute(
+                "INSERT INTO requests (user_id, agent_id, key, fingerprint, owner, created_at, memory_ids) "
+                "VALUES (?,?,?,?,?,?,?)", (*partition, key, fingerprint, owner, now, json.dumps(self.put_ids)))
+            return owner
+        if row[0] == owner:  # a later transaction of the same request
+            ids = json.loads(row[1])
+            ids += [i for i in self.put_ids if i not in ids]
+            self._db.execute("UPDATE requests SET memory_ids=? WHERE user_id=? AND agent_id=? AND key=?",
+                             (json.dumps(ids), *partition, key))
+        return str(row[0])
+
+    @guarded("recording a response")
+    def finish_request(self, partition: Partition, key: str, owner: str, status: int, response: str) -> None:
+        self._db.execute("UPDATE requests SET status=?, response=? WHERE user_id=? AND agent_id=? AND key=? AND owner=?",
+                         (int(status), response, *partition, key, owner))
+
+    @guarded("expiring requests")
+    def expire_requests(self, before: float) -> int:
+        return int(self._db.execute("DELETE FROM requests WHERE created_at < ?", (before,)).rowcount)
 
 
 def _chunks(ids: Sequence[str], size: int = 500) -> list[Sequence[str]]:

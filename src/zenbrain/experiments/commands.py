@@ -1,4 +1,5 @@
-"""``zenbrain experiments``: the paper's experiments on the real zenbrain.
+"""``zenbrain experiments``: the paper's experiments on the real zenbrain, a plugin of the
+``zenbrain`` command line (entry point ``experiments`` of the ``zenbrain.commands`` group).
 
 ::
 
@@ -11,6 +12,7 @@
 Writes ``raw.pkl`` (every run's raw result, as soon as the runs are done), ``results.json``
 (real and replica results), ``report.md`` (published, replica and
 real side by side) and PNG plots (retention curves, criticality, TripleCopy, cascade).
+Progress bars and plots need the ``bench`` extra (tqdm, matplotlib).
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..cli_support import require_extra
+
+    require_extra("bench", [*(() if args.no_progress else ("tqdm",)), *(() if args.no_plots else ("matplotlib",))],
+                  "'zenbrain experiments' (progress bars and plots)")
     from .real import SEEDS, run_real
     from .real.report import write_outputs
 

@@ -1,0 +1,125 @@
+"""Facts that change: a later statement supersedes an earlier one, which is kept with the
+time it stopped holding; recall answers with current facts unless asked for another time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zenbrain import Scope, ValidationError, open_memory
+from zenbrain.clock import SimulatedClock
+from zenbrain.config import Config
+from zenbrain.providers.hashing import HashingEmbedder
+
+T0 = 1_700_000_000.0
+DAY = 86_400.0
+ALICE, BOB = Scope("alice"), Scope("bob")
+OLD, NEW = "Alice works at Acme as a software engineer", "Alice works at Globex as a software engineer"
+
+
+@pytest.fixture
+def clock():
+    return SimulatedClock(T0)
+
+
+def _open(tmp_path, clock, name="m", config=None):
+    return open_memory(tmp_path / f"{name}.db", embedder=HashingEmbedder(384), clock=clock, config=config)
+
+
+def _texts(hits):
+    return [h.item.content for h in hits]
+
+
+def test_a_changed_fact_supersedes_the_earlier_one_which_stays_in_the_past(tmp_path, clock):
+    mem = _open(tmp_path, clock)
+    old = mem.store(OLD, ALICE, layer="semantic")
+    clock.advance(days=30)
+    new = mem.store(NEW, ALICE, layer="semantic")
+    kept = mem.get(old.id, ALICE)
+    assert kept.superseded_by == new.id and kept.valid_until == pytest.approx(T0 + 30 * DAY)
+    assert mem.get(new.id, ALICE).valid_until is None
+    assert _texts(mem.recall("where does Alice work", ALICE, k=3, touch=False)) == [NEW]
+    assert _texts(mem.recall("where does Alice work", ALICE, k=3, touch=False, as_of=T0 + DAY)) == [OLD]
+    both = _texts(mem.recall("where does Alice work", ALICE, k=3, touch=False, include_superseded=True))
+    assert set(both) == {OLD, NEW}
+    actions = [(e.action, e.detail.get("by")) for e in mem.history(old.id, ALICE)]
+    assert ("superseded", new.id) in actions
+
+
+def test_without_imad_a_conflict_supersedes_nothing(tmp_path, clock):
+    mem = _open(tmp_path, clock, config=Config().without("imad_debate"))
+    old = mem.store(OLD, ALICE, layer="semantic")
+    clock.advance(days=30)
+    mem.store(NEW, ALICE, layer="semantic")
+    assert mem.get(old.id, ALICE).valid_until is None
+    assert set(_texts(mem.recall("where does Alice work", ALICE, k=3, touch=False))) == {OLD, NEW}
+
+
+def test_statements_differing_in_two_places_speak_of_different_things(tmp_path, clock):
+    mem = _open(tmp_path, clock)
+    a = mem.store("room 12 is on floor 3 of the north wing", ALICE, layer="semantic")
+    clock.advance(days=3)
+    mem.store("room 14 is on floor 2 of the north wing", ALICE, layer="semantic")
+    assert mem.get(a.id, ALICE).valid_until is None
+
+
+def test_a_fact_told_later_about_an_earlier_time_ends_where_the_stored_one_begins(tmp_path, clock):
+    mem = _open(tmp_path, clock)
+    current = mem.store(NEW, ALICE, layer="semantic", event_time=T0 - 10 * DAY)
+    clock.advance(days=5)
+    told_late = mem.store(OLD, ALICE, layer="semantic", event_time=T0 - 400 * DAY)
+    assert mem.get(current.id, ALICE).valid_until is None
+    late = mem.get(told_late.id, ALICE)
+    assert late.superseded_by == current.id and late.valid_until == pytest.approx(T0 - 10 * DAY)
+    assert _texts(mem.recall("where does Alice work", ALICE, k=3, touch=False)) == [NEW]
+    assert _texts(mem.recall("where does Alice work", ALICE, k=3, touch=False, as_of=T0 - 100 * DAY)) == [OLD]
+
+
+def test_an_explicit_supersedes_retires_the_named_memory(tmp_path, clock):
+    mem = _open(tmp_path, clock)
+    old = mem.store("the team meets on Mondays", ALICE)
+    clock.advance(days=1)
+    new = mem.store("the standup moved to Thursday mornings", ALICE, supersedes=old.id)
+    assert mem.get(old.id, ALICE).superseded_by == new.id
+    assert _texts(mem.recall("when does the team meet", ALICE, k=5, touch=False)) == [new.content]
+
+
+def test_a_bad_supersedes_is_refused_and_changes_nothing(tmp_path, clock):
+    mem = _open(tmp_path, clock)
+    bobs = mem.store("Bob lives in Oslo", BOB)
+    before = len(mem.list_memories(ALICE))
+    with pytest.raises(ValidationError, match="no memory"):  # another user's memory is not there for alice
+        mem.store("Alice lives in Rome", ALICE, supersedes=bobs.id)
+    with pytest.raises(ValidationError):
+        mem.store("Alice lives in Rome", ALICE, supersedes=[])
+    old = mem.store("Alice lives in Paris", ALICE, event_time=T0)
+    with pytest.raises(ValidationError, match="earlier"):
+        mem.store("Alice lived in Lyon", ALICE, supersedes=old.id, event_time=T0 - DAY)
+    assert len(mem.list_memories(ALICE)) == before + 1
+    assert mem.get(bobs.id, BOB).valid_until is None and mem.get(old.id, ALICE).valid_until is None
+
+
+def test_export_and_import_keep_what_superseded_what(tmp_path, clock):
+    src = _open(tmp_path, clock, "src")
+    src.store(OLD, ALICE, layer="semantic")
+    clock.advance(days=30)
+    src.store(NEW, ALICE, layer="semantic")
+    lines = [json.loads(json.dumps(x)) for x in src.export_memories(ALICE)]
+    dst = _open(tmp_path, clock, "dst")
+    dst.import_memories(lines, ALICE, new_ids=True)
+    items = {i.content: i for i in dst.list_memories(ALICE, include_archived=True)}
+    assert items[OLD].superseded_by == items[NEW].id and items[OLD].valid_until == pytest.approx(T0 + 30 * DAY)
+    assert _texts(dst.recall("where does Alice work", ALICE, k=3, touch=False)) == [NEW]
+
+
+def test_a_query_naming_the_old_version_still_finds_it(tmp_path, clock):
+    """A detected change hides the old fact from current recall, except from a query that
+    names what only the old one says ("note number 7" is no stale "note number 8")."""
+    mem = _open(tmp_path, clock)
+    old = mem.store(OLD, ALICE, layer="semantic")
+    clock.advance(days=30)
+    mem.store(NEW, ALICE, layer="semantic")
+    hits = mem.recall("did Alice work at Acme", ALICE, k=3, touch=False)
+    assert OLD in _texts(hits)
+    assert next(h for h in hits if h.item.id == old.id).why.other["superseded"] == 1.0
