@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import tempfile
 import threading
 
@@ -66,6 +67,47 @@ def data_dir() -> str | None:
     """The private server's data directory (None for an external server)."""
     server_url()
     return _state.get("pgdata")  # type: ignore[return-value]
+
+
+def files_containing(url: str, needle: str) -> dict[str, int]:
+    """The files of the store at ``url`` whose bytes contain needle (case-insensitive): its
+    schema's tables, indexes and TOAST, and the server's WAL, once a checkpoint has written
+    everything out and the WAL has moved to a new segment (the old ones are removed: the
+    test server does not recycle them). Skips the test on an external server."""
+    import psycopg
+
+    root = data_dir()
+    if root is None:
+        pytest.skip("an external PostgreSQL server: its files are not the test's to read")
+    with psycopg.connect(url, autocommit=True) as pg:
+        pg.execute("CHECKPOINT")
+        pg.execute("SELECT pg_switch_wal()")
+        pg.execute("CHECKPOINT")
+        rels = pg.execute(
+            "WITH own AS (SELECT oid, reltoastrelid FROM pg_class WHERE relnamespace = current_schema()::regnamespace) "
+            "SELECT c.relname, pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid IN (SELECT oid FROM own) "
+            "OR c.oid IN (SELECT reltoastrelid FROM own) "
+            "OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid IN (SELECT reltoastrelid FROM own))").fetchall()
+    files = {}
+    for name, rel in rels:
+        if rel is None:
+            continue
+        folder, base = os.path.split(os.path.join(root, rel))
+        for f in os.listdir(folder):
+            if re.fullmatch(re.escape(base) + r"(\.\d+|_fsm|_vm|_init)?", f):
+                files[os.path.join(folder, f)] = f"{name} ({f})"
+    wal = os.path.join(root, "pg_wal")
+    for f in os.listdir(wal):
+        if os.path.isfile(os.path.join(wal, f)):
+            files[os.path.join(wal, f)] = f"pg_wal/{f}"
+    out = {}
+    low = needle.lower().encode()
+    for p, label in files.items():
+        with open(p, "rb") as fh:
+            c = fh.read().lower().count(low)
+        if c:
+            out[label] = c
+    return out
 
 
 def new_schema_url(prefix: str = "t") -> str:

@@ -120,3 +120,30 @@ def test_concurrent_writers_and_readers_on_three_processes(servers):
     assert after - before == found == 40
     for c in clients:
         c.close()
+
+
+def test_one_idempotency_key_sent_to_every_process_writes_once(servers):
+    """Retries of one request reach different processes at once: the key's record, claimed
+    in the write's own transaction, lets one of them write; the others answer with its
+    result (or 409 while it is in progress), and a later retry replays it."""
+    key = {"Idempotency-Key": "pg-retry-4b1e"}
+    user = {"user_id": "idem"}
+    body = {"content": "written exactly once across processes"}
+
+    def post(n: int) -> httpx.Response:
+        return httpx.post(servers[n % len(servers)] + "/v1/memories", params=user, json=body, headers=key, timeout=60)
+
+    with ThreadPoolExecutor(6) as ex:
+        answers = list(ex.map(post, range(6)))
+    assert all(a.status_code in (201, 409) for a in answers), [a.text for a in answers]
+    ids = {a.json()["id"] for a in answers if a.status_code == 201}
+    assert len(ids) == 1
+    final = post(1)
+    assert final.status_code == 201 and final.json()["id"] in ids and final.headers.get("idempotent-replayed") == "true"
+    listed = httpx.get(servers[0] + "/v1/memories", params={**user, "limit": 50}, timeout=60).json()["memories"]
+    assert [m["id"] for m in listed] == list(ids)
+    # Erasing the memory erases the record that returned it: the key is free again.
+    gone = httpx.delete(servers[1] + f"/v1/memories/{final.json()['id']}", params=user, timeout=60)
+    assert gone.status_code == 200 and gone.json()["scrubbed"] is True and gone.json()["requests"] == 1, gone.text
+    again = post(0)
+    assert again.status_code == 201 and again.json()["id"] not in ids and "idempotent-replayed" not in again.headers

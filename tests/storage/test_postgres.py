@@ -4,12 +4,11 @@ per partition, the engine on top of it, and erasure down to the data files."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from postgres_server import data_dir, new_schema_url
+from postgres_server import files_containing, new_schema_url
 from storage_helpers import DIM, MODEL, P1, P2, brute_top, make_item, put, unit_rows
 
 from zenbrain.errors import StorageError
@@ -156,28 +155,23 @@ def test_bm25_statistics_are_the_partitions_own(pg):
 MARKER = "zqvkmarker4417"
 
 
-def _files_containing(root: str, needle: bytes) -> list[str]:
-    out = []
-    for folder, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(folder, f)
-            try:
-                with open(p, "rb") as fh:
-                    if needle in fh.read():
-                        out.append(os.path.relpath(p, root))
-            except OSError:
-                continue
-    return out
+def _marked_tables(url: str) -> list[str]:
+    """The tables of the store's schema where any row holds MARKER."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        return [t for t in tables if conn.execute(
+            f'SELECT COUNT(*) FROM "{t}" x WHERE strpos(lower(x::text), %s) > 0', (MARKER,)).fetchone()[0]]
 
 
 @pytest.mark.parametrize("erase", ["full", "vacuum"])
 def test_the_engine_runs_on_postgres_and_erasure_leaves_no_trace(erase):
     """A recall and lifecycle smoke test through ``open_memory``; then forget() removes
     the text from every table, and (with ``erase="full"``, after a WAL switch) from the
-    files; a plain vacuum leaves the text's bytes in the pages that held it."""
-    import psycopg
-
-    from zenbrain import Scope, SimulatedClock, open_memory
+    files. With ``erase="vacuum"`` the receipt says the scrub is pending, and rightly: a
+    plain vacuum leaves the text's bytes in the pages that held it, until ``scrub()``."""
+    from zenbrain import ErasurePendingError, Scope, SimulatedClock, open_memory
     from zenbrain.providers.hashing import HashingEmbedder
 
     url = new_schema_url()
@@ -200,26 +194,57 @@ def test_the_engine_runs_on_postgres_and_erasure_leaves_no_trace(erase):
         mem.update(secret.id, alice, metadata={"edited": True})
         lines = list(mem.export_memories(alice))
         assert lines[0]["counts"]["memories"] == 13
-        mem.forget(secret.id, alice)
+        if erase == "full":
+            receipt = mem.forget(secret.id, alice)
+        else:
+            with pytest.raises(ErasurePendingError) as pending:
+                mem.forget(secret.id, alice)
+            receipt = pending.value.receipt
+        assert receipt.memory_ids == (secret.id,) and receipt.scrubbed is (erase == "full")
+        assert receipt.lexical_entries == 1 and receipt.vectors == 1 and receipt.history_rows >= 3
         assert all(h.id != secret.id for h in mem.recall(MARKER, alice, k=20, touch=False))
         assert mem.storage.lexical_search(("alice", "assistant"), MARKER, 5) == []
         assert len(mem.list_memories(alice)) == 12 and len(mem.list_memories(bob)) == 1
-    with psycopg.connect(url, autocommit=True) as conn:
-        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
-        for t in tables:
-            n = conn.execute(f'SELECT COUNT(*) FROM "{t}" x WHERE strpos(lower(x::text), %s) > 0', (MARKER,)).fetchone()
-            assert n[0] == 0, t
-        conn.execute("CHECKPOINT")
-        conn.execute("SELECT pg_switch_wal()")
-        conn.execute("CHECKPOINT")
-    root = data_dir()
-    if root is None:
-        pytest.skip("an external server: its files are not ours to read")
-    left = _files_containing(root, MARKER.encode())
+    assert _marked_tables(url) == []
+    left = files_containing(url, MARKER)
     if erase == "full":
-        assert left == []
-    else:
-        assert left  # why "full" is the default
+        assert left == {}
+        return
+    assert left  # why "full" is the default
+    with open_memory(url, embedder=HashingEmbedder(64), erase=erase) as mem:
+        assert mem.storage.scrub() is True
+    assert files_containing(url, MARKER) == {}
+
+
+def test_an_erasure_is_pending_while_an_older_transaction_can_see_it_then_any_write_finishes_it():
+    """A table rewrite keeps the rows an older snapshot may still read: while another
+    connection holds one, forget() reports the scrub pending (and the text is still in the
+    files); the next write after that reader ends rewrites the tables."""
+    import psycopg
+
+    from zenbrain import ErasurePendingError, Scope, open_memory
+    from zenbrain.providers.hashing import HashingEmbedder
+
+    url = new_schema_url()
+    alice = Scope("alice", "assistant")
+    with open_memory(url, embedder=HashingEmbedder(64), scrub_wait_s=0.2) as mem:
+        secret = mem.store(f"the vault opens with {MARKER}", alice)
+        mem.store("an ordinary note", alice)
+        reader = psycopg.connect(url)  # another program in a repeatable-read transaction
+        try:
+            reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            assert reader.execute("SELECT COUNT(*) FROM memory_texts").fetchone()[0] == 2
+            with pytest.raises(ErasurePendingError) as pending:
+                mem.forget(secret.id, alice)
+            assert pending.value.receipt.scrubbed is False and pending.value.receipt.memory_ids == (secret.id,)
+            assert reader.execute("SELECT COUNT(*) FROM memory_texts").fetchone()[0] == 2  # its snapshot
+            assert mem.storage.scrub(wait_s=0.1) is False
+            assert files_containing(url, MARKER)  # still in the table's file
+        finally:
+            reader.close()
+        mem.store("a later note", alice)  # the next write finishes the scrub
+        assert files_containing(url, MARKER) == {}
+        assert mem.storage.scrub(wait_s=0) is True
 
 
 def test_the_command_line_works_on_a_postgres_url(capsys):
@@ -267,3 +292,19 @@ def test_the_benchmark_system_keeps_each_run_in_a_schema_of_its_own():
     assert system.search("who painted the lake?", 1) == []
     system.close()
     assert schemas() == before
+
+
+def test_durability_sets_how_commits_wait_for_the_wal():
+    """``durability="process"`` (as on SQLite: a commit survives a crash of the application,
+    not of the machine) commits without waiting for the WAL flush; "full" waits."""
+    from zenbrain.errors import ConfigError
+
+    for durability, setting in (("full", "on"), ("process", "off")):
+        s = open_pg(durability=durability)
+        try:
+            with s._reading() as conn:
+                assert conn.execute("SHOW synchronous_commit").fetchone()[0] == setting
+        finally:
+            s.close()
+    with pytest.raises(ConfigError, match="durability"):
+        open_pg(durability="fast")

@@ -114,7 +114,7 @@ def migrate(source: Store, dest: Store, progress_key: str, *,
             if on_partition:
                 on_partition(part, None)
             continue
-        counts = copy_partition(source, dest, part, progress_key, done)  # type: ignore[arg-type]
+        counts = copy_partition(source, dest, part, progress_key, done)
         done.append(part)
         report.copied.append(part)
         report.counts[part] = counts

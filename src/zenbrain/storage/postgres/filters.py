@@ -49,6 +49,9 @@ def where(partition: Partition, flt: Filter, alias: str = "m") -> tuple[str, lis
         pairs = sorted(flt.turns)
         clauses.append(f"({p}session_id, {p}position) IN (SELECT * FROM unnest(%s::text[], %s::int[]))")
         args.extend([[s for s, _ in pairs], [int(n) for _, n in pairs]])
+    if flt.current_at is not None:
+        clauses.append(f"({p}valid_until IS NULL OR {p}valid_until > %s)")
+        args.append(float(flt.current_at))
     if flt.ids is not None:
         clauses.append(f"{p}id = ANY(%s)")
         args.append(sorted(flt.ids))

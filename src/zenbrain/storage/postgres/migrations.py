@@ -147,4 +147,34 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0002_valid_time",
+        """
+        -- Facts that change: when a memory stopped holding (NULL: it still holds) and the
+        -- memory that replaced it. Recall reads only what still holds at a time.
+        ALTER TABLE memories ADD COLUMN valid_until DOUBLE PRECISION, ADD COLUMN superseded_by TEXT;
+        """,
+    ),
+    (
+        "0003_requests",
+        """
+        -- Write requests that carried an idempotency key: a retry with the same key gets the
+        -- first request's result instead of writing again. The row is written in the same
+        -- transaction as the request's write, and the response once the write has committed.
+        -- The response quotes memories, so erasure rewrites this table like the other text tables.
+        CREATE TABLE requests (
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            memory_ids TEXT[] NOT NULL,
+            status INTEGER,
+            response TEXT,
+            PRIMARY KEY (user_id, agent_id, key)
+        );
+        CREATE INDEX requests_age ON requests (created_at);
+        """,
+    ),
 ]

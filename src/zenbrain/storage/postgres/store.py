@@ -14,22 +14,28 @@
   copy in its page's free space that VACUUM does not clear. So a memory's text lives in
   ``memory_texts``, written only when the text changes, apart from the columns recall and
   the lifecycle update all the time; the text tables (``memory_texts``, ``history``,
-  ``kv``) are small (no vectors, no vector or GIN index). ``erase="full"`` (the default)
-  rewrites the text tables an erasure touched (VACUUM FULL: the text is gone from the
-  data files when forget() returns; those tables are locked meanwhile, for a time
-  proportional to their size) and vacuums the others; ``erase="vacuum"`` only vacuums
-  (rows and index entries removed, no lock; run ``scrub()`` on a schedule). Lexical terms
-  are stored as keyed hashes, so a GIN index (which never drops a key) keeps no word of
-  an erased memory.
+  ``kv``, ``requests``) are small (no vectors, no vector or GIN index). ``erase="full"``
+  (the default) rewrites the text tables an erasure touched after its commit (VACUUM
+  FULL: the text is gone from the data files when forget() returns; those tables are
+  locked meanwhile, for a time proportional to their size) and vacuums the others. A
+  rewrite keeps the rows a transaction older than the erasure may still see, so it waits
+  (``scrub_wait_s``) for such transactions to end; if one outlives the wait the scrub
+  stays *pending* (``Transaction.scrubbed`` is False, a row in ``meta``) and the next
+  write, open or close of any handle finishes it. ``erase="vacuum"`` only vacuums and
+  ``erase="none"`` leaves it to autovacuum (no lock; the text stays pending until
+  ``scrub()``, run on a schedule). Lexical terms are stored as keyed hashes, so a GIN
+  index (which never drops a key) keeps no word of an erased memory.
 """
 
 from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +47,7 @@ from ..records import EDGE_FIELDS, MEMORY_FIELDS
 from . import lexical, vectors
 from .filters import where
 from .migrations import MIGRATIONS
-from .transaction import TEXT_FIELDS, PostgresTransaction
+from .transaction import SCRUB_PENDING, TEXT_FIELDS, TEXT_TABLES, PostgresTransaction
 
 try:
     import psycopg
@@ -65,9 +71,34 @@ _VECTOR_KEY = MEMORY_FIELDS.index("vector_key")
 _HASH = MEMORY_FIELDS.index("content_hash")
 _MIGRATION_LOCK = "zenbrain:migrations"
 ERASE_MODES = ("full", "vacuum", "none")
-_TEXT_TABLES = frozenset({"memory_texts", "history", "kv"})  # the tables that hold text
-_TABLES = ("memories", "memory_texts", "embeddings", "edges", "history", "kv", "lexical_terms", "lexical_docs", "vector_indexes",
-           "meta", "schema_migrations")
+DURABILITY = {"full": "on", "process": "off"}  # durability -> synchronous_commit
+SCRUB_WAIT_S = 2.0  # how long a scrub waits for transactions older than the erasure
+_TABLES = ("memories", "memory_texts", "embeddings", "edges", "history", "kv", "requests", "lexical_terms",
+           "lexical_docs", "vector_indexes", "meta", "schema_migrations")
+# Transactions (of this database, or standbys and slots of the cluster) whose snapshots may
+# still see rows that transaction %s deleted: a table rewrite must keep those rows for them.
+# A session whose database is not shown (a standby's sender, or hidden from this role) counts.
+_OLDER_READERS = (
+    "SELECT (SELECT COUNT(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+    "AND (datname = current_database() OR datname IS NULL) "
+    "AND (age(backend_xmin) >= age(x.id) OR age(backend_xid) >= age(x.id))) "
+    "+ (SELECT COUNT(*) FROM pg_prepared_xacts WHERE database = current_database() AND age(transaction) >= age(x.id)) "
+    "+ (SELECT COUNT(*) FROM pg_replication_slots WHERE age(xmin) >= age(x.id)) "
+    "FROM (SELECT (%s::bigint %% 4294967296)::text::xid AS id) x"
+)
+CommitHook = Callable[[PostgresTransaction], None]
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """A write request recorded under its idempotency key (see ``PostgresStore.request``)."""
+
+    fingerprint: str
+    owner: str
+    created_at: float
+    memory_ids: list[str]
+    status: int | None
+    response: str | None
 
 
 def item_from_row(row: Sequence[Any]) -> MemoryItem:
@@ -88,16 +119,22 @@ class PostgresStore:
     from several threads, processes and machines at once."""
 
     def __init__(self, url: str, *, embedder_name: str, dim: int, timeout: float = 30.0, pool_size: int = 8,
-                 hnsw_min_rows: int = vectors.HNSW_MIN_ROWS, erase: str = "full") -> None:
+                 hnsw_min_rows: int = vectors.HNSW_MIN_ROWS, erase: str = "full", scrub_wait_s: float = SCRUB_WAIT_S,
+                 durability: str = "full") -> None:
         if erase not in ERASE_MODES:
             raise ConfigError(f"erase must be one of {', '.join(ERASE_MODES)}, got {erase!r}")
+        if durability not in DURABILITY:
+            raise ConfigError(f"durability must be 'full' or 'process', got {durability!r}")
         self.url = url
         self.path = url  # what tools print as the store's location
         self.embedder_name = embedder_name
         self.dim = int(dim)
         self.timeout = float(timeout)
         self.erase = erase
+        self.scrub_wait_s = float(scrub_wait_s)
+        self._synchronous_commit = DURABILITY[durability]
         self._local = threading.local()
+        self._hooks = threading.local()  # this thread's before-commit hooks
         self._inserted = 0  # memory rows this handle inserted since the planner's statistics were gathered
         self._analyzed_rows = -1  # rows at the last analysis (-1: read when first needed)
         self._pool: ConnectionPool | None = None
@@ -105,6 +142,8 @@ class PostgresStore:
             with self._connect() as conn:
                 self._migrate(conn)
                 self._check_meta(conn)
+                if self.erase == "full":
+                    self._finish_pending_scrub(conn, 0.0)
         except psycopg.Error as exc:
             raise _storage_error(f"cannot open the PostgreSQL store at {_safe(url)}", exc) from exc
         self._pool = ConnectionPool(url, min_size=1, max_size=max(1, int(pool_size)), timeout=self.timeout,
@@ -119,6 +158,7 @@ class PostgresStore:
     # -- connections -------------------------------------------------------------------
     def _configure(self, conn: Any) -> None:
         conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        conn.execute(f"SET synchronous_commit = {self._synchronous_commit}")
         conn.execute(f"SET hnsw.ef_search = {vectors.EF_SEARCH}")
         register_vector(conn)
 
@@ -189,6 +229,12 @@ class PostgresStore:
         if self._pool is None:
             return
         self.indexes.wait(timeout=self.timeout)
+        if self.erase == "full":
+            try:
+                with self._pool.connection(timeout=self.timeout) as conn:
+                    self._finish_pending_scrub(conn, self.scrub_wait_s)
+            except (psycopg.Error, TimeoutError):
+                pass  # the next open or write finishes it
         self._pool.close()
         self._pool = None
 
@@ -198,10 +244,23 @@ class PostgresStore:
 
     # -- writes --------------------------------------------------------------------------
     @contextmanager
+    def before_commit(self, hook: CommitHook) -> Iterator[None]:
+        """Run ``hook(tx)`` right before each outermost transaction of this thread commits,
+        while the block runs: it may write into the transaction, or raise to roll it back
+        (an idempotency record, a deadline that has passed)."""
+        hooks: list[CommitHook] = self._hooks.__dict__.setdefault("list", [])
+        hooks.append(hook)
+        try:
+            yield
+        finally:
+            hooks.remove(hook)
+
+    @contextmanager
     def transaction(self, *, durable: bool = True) -> Iterator[PostgresTransaction]:
         """One atomic write. A transaction opened inside another (same thread) joins it.
         ``durable=False`` commits without waiting for the WAL flush (still atomic; a crash
-        of the server may lose it)."""
+        of the server may lose it). After the commit, ``tx.scrubbed`` tells whether erased
+        text has left the data files (None: nothing was erased)."""
         current = getattr(self._local, "tx", None)
         if current is not None:
             yield current
@@ -217,12 +276,14 @@ class PostgresStore:
                             conn.execute("SET LOCAL synchronous_commit = off")
                         tx = self._local.tx = PostgresTransaction(conn, self.embedder_name, self._terms)
                         yield tx
+                        for hook in list(getattr(self._hooks, "list", ())):
+                            hook(tx)
                         tx.finish()
                 finally:
                     self._local.tx = None
                     self._local.conn = None
-                if tx.erased and self.erase != "none":
-                    self._after_erasure(conn, tx.erased)
+                if tx.erased or tx.pending_scrub:
+                    self._after_commit_scrub(conn, tx)
                 if tx.grown:
                     self._keep_statistics(conn, tx.inserted)
                     self.indexes.grown(conn, tx.grown)
@@ -243,28 +304,83 @@ class PostgresStore:
             self._analyzed_rows += self._inserted
             self._inserted = 0
 
-    def _after_erasure(self, conn: Any, tables: set[str]) -> None:
-        """Vacuum what an erasure touched; with ``erase="full"`` rewrite its text tables."""
-        text = tables & _TEXT_TABLES if self.erase == "full" else set()
+    def _after_commit_scrub(self, conn: Any, tx: PostgresTransaction) -> None:
+        """After a commit: vacuum what an erasure touched, and with ``erase="full"`` rewrite
+        the text tables (or finish a scrub another transaction left pending). All of them:
+        earlier versions of rows the erasure did not delete may quote the erased text too
+        (a record rewritten without it, a debate log updated before)."""
+        text = TEXT_TABLES if tx.erased & TEXT_TABLES else frozenset()
+        if self.erase == "none":
+            tx.scrubbed = False if text else None
+            return
+        if tx.erased - text:
+            self._vacuum(conn, tx.erased - text, full=False)
+        if self.erase == "vacuum":
+            if text:
+                self._vacuum(conn, text, full=False)
+            tx.scrubbed = False if text else None
+            return
         if text:
-            self._vacuum(conn, text, full=True)
-        if tables - text:
-            self._vacuum(conn, tables - text, full=False)
+            tx.scrubbed = self._rewrite(conn, text, max(tx.xid, tx.pending_scrub), self.scrub_wait_s)
+        elif tx.pending_scrub:
+            self._rewrite(conn, TEXT_TABLES, tx.pending_scrub, 0.0)
+
+    def _finish_pending_scrub(self, conn: Any, wait_s: float) -> bool:
+        """Rewrite the text tables if an erasure's scrub is pending; True when none is."""
+        row = conn.execute("SELECT value FROM meta WHERE key = %s", (SCRUB_PENDING,)).fetchone()
+        return row is None or self._rewrite(conn, TEXT_TABLES, int(row[0]), wait_s)
+
+    def _rewrite(self, conn: Any, tables: Iterable[str], xid: int, wait_s: float) -> bool:
+        """VACUUM FULL ``tables`` once no transaction that may see the rows transaction
+        ``xid`` erased is left (a rewrite keeps rows for them), waiting up to ``wait_s``; then
+        clear the pending mark. False (still pending) when such a transaction outlived the
+        wait or held a lock on a table past it."""
+        deadline = time.monotonic() + wait_s
+        while conn.execute(_OLDER_READERS, (xid,)).fetchone()[0]:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        wait_ms = max(100, int((deadline - time.monotonic()) * 1000))
+        try:
+            conn.execute(f"SET lock_timeout = {wait_ms}")
+            self._vacuum(conn, tables, full=True)
+        except psycopg.errors.LockNotAvailable:
+            return False
+        finally:
+            conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        conn.execute("DELETE FROM meta WHERE key = %s AND value::bigint <= %s", (SCRUB_PENDING, xid))
+        return True
 
     def _vacuum(self, conn: Any, tables: Iterable[str], *, full: bool) -> None:
         names = sql.SQL(", ").join(sql.Identifier(t) for t in sorted(tables))
         conn.execute(sql.SQL("VACUUM (FULL) {}" if full else "VACUUM (INDEX_CLEANUP ON) {}").format(names))
 
-    def scrub(self) -> None:
-        """Rewrite the tables that hold text (VACUUM FULL), so nothing erased or overwritten
-        lingers in their data files; exclusive locks on them while it runs."""
+    def scrub(self, wait_s: float | None = None) -> bool:
+        """Rewrite every table (VACUUM FULL), so nothing erased or overwritten lingers in
+        their data files, waiting up to ``wait_s`` (default ``scrub_wait_s``) for
+        transactions older than the last erasure; exclusive locks on the tables while it
+        runs. True when no erasure is left pending."""
         if self._pool is None:
             raise StorageError("the store is closed")
+        wait = self.scrub_wait_s if wait_s is None else float(wait_s)
+        tables = sorted(TEXT_TABLES | {"memories", "edges", "embeddings", "lexical_terms"})
         try:
             with self._pool.connection() as conn:
-                self._vacuum(conn, sorted(_TEXT_TABLES | {"memories", "edges", "embeddings", "lexical_terms"}), full=True)
+                row = conn.execute("SELECT value FROM meta WHERE key = %s", (SCRUB_PENDING,)).fetchone()
+                if row is None:  # nothing pending: whatever lingers was written before now
+                    row = conn.execute("SELECT txid_current()").fetchone()
+                assert row is not None
+                return self._rewrite(conn, tables, int(row[0]), wait)
         except psycopg.Error as exc:
             raise _storage_error("scrubbing the PostgreSQL store failed", exc) from exc
+
+    # -- idempotency records -------------------------------------------------------------
+    def request(self, partition: Partition, key: str) -> RequestRecord | None:
+        """The write request recorded under an idempotency key (None when there is none)."""
+        with self._reading() as conn:
+            row = conn.execute("SELECT fingerprint, owner, created_at, memory_ids, status, response FROM requests "
+                               "WHERE user_id = %s AND agent_id = %s AND key = %s", (*partition, key)).fetchone()
+        return None if row is None else RequestRecord(row[0], row[1], row[2], list(row[3]), row[4], row[5])
 
     # -- memories ------------------------------------------------------------------------
     def get(self, partition: Partition, ids: Sequence[str]) -> list[MemoryItem]:
@@ -434,15 +550,22 @@ class PostgresStore:
                 s.by_context[context] = n
             if partition is None:
                 s.edges = conn.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
+                s.cached_embeddings = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+                s.file_bytes = int(conn.execute(
+                    "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                    "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND c.relname = ANY(%s)",
+                    (list(_TABLES),)).fetchone()[0])
             else:
                 s.edges = conn.execute(
                     f"SELECT COUNT(*) FROM edges WHERE user_id = %s AND agent_id = %s "
                     f"AND src IN (SELECT m.id FROM memories m WHERE {clause})", [*partition, *args]).fetchone()[0]
-            s.cached_embeddings = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
-            s.file_bytes = int(conn.execute(
-                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND c.relname = ANY(%s)",
-                (list(_TABLES),)).fetchone()[0])
+                # Over the partition's own rows only: nothing here depends on another partition.
+                vecs, text_bytes = conn.execute(
+                    f"SELECT COUNT(DISTINCT m.vector_key), COALESCE(SUM(octet_length(t.content) "
+                    f"+ octet_length(t.metadata::text) + octet_length(m.state::text)), 0) "
+                    f"FROM {_FROM} WHERE {clause}", args).fetchone()
+                s.cached_embeddings = int(vecs)
+                s.stored_bytes = int(text_bytes) + int(vecs) * self.dim * 4
         return s
 
     def partitions(self) -> list[Partition]:

@@ -25,6 +25,8 @@ from ..records import MEMORY_FIELDS, UPDATABLE, dumps, lexical_text, plain
 from .lexical import TermHasher
 
 TEXT_FIELDS = ("content", "metadata", "speaker", "index_text")  # in memory_texts
+TEXT_TABLES = frozenset({"memory_texts", "history", "kv", "requests"})  # the tables that hold text
+SCRUB_PENDING = "scrub_pending"  # meta key: the newest erasing transaction whose text may be in the files
 ROW_FIELDS = tuple(f for f in MEMORY_FIELDS if f not in TEXT_FIELDS)  # in memories
 _ROW_COLUMNS = (*ROW_FIELDS, "due_at", "lex_len", "lex_terms", "lex_tf")
 _MARKS = ",".join(["%s"] * len(_ROW_COLUMNS))
@@ -107,7 +109,11 @@ class PostgresTransaction:
         self.put_ids: dict[Partition, set[str]] = {}  # memories whose vector is copied in at the end
         self.grown: set[Partition] = set()  # partitions that gained memories
         self.inserted = 0  # memory rows inserted
+        self.put_order: list[str] = []  # ids of the memories put, in order (an idempotency record names them)
         self.erased: set[str] = set()  # tables something was erased from
+        self.xid = 0  # this transaction's id, once it erased something (what a scrub waits for)
+        self.scrubbed: bool | None = None  # after commit: whether the scrub completed (None: none ran)
+        self.pending_scrub = 0  # the newest erasing transaction whose scrub is pending (0: none)
 
     # -- locking -------------------------------------------------------------------------
     def lock(self, partitions: Sequence[Partition]) -> None:
@@ -159,11 +165,12 @@ class PostgresTransaction:
                 self._cur.executemany(_UPDATE, updates)
             if text_updates:
                 self._cur.executemany(_UPDATE_TEXT, text_updates)
-                self.erased.add("memory_texts")  # the earlier text lingers in its page until rewritten
+                self._erased("memory_texts")  # the earlier text lingers in its page until rewritten
             for item in group:
                 if item.id in old and old[item.id][0] != (item.vector_key or item.content_hash):
                     self._drop_orphan_embedding(old[item.id][0])
             self.put_ids.setdefault(part, set()).update(i.id for i in group)
+        self.put_order.extend(i.id for i in items)
 
     def update_columns(self, partition: Partition, ids: Sequence[str], **columns: Sequence[Any]) -> None:
         if not ids:
@@ -207,31 +214,51 @@ class PostgresTransaction:
             "WHERE id = %s AND user_id = %s AND agent_id = %s",
             [(float(now), mid, *partition) for mid in sorted(ids)])
 
-    def delete_memory(self, partition: Partition, memory_id: str) -> None:
+    def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
         self.lock([partition])
         user, agent = partition
-        row = self._cur.execute(
+        cur = self._cur
+        row = cur.execute(
             "DELETE FROM memories WHERE id = %s AND user_id = %s AND agent_id = %s "
             "RETURNING vector_key, lex_len, lex_terms", (memory_id, user, agent)).fetchone()
-        self._cur.execute("DELETE FROM memory_texts WHERE id = %s AND user_id = %s AND agent_id = %s",
-                          (memory_id, user, agent))
-        self._cur.execute("DELETE FROM edges WHERE user_id = %s AND agent_id = %s AND (src = %s OR dst = %s)",
-                          (user, agent, memory_id, memory_id))
+        out = {"memories": int(row is not None), "lexical_entries": int(row is not None), "vectors": 0}
+        cur.execute("DELETE FROM memory_texts WHERE id = %s AND user_id = %s AND agent_id = %s",
+                    (memory_id, user, agent))
+        out["edges"] = cur.execute("DELETE FROM edges WHERE user_id = %s AND agent_id = %s AND (src = %s OR dst = %s)",
+                                   (user, agent, memory_id, memory_id)).rowcount
         # Events of other memories that name this one (a debate it took part in) may quote it.
-        self._cur.execute("DELETE FROM history WHERE user_id = %s AND agent_id = %s "
-                          "AND (memory_id = %s OR strpos(detail::text, %s) > 0)", (user, agent, memory_id, memory_id))
-        self.erased.update(("memories", "memory_texts", "edges", "history"))
+        out["history_rows"] = cur.execute(
+            "DELETE FROM history WHERE user_id = %s AND agent_id = %s "
+            "AND (memory_id = %s OR strpos(detail::text, %s) > 0)", (user, agent, memory_id, memory_id)).rowcount
+        # Idempotency records of requests that wrote or returned it.
+        out["requests"] = cur.execute(
+            "DELETE FROM requests WHERE user_id = %s AND agent_id = %s "
+            "AND (%s = ANY(memory_ids) OR strpos(COALESCE(response, ''), %s) > 0)",
+            (user, agent, memory_id, memory_id)).rowcount
+        self._erased("memories", "memory_texts", "edges", "history", "requests")
         if row is not None:
             key, n_tokens, terms = row
             self.lexical.add(partition, terms, n_tokens, -1)
-            self.erased.add("lexical_terms")
+            self._erased("lexical_terms")
+            # Counted for the partition only: whether another partition holds the same text
+            # (and so keeps the vector) must not show.
+            if cur.execute("SELECT 1 FROM memories WHERE vector_key = %s AND user_id = %s AND agent_id = %s LIMIT 1",
+                           (key, user, agent)).fetchone() is None:
+                out["vectors"] = 1
             self._drop_orphan_embedding(key)
+        return out
 
     def _drop_orphan_embedding(self, key: str) -> None:
         """A vector no memory refers to any more is erased with the last memory it served."""
         if self._cur.execute("SELECT 1 FROM memories WHERE vector_key = %s LIMIT 1", (key,)).fetchone() is None:
             self._cur.execute("DELETE FROM embeddings WHERE hash = %s", (key,))
-            self.erased.add("embeddings")
+            self._erased("embeddings")
+
+    def _erased(self, *tables: str) -> None:
+        """Note tables this transaction erased from (their files are scrubbed after commit)."""
+        if not self.xid:
+            self.xid = int(self._cur.execute("SELECT txid_current()").fetchone()[0])
+        self.erased.update(tables)
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -258,7 +285,7 @@ class PostgresTransaction:
         self.lock([partition])
         self._cur.executemany("DELETE FROM edges WHERE user_id = %s AND agent_id = %s AND src = %s AND dst = %s "
                               "AND relation = %s", [(*partition, s, d, r) for s, d, r in sorted(keys)])
-        self.erased.add("edges")
+        self._erased("edges")
 
     def log(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
         if not events:
@@ -277,10 +304,41 @@ class PostgresTransaction:
             "ON CONFLICT (user_id, agent_id, key) DO UPDATE SET value = excluded.value",
             [(*partition, key, _json(values[key])) for key in sorted(values)])
 
-    def kv_clear(self, partition: Partition) -> None:
+    def kv_clear(self, partition: Partition) -> int:
         self.lock([partition])
-        self._cur.execute("DELETE FROM kv WHERE user_id = %s AND agent_id = %s", partition)
-        self.erased.add("kv")
+        n = self._cur.execute("DELETE FROM kv WHERE user_id = %s AND agent_id = %s", partition).rowcount
+        n += self._cur.execute("DELETE FROM requests WHERE user_id = %s AND agent_id = %s", partition).rowcount
+        self._erased("kv", "requests")
+        return int(n)
+
+    # -- idempotency records (see PostgresStore.request) ---------------------------------
+    def claim_request(self, partition: Partition, key: str, fingerprint: str, owner: str, now: float) -> str:
+        """Record that this transaction carries out the request ``key``; returns the owner
+        of the record, which is another request's when one with that key committed first
+        (an insert of the same key by a transaction still open waits for it to end)."""
+        self.lock([partition])
+        row = self._cur.execute(
+            "INSERT INTO requests (user_id, agent_id, key, fingerprint, owner, created_at, memory_ids) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (user_id, agent_id, key) DO NOTHING RETURNING owner",
+            (*partition, key, fingerprint, owner, float(now), self.put_order)).fetchone()
+        if row is not None:
+            return owner
+        row = self._cur.execute("SELECT owner, memory_ids FROM requests WHERE user_id = %s AND agent_id = %s "
+                                "AND key = %s", (*partition, key)).fetchone()
+        if row is None:  # expired between the two statements: claim it afresh
+            return self.claim_request(partition, key, fingerprint, owner, now)
+        if row[0] == owner:  # a later transaction of the same request
+            ids = list(row[1]) + [i for i in self.put_order if i not in row[1]]
+            self._cur.execute("UPDATE requests SET memory_ids = %s WHERE user_id = %s AND agent_id = %s AND key = %s",
+                              (ids, *partition, key))
+        return str(row[0])
+
+    def finish_request(self, partition: Partition, key: str, owner: str, status: int, response: str) -> None:
+        self._cur.execute("UPDATE requests SET status = %s, response = %s WHERE user_id = %s AND agent_id = %s "
+                          "AND key = %s AND owner = %s", (int(status), response, *partition, key, owner))
+
+    def expire_requests(self, before: float) -> int:
+        return int(self._cur.execute("DELETE FROM requests WHERE created_at < %s", (float(before),)).rowcount)
 
     # -- the end -------------------------------------------------------------------------
     def finish(self) -> None:
@@ -292,3 +350,13 @@ class PostgresTransaction:
                 "WHERE m.user_id = %s AND m.agent_id = %s AND m.id = ANY(%s) AND m.embedding IS NULL "
                 "AND e.model = %s AND e.hash = m.vector_key", (*part, sorted(ids), self._model))
         self.lexical.write(self._cur)
+        if self.erased & TEXT_TABLES:
+            # Pending until a scrub clears it (right after the commit, unless an older
+            # transaction keeps it from rewriting the tables): any handle finishes it.
+            self.pending_scrub = int(self._cur.execute(
+                "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                "SET value = GREATEST(meta.value::bigint, excluded.value::bigint)::text RETURNING value",
+                (SCRUB_PENDING, str(self.xid))).fetchone()[0])
+        else:
+            row = self._cur.execute("SELECT value FROM meta WHERE key = %s", (SCRUB_PENDING,)).fetchone()
+            self.pending_scrub = 0 if row is None else int(row[0])
