@@ -99,13 +99,14 @@ def _start_pool() -> SimpleNamespace:
     return _POOL
 
 
-# What a test reads of SQLite's own files and connection: such tests run on SQLite only.
-SQLITE_INTERNALS = ("raw_connection", "files_containing", "tables_containing")
+# What a test reads of SQLite's own connection: such tests run on SQLite only (the helpers
+# that read a store's tables and files, core_helpers, serve both backends).
+SQLITE_INTERNALS = ("raw_connection",)
 
 
 def _reads_sqlite_internals(item) -> bool:
-    """Whether the test, or a function of its module it calls (two levels down), names one
-    of SQLITE_INTERNALS."""
+    """Whether the test, or a function of its own module it calls (two levels down), names
+    one of SQLITE_INTERNALS."""
     import inspect
 
     fn = getattr(item, "function", None)
@@ -122,7 +123,8 @@ def _reads_sqlite_internals(item) -> bool:
         if any(name in source for name in SQLITE_INTERNALS):
             return True
         if depth < 2:
-            todo.extend((g, depth + 1) for n in f.__code__.co_names if inspect.isfunction(g := f.__globals__.get(n)))
+            todo.extend((g, depth + 1) for n in f.__code__.co_names
+                        if inspect.isfunction(g := f.__globals__.get(n)) and g.__module__ == f.__module__)
     return False
 
 
