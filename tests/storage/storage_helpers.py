@@ -91,6 +91,9 @@ def random_world(rng: np.random.Generator, n: int = 240, partitions=(P1, P2)):
             last_access=T0 + float(rng.integers(0, 10_000)) + i * 1e-3,
             event_time=(T0 + float(rng.integers(-5000, 5000)) + i * 1e-3) if has_event else None,
             state={"due_at": T0 + float(rng.integers(-3000, 3000)) + i * 1e-3} if rng.random() < 0.5 else {},
+            # Every fifth memory was superseded at some time around T0.
+            valid_until=T0 + (i % 7) * 500.0 - 1000.0 if i % 5 == 0 else None,
+            superseded_by=f"m{i + 1:04d}" if i % 5 == 0 else None,
         )
         items.append(item)
         vecs[item.id] = v[i]
@@ -114,6 +117,8 @@ def matches(item: MemoryItem, flt: Filter) -> bool:
         return False
     if flt.event_before is not None and t > flt.event_before:
         return False
+    if flt.current_at is not None and item.valid_until is not None and item.valid_until <= flt.current_at:
+        return False
     return not (flt.ids is not None and item.id not in flt.ids)
 
 
@@ -135,6 +140,7 @@ def random_filter(rng: np.random.Generator, ids: Sequence[str]) -> Filter:
         event_after=after,
         event_before=before,
         ids=maybe(list(ids), 60) if rng.random() < 0.2 else None,
+        current_at=T0 + float(rng.integers(-1500, 3000)) if rng.random() < 0.3 else None,
     )
 
 

@@ -34,6 +34,7 @@ def _fill(path: str, users: int, per_user: int) -> None:
             clock.advance(hours=5)
             mem.recall("what about the harbor?", scope, k=3)
             mem.store("a working note", scope.with_session("s1"), layer="working")
+            mem.store(f"user{u} now lives in Lisbon", scope, supersedes=items[3].id)  # valid time
 
 
 def _exports(path: str, users: int) -> dict[str, list]:
@@ -57,7 +58,8 @@ def test_sqlite_to_postgres_and_back_carries_everything(tmp_path, capsys):
     # them in another order); lexical too, ranked by each store's own BM25 statistics.
     assert "9 sample queries" in out and out.count("(mean overlap 1.000)") == 2
     before = _exports(src, 3)
-    assert before["user0"][0]["counts"]["memories"] == 9 and before["user0"][0]["counts"]["edges"] >= 1
+    assert before["user0"][0]["counts"]["memories"] == 10 and before["user0"][0]["counts"]["edges"] >= 1
+    assert sum(line.get("memory", {}).get("valid_until") is not None for line in before["user0"]) == 1
     assert _exports(url, 3) == before  # every memory, vector, edge, event and record, as it was
     back = str(tmp_path / "back.db")
     assert main(["migrate", url, back]) == 0
