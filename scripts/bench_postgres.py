@@ -7,9 +7,10 @@ corpus of ``scripts/real_corpus.py``; vectors looked up, so embedding is exclude
 recalled with distinct LoCoMo questions (k=10, touch=True as in use; query vectors
 embedded beforehand, so recall is storage and pipeline only). Layouts: ``many``, users of
 100 memories each (one ``store_many`` per user), and ``one``, a single user holding all of
-them (batches of 500). Printed: ingest items/s, recall p50/p95 ms, and PostgreSQL/SQLite
-ratios of the same run; for PostgreSQL also when the large partition's HNSW index was
-ready. ``rest``: requests/s of the REST API on PostgreSQL with 1 and with N worker
+them (batches of 500). Then ``--forgets`` memories of random users are erased (the time of
+``forget`` with its scrub). Printed: ingest items/s, recall p50/p95 ms, forget median ms,
+and PostgreSQL/SQLite ratios of the same run; for PostgreSQL also when the large
+partition's HNSW index was ready. ``rest``: requests/s of the REST API on PostgreSQL with 1 and with N worker
 processes (``zenbrain serve --workers``), a mix of stores and recalls from concurrent
 clients over 100 users.
 
@@ -105,7 +106,26 @@ def run_scale(args: argparse.Namespace) -> list[dict[str, Any]]:
                     say(json.dumps(results[-1]))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    print_ratios(results)
     return results
+
+
+def print_ratios(results: list[dict[str, Any]]) -> None:
+    """One line per size and layout: each backend's figures, and PostgreSQL / SQLite."""
+    say(f"{'size':>8} {'layout':6} {'backend':9} {'ingest/s':>9} {'p50 ms':>7} {'p95 ms':>7} {'forget ms':>9}")
+    keyed = {(r["size"], r["layout"], r["backend"]): r for r in results}
+    for size, layout in dict.fromkeys((r["size"], r["layout"]) for r in results):
+        for backend in ("sqlite", "postgres"):
+            r = keyed.get((size, layout, backend))
+            if r:
+                say(f"{size:>8} {layout:6} {backend:9} {r['ingest_items_s']:>9} {r['recall_p50_ms']:>7} "
+                    f"{r['recall_p95_ms']:>7} {r['forget_p50_ms'] or '-':>9}")
+        a, b = keyed.get((size, layout, "sqlite")), keyed.get((size, layout, "postgres"))
+        if a and b:
+            say(f"{'':>8} {'':6} {'pg/sqlite':9} {b['ingest_items_s'] / a['ingest_items_s']:>9.2f} "
+                f"{b['recall_p50_ms'] / a['recall_p50_ms']:>7.2f} {b['recall_p95_ms'] / a['recall_p95_ms']:>7.2f} "
+                + (f"{b['forget_p50_ms'] / a['forget_p50_ms']:>9.2f}" if a["forget_p50_ms"] and b["forget_p50_ms"]
+                   else ""))
 
 
 def one_run(backend: str, layout: str, size: int, texts: list[str], queries: list[str], qvecs: dict[str, Any],
@@ -140,12 +160,21 @@ def one_run(backend: str, layout: str, size: int, texts: list[str], queries: lis
             t = time.perf_counter()
             mem.recall(q, scope, k=10)
             lat.append((time.perf_counter() - t) * 1e3)
+        forget_ms, scrubbed = [], 0
+        for _ in range(args.forgets):
+            scope = scopes[rng.randrange(len(scopes))]
+            victim = mem.list_memories(scope, limit=1)[0]
+            t = time.perf_counter()
+            scrubbed += int(mem.forget(victim.id, scope).scrubbed)
+            forget_ms.append((time.perf_counter() - t) * 1e3)
         return {"backend": backend, "layout": layout, "size": size, "users": users,
                 "ingest_items_s": round(size / ingest_s, 1), "ingest_s": round(ingest_s, 1),
                 "hnsw_ready_s": None if index_ready_s is None else round(index_ready_s, 1),
                 "recall_p50_ms": round(float(np.percentile(lat, 50)), 2),
                 "recall_p95_ms": round(float(np.percentile(lat, 95)), 2),
                 "queries": len(lat), "disk_mb": round(disk_bytes(mem) / 1e6, 1),
+                "forget_p50_ms": round(float(np.percentile(forget_ms, 50)), 1) if forget_ms else None,
+                "forgets_scrubbed": f"{scrubbed}/{len(forget_ms)}",
                 "load_before": load0, "load_after": load_average()}
     finally:
         mem.close()
@@ -251,6 +280,7 @@ def main() -> int:
     s.add_argument("--layouts", default="many,one")
     s.add_argument("--backends", default="sqlite,postgres")
     s.add_argument("--queries", type=int, default=200)
+    s.add_argument("--forgets", type=int, default=5, help="memories erased after the recalls (0: none)")
     s.add_argument("--embedder", default="minilm-onnx")
     s.add_argument("--data", default=None)
     r = sub.add_parser("rest")

@@ -117,9 +117,13 @@ class PostgresTransaction:
 
     # -- locking -------------------------------------------------------------------------
     def lock(self, partitions: Sequence[Partition]) -> None:
-        """Take the write locks of these partitions (in a fixed order), once per transaction."""
+        """Take the write locks of these partitions (in a fixed order), once per transaction;
+        the first lock also reads whether a scrub is pending (no round trip of its own)."""
         for part in sorted(set(partitions) - self._locked):
-            self._cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0))", part)
+            row = self._cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0)), "
+                                    "(SELECT value FROM meta WHERE key = %s)", (*part, SCRUB_PENDING)).fetchone()
+            if row is not None and row[1] is not None:
+                self.pending_scrub = max(self.pending_scrub, int(row[1]))
             self._locked.add(part)
 
     # -- memories ------------------------------------------------------------------------
@@ -352,11 +356,9 @@ class PostgresTransaction:
         self.lexical.write(self._cur)
         if self.erased & TEXT_TABLES:
             # Pending until a scrub clears it (right after the commit, unless an older
-            # transaction keeps it from rewriting the tables): any handle finishes it.
+            # transaction keeps it from rewriting the tables): any handle finishes it, at
+            # its next write to a partition (``lock`` reads the mark).
             self.pending_scrub = int(self._cur.execute(
                 "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
                 "SET value = GREATEST(meta.value::bigint, excluded.value::bigint)::text RETURNING value",
                 (SCRUB_PENDING, str(self.xid))).fetchone()[0])
-        else:
-            row = self._cur.execute("SELECT value FROM meta WHERE key = %s", (SCRUB_PENDING,)).fetchone()
-            self.pending_scrub = 0 if row is None else int(row[0])
