@@ -89,12 +89,15 @@ def files_containing(url: str, needle: str) -> dict[str, int]:
             "OR c.oid IN (SELECT reltoastrelid FROM own) "
             "OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid IN (SELECT reltoastrelid FROM own))").fetchall()
     files = {}
+    listed: dict[str, list[str]] = {}
     for name, rel in rels:
         if rel is None:
             continue
         folder, base = os.path.split(os.path.join(root, rel))
-        for f in os.listdir(folder):
-            if re.fullmatch(re.escape(base) + r"(\.\d+|_fsm|_vm|_init)?", f):
+        if folder not in listed:
+            listed[folder] = os.listdir(folder)
+        for f in listed[folder]:
+            if f == base or f.startswith(base) and re.fullmatch(re.escape(base) + r"(\.\d+|_fsm|_vm|_init)", f):
                 files[os.path.join(folder, f)] = f"{name} ({f})"
     wal = os.path.join(root, "pg_wal")
     for f in os.listdir(wal):

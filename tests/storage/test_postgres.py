@@ -247,6 +247,83 @@ def test_an_erasure_is_pending_while_an_older_transaction_can_see_it_then_any_wr
         assert mem.storage.scrub(wait_s=0) is True
 
 
+def _relfilenodes(url: str, pattern: str) -> dict[str, int]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute("SELECT relname, relfilenode FROM pg_class WHERE relnamespace = "
+                                 "current_schema()::regnamespace AND relname LIKE %s", (pattern,)).fetchall())
+
+
+def test_an_erasure_rewrites_only_the_text_partitions_of_its_user():
+    """The text tables are hash-partitioned by user: forget() rewrites the partitions that
+    hold the erased user's rows, however many other users the store holds."""
+    import psycopg
+
+    from zenbrain.storage.postgres.migrations import TEXT_PARTITIONS
+
+    url = new_schema_url()
+    s = open_pg(url)
+    try:
+        users = [f"user{i}" for i in range(40)]
+        put(s, [make_item((u, "a"), f"{u} keeps the note {MARKER}") for u in users])
+        with psycopg.connect(url) as conn:
+            home = dict(conn.execute("SELECT user_id, tableoid::regclass::text FROM memory_texts").fetchall())
+        assert len(set(home.values())) > 1 and all(p.startswith("memory_texts_p") for p in home.values())
+        before = _relfilenodes(url, "%\\_p__")
+        assert len(before) == 4 * TEXT_PARTITIONS
+        victim = users[0]
+        with s.transaction() as tx:
+            counts = tx.delete_memory((victim, "a"), s.query((victim, "a"))[0].id)
+        assert counts["memories"] == 1 and tx.scrubbed is True
+        after = _relfilenodes(url, "%\\_p__")
+        suffix = home[victim][len("memory_texts"):]
+        rewritten = {name for name in before if before[name] != after[name]}
+        assert rewritten == {f"{t}{suffix}" for t in ("history", "kv", "memory_texts", "requests")}
+        assert files_containing(url, f"{victim} keeps") == {}
+        assert files_containing(url, f"{users[1]} keeps")  # the others' text is where it was
+    finally:
+        s.close()
+
+
+def test_the_text_tables_of_an_older_schema_are_partitioned_with_their_rows():
+    """Migration 0004 turns the text tables of a store written before it into partitioned
+    tables and keeps every row: texts, history, records."""
+    from zenbrain.model import HistoryEvent
+    from zenbrain.storage.postgres import store as pg_store
+
+    url = new_schema_url()
+    full = pg_store.MIGRATIONS
+    pg_store.MIGRATIONS = full[:3]
+    try:
+        s = open_pg(url)
+        item = make_item(P1, "written before the partitions", metadata={"note": "kept"})
+        put(s, [item])
+        with s.transaction() as tx:
+            tx.log(P1, [HistoryEvent(item.id, 1.0, "touched", {"x": 1})])
+            tx.kv_put(P1, {"goal": {"text": "kept too"}})
+        s.close()
+    finally:
+        pg_store.MIGRATIONS = full
+    s = open_pg(url)
+    try:
+        assert s.get(P1, [item.id]) == [item]
+        assert [e.action for e in s.history(P1, item.id)] == ["touched"]
+        assert s.kv_get(P1, "goal") == {"text": "kept too"}
+        with s.transaction() as tx:
+            tx.log(P1, [HistoryEvent(item.id, 2.0, "again", {})])
+        assert [e.action for e in s.history(P1, item.id)] == ["touched", "again"]
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            kinds = dict(conn.execute("SELECT relname, relkind FROM pg_class WHERE relnamespace = "
+                                      "current_schema()::regnamespace AND relname = ANY(%s)",
+                                      (["memory_texts", "history", "kv", "requests"],)).fetchall())
+        assert kinds == dict.fromkeys(("memory_texts", "history", "kv", "requests"), "p")
+    finally:
+        s.close()
+
+
 def test_the_command_line_works_on_a_postgres_url(capsys):
     from zenbrain.cli import main
 

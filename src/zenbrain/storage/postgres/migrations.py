@@ -9,6 +9,77 @@ the path.
 
 from __future__ import annotations
 
+TEXT_PARTITIONS = 16  # hash partitions (by user) of each table that holds text
+
+
+def partition_name(table: str, remainder: int) -> str:
+    return f"{table}_p{remainder:02d}"
+
+
+def _by_user_hash(table: str, columns: str, names: str) -> str:
+    """SQL that replaces ``table`` by one partitioned by the hash of ``user_id`` with the
+    same rows (its indexes are dropped with the old table: create them after)."""
+    parts = "\n".join(
+        f"CREATE TABLE {partition_name(table, r)} PARTITION OF {table} "
+        f"FOR VALUES WITH (MODULUS {TEXT_PARTITIONS}, REMAINDER {r});" for r in range(TEXT_PARTITIONS))
+    return f"""
+        ALTER TABLE {table} RENAME TO {table}_unpartitioned;
+        ALTER INDEX {table}_pkey RENAME TO {table}_unpartitioned_pkey;
+        CREATE TABLE {table} ({columns}
+        ) PARTITION BY HASH (user_id);
+        {parts}
+        INSERT INTO {table} ({names}) SELECT {names} FROM {table}_unpartitioned;
+        DROP TABLE {table}_unpartitioned;"""
+
+
+# The text tables split into TEXT_PARTITIONS hash partitions by user: an erasure rewrites
+# (VACUUM FULL) only the partitions of the users it erased from, a small part of the text
+# however large the store grows, and locks only those.
+_TEXT_BY_USER_HASH = "\n".join([
+    _by_user_hash("memory_texts", """
+        id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        content TEXT NOT NULL,
+        metadata JSONB NOT NULL,
+        speaker TEXT,
+        index_text TEXT,
+        PRIMARY KEY (user_id, id)""", "id, user_id, agent_id, content, metadata, speaker, index_text"),
+    # Identity columns of partitioned tables need PostgreSQL 17: a sequence instead.
+    "CREATE SEQUENCE history_seq;",
+    "SELECT setval('history_seq', COALESCE((SELECT MAX(seq) FROM history), 0) + 1, false);",
+    _by_user_hash("history", """
+        seq BIGINT NOT NULL DEFAULT nextval('history_seq'),
+        user_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
+        action TEXT NOT NULL,
+        detail JSONB NOT NULL,
+        PRIMARY KEY (user_id, seq)""", "seq, user_id, agent_id, memory_id, at, action, detail"),
+    "ALTER SEQUENCE history_seq OWNED BY history.seq;",
+    "CREATE INDEX history_memory ON history (user_id, agent_id, memory_id);",
+    _by_user_hash("kv", """
+        user_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value JSONB NOT NULL,
+        PRIMARY KEY (user_id, agent_id, key)""", "user_id, agent_id, key, value"),
+    _by_user_hash("requests", """
+        user_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        memory_ids TEXT[] NOT NULL,
+        status INTEGER,
+        response TEXT,
+        PRIMARY KEY (user_id, agent_id, key)""",
+        "user_id, agent_id, key, fingerprint, owner, created_at, memory_ids, status, response"),
+    "CREATE INDEX requests_age ON requests (created_at);",
+])
+
 MIGRATIONS: list[tuple[str, str]] = [
     (
         "0001_initial",
@@ -177,4 +248,5 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX requests_age ON requests (created_at);
         """,
     ),
+    ("0004_text_by_user_hash", _TEXT_BY_USER_HASH),
 ]

@@ -14,14 +14,15 @@
   copy in its page's free space that VACUUM does not clear. So a memory's text lives in
   ``memory_texts``, written only when the text changes, apart from the columns recall and
   the lifecycle update all the time; the text tables (``memory_texts``, ``history``,
-  ``kv``, ``requests``) are small (no vectors, no vector or GIN index). ``erase="full"``
-  (the default) rewrites the text tables an erasure touched after its commit (VACUUM
-  FULL: the text is gone from the data files when forget() returns; those tables are
-  locked meanwhile, for a time proportional to their size) and vacuums the others. A
-  rewrite keeps the rows a transaction older than the erasure may still see, so it waits
+  ``kv``, ``requests``) have no vectors and no vector or GIN index, and are split into
+  hash partitions by user. ``erase="full"`` (the default) rewrites (VACUUM FULL) the
+  text tables' partitions of the erased user after the commit: the text is gone from the
+  data files when forget() returns; those partitions are locked meanwhile, for a time
+  proportional to their size. The other tables it touched are vacuumed. A rewrite keeps
+  the rows a transaction older than the erasure may still see, so it waits
   (``scrub_wait_s``) for such transactions to end; if one outlives the wait the scrub
-  stays *pending* (``Transaction.scrubbed`` is False, a row in ``meta``) and the next
-  write, open or close of any handle finishes it. ``erase="vacuum"`` only vacuums and
+  stays *pending* (``Transaction.scrubbed`` is False, a mark per user in ``meta``) and
+  the next write, open or close of any handle finishes it. ``erase="vacuum"`` only vacuums and
   ``erase="none"`` leaves it to autovacuum (no lock; the text stays pending until
   ``scrub()``, run on a schedule). Lexical terms are stored as keyed hashes, so a GIN
   index (which never drops a key) keeps no word of an erased memory.
@@ -46,7 +47,7 @@ from ..base import ORDERABLE, Filter, Partition, StoreStats
 from ..records import EDGE_FIELDS, MEMORY_FIELDS
 from . import lexical, vectors
 from .filters import where
-from .migrations import MIGRATIONS
+from .migrations import MIGRATIONS, TEXT_PARTITIONS, partition_name
 from .transaction import SCRUB_PENDING, TEXT_FIELDS, TEXT_TABLES, PostgresTransaction
 
 try:
@@ -64,7 +65,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the installed extra
 ANALYZE_MIN_ROWS = 5000
 SAMPLE_ROUNDS = 4  # rounds of random draws a large partition's sample may take before all its ids are read
 _SELECT = ",".join(f"t.{c}" if c in TEXT_FIELDS else f"m.{c}" for c in MEMORY_FIELDS)
-_FROM = "memories m JOIN memory_texts t ON t.id = m.id"
+_FROM = "memories m JOIN memory_texts t ON t.user_id = m.user_id AND t.id = m.id"
 _LAYER = MEMORY_FIELDS.index("layer")
 _KIND = MEMORY_FIELDS.index("kind")
 _VECTOR_KEY = MEMORY_FIELDS.index("vector_key")
@@ -282,7 +283,7 @@ class PostgresStore:
                 finally:
                     self._local.tx = None
                     self._local.conn = None
-                if tx.erased or tx.pending_scrub:
+                if tx.erased or tx.pending_seen:
                     self._after_commit_scrub(conn, tx)
                 if tx.grown:
                     self._keep_statistics(conn, tx.inserted)
@@ -306,35 +307,58 @@ class PostgresStore:
 
     def _after_commit_scrub(self, conn: Any, tx: PostgresTransaction) -> None:
         """After a commit: vacuum what an erasure touched, and with ``erase="full"`` rewrite
-        the text tables (or finish a scrub another transaction left pending). All of them:
-        earlier versions of rows the erasure did not delete may quote the erased text too
-        (a record rewritten without it, a debate log updated before)."""
-        text = TEXT_TABLES if tx.erased & TEXT_TABLES else frozenset()
+        the text tables' partitions of the users whose text it erased or overwrote (or of
+        users another transaction left pending). All text tables: earlier versions of rows
+        the erasure did not delete may quote the erased text too (a record rewritten
+        without it, a debate log updated before)."""
+        text = bool(tx.erased & TEXT_TABLES)
         if self.erase == "none":
             tx.scrubbed = False if text else None
             return
-        if tx.erased - text:
-            self._vacuum(conn, tx.erased - text, full=False)
+        if tx.erased - TEXT_TABLES:
+            self._vacuum(conn, tx.erased - TEXT_TABLES, full=False)
         if self.erase == "vacuum":
             if text:
-                self._vacuum(conn, text, full=False)
-            tx.scrubbed = False if text else None
+                self._vacuum(conn, self._text_partitions(conn, tx.text_users), full=False)
+                tx.scrubbed = False
             return
-        if text:
-            tx.scrubbed = self._rewrite(conn, text, max(tx.xid, tx.pending_scrub), self.scrub_wait_s)
-        elif tx.pending_scrub:
-            self._rewrite(conn, TEXT_TABLES, tx.pending_scrub, 0.0)
+        if text or tx.pending_seen:
+            done = self._finish_pending_scrub(conn, self.scrub_wait_s if text else 0.0)
+            if text:
+                tx.scrubbed = done
+
+    def _text_partitions(self, conn: Any, users: Iterable[str]) -> list[str]:
+        """The partitions of the text tables that hold these users' rows."""
+        remainders = [r for (r,) in conn.execute(
+            "SELECT DISTINCT r FROM unnest(%s::text[]) u, generate_series(0, %s - 1) r "
+            "WHERE satisfies_hash_partition('memory_texts'::regclass, %s, r, u) ORDER BY r",
+            (sorted(users), TEXT_PARTITIONS, TEXT_PARTITIONS))]
+        return [partition_name(t, r) for t in sorted(TEXT_TABLES) for r in remainders]
+
+    def _pending(self, conn: Any) -> dict[str, int]:
+        """The pending scrubs: mark key -> the newest transaction it waits for."""
+        return {k: int(v) for k, v in conn.execute("SELECT key, value FROM meta WHERE key LIKE %s",
+                                                    (SCRUB_PENDING + "%",))}
 
     def _finish_pending_scrub(self, conn: Any, wait_s: float) -> bool:
-        """Rewrite the text tables if an erasure's scrub is pending; True when none is."""
-        row = conn.execute("SELECT value FROM meta WHERE key = %s", (SCRUB_PENDING,)).fetchone()
-        return row is None or self._rewrite(conn, TEXT_TABLES, int(row[0]), wait_s)
+        """Rewrite the text partitions of every user with a pending scrub; True when none
+        is left pending."""
+        marks = self._pending(conn)
+        if not marks:
+            return True
+        users = [k[len(SCRUB_PENDING):] for k in marks]
+        xid = max(marks.values())
+        if not self._rewrite(conn, self._text_partitions(conn, users), xid, wait_s):
+            return False
+        # A mark that a later erasure raised meanwhile stays: its transaction was not covered.
+        conn.execute("DELETE FROM meta WHERE key = ANY(%s) AND value::bigint <= %s", (sorted(marks), xid))
+        return True
 
     def _rewrite(self, conn: Any, tables: Iterable[str], xid: int, wait_s: float) -> bool:
         """VACUUM FULL ``tables`` once no transaction that may see the rows transaction
-        ``xid`` erased is left (a rewrite keeps rows for them), waiting up to ``wait_s``; then
-        clear the pending mark. False (still pending) when such a transaction outlived the
-        wait or held a lock on a table past it."""
+        ``xid`` (or an earlier one) erased is left (a rewrite keeps rows for them), waiting
+        up to ``wait_s``. False when such a transaction outlived the wait or held a lock on
+        a table past it."""
         deadline = time.monotonic() + wait_s
         while conn.execute(_OLDER_READERS, (xid,)).fetchone()[0]:
             if time.monotonic() >= deadline:
@@ -348,7 +372,6 @@ class PostgresStore:
             return False
         finally:
             conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
-        conn.execute("DELETE FROM meta WHERE key = %s AND value::bigint <= %s", (SCRUB_PENDING, xid))
         return True
 
     def _vacuum(self, conn: Any, tables: Iterable[str], *, full: bool) -> None:
@@ -366,11 +389,14 @@ class PostgresStore:
         tables = sorted(TEXT_TABLES | {"memories", "edges", "embeddings", "lexical_terms"})
         try:
             with self._pool.connection() as conn:
-                row = conn.execute("SELECT value FROM meta WHERE key = %s", (SCRUB_PENDING,)).fetchone()
-                if row is None:  # nothing pending: whatever lingers was written before now
-                    row = conn.execute("SELECT txid_current()").fetchone()
+                marks = self._pending(conn)
+                row = conn.execute("SELECT txid_current()").fetchone()  # whatever lingers was written before now
                 assert row is not None
-                return self._rewrite(conn, tables, int(row[0]), wait)
+                xid = max([int(row[0]), *marks.values()])
+                if not self._rewrite(conn, tables, xid, wait):
+                    return False
+                conn.execute("DELETE FROM meta WHERE key = ANY(%s) AND value::bigint <= %s", (sorted(marks), xid))
+                return True
         except psycopg.Error as exc:
             raise _storage_error("scrubbing the PostgreSQL store failed", exc) from exc
 
@@ -553,8 +579,9 @@ class PostgresStore:
                 s.cached_embeddings = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
                 s.file_bytes = int(conn.execute(
                     "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                    "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND c.relname = ANY(%s)",
-                    (list(_TABLES),)).fetchone()[0])
+                    "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND (c.relname = ANY(%s) "
+                    "OR c.relispartition AND split_part(c.relname, '_p', 1) = ANY(%s))",
+                    (list(_TABLES), sorted(TEXT_TABLES))).fetchone()[0])
             else:
                 s.edges = conn.execute(
                     f"SELECT COUNT(*) FROM edges WHERE user_id = %s AND agent_id = %s "

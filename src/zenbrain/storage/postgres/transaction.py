@@ -26,7 +26,9 @@ from .lexical import TermHasher
 
 TEXT_FIELDS = ("content", "metadata", "speaker", "index_text")  # in memory_texts
 TEXT_TABLES = frozenset({"memory_texts", "history", "kv", "requests"})  # the tables that hold text
-SCRUB_PENDING = "scrub_pending"  # meta key: the newest erasing transaction whose text may be in the files
+# meta keys SCRUB_PENDING + user: the newest transaction that erased or overwrote the
+# user's text, while the text tables' partitions of that user are not yet rewritten.
+SCRUB_PENDING = "scrub_pending:"
 ROW_FIELDS = tuple(f for f in MEMORY_FIELDS if f not in TEXT_FIELDS)  # in memories
 _ROW_COLUMNS = (*ROW_FIELDS, "due_at", "lex_len", "lex_terms", "lex_tf")
 _MARKS = ",".join(["%s"] * len(_ROW_COLUMNS))
@@ -111,9 +113,10 @@ class PostgresTransaction:
         self.inserted = 0  # memory rows inserted
         self.put_order: list[str] = []  # ids of the memories put, in order (an idempotency record names them)
         self.erased: set[str] = set()  # tables something was erased from
+        self.text_users: set[str] = set()  # users whose text (in the text tables) was erased or overwritten
         self.xid = 0  # this transaction's id, once it erased something (what a scrub waits for)
         self.scrubbed: bool | None = None  # after commit: whether the scrub completed (None: none ran)
-        self.pending_scrub = 0  # the newest erasing transaction whose scrub is pending (0: none)
+        self.pending_seen = False  # a scrub was pending when this transaction took its first lock
 
     # -- locking -------------------------------------------------------------------------
     def lock(self, partitions: Sequence[Partition]) -> None:
@@ -121,9 +124,9 @@ class PostgresTransaction:
         the first lock also reads whether a scrub is pending (no round trip of its own)."""
         for part in sorted(set(partitions) - self._locked):
             row = self._cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0)), "
-                                    "(SELECT value FROM meta WHERE key = %s)", (*part, SCRUB_PENDING)).fetchone()
-            if row is not None and row[1] is not None:
-                self.pending_scrub = max(self.pending_scrub, int(row[1]))
+                                    "EXISTS (SELECT 1 FROM meta WHERE key LIKE %s)",
+                                    (*part, SCRUB_PENDING + "%")).fetchone()
+            self.pending_seen = self.pending_seen or bool(row and row[1])
             self._locked.add(part)
 
     # -- memories ------------------------------------------------------------------------
@@ -139,7 +142,7 @@ class PostgresTransaction:
             group.sort(key=lambda i: i.id)  # rows locked in one order
             old = {r[0]: r[1:] for r in self._cur.execute(
                 f"SELECT m.id, m.vector_key, m.lex_len, m.lex_terms, {', '.join(f't.{c}' for c in TEXT_FIELDS)} "
-                "FROM memories m JOIN memory_texts t ON t.id = m.id "
+                "FROM memories m JOIN memory_texts t ON t.user_id = m.user_id AND t.id = m.id "
                 "WHERE m.user_id = %s AND m.agent_id = %s AND m.id = ANY(%s) FOR UPDATE OF m",
                 (*part, [i.id for i in group])).fetchall()}
             inserts, updates, text_inserts, text_updates = [], [], [], []
@@ -169,7 +172,7 @@ class PostgresTransaction:
                 self._cur.executemany(_UPDATE, updates)
             if text_updates:
                 self._cur.executemany(_UPDATE_TEXT, text_updates)
-                self._erased("memory_texts")  # the earlier text lingers in its page until rewritten
+                self._erased(part, "memory_texts")  # the earlier text lingers in its page until rewritten
             for item in group:
                 if item.id in old and old[item.id][0] != (item.vector_key or item.content_hash):
                     self._drop_orphan_embedding(old[item.id][0])
@@ -239,11 +242,11 @@ class PostgresTransaction:
             "DELETE FROM requests WHERE user_id = %s AND agent_id = %s "
             "AND (%s = ANY(memory_ids) OR strpos(COALESCE(response, ''), %s) > 0)",
             (user, agent, memory_id, memory_id)).rowcount
-        self._erased("memories", "memory_texts", "edges", "history", "requests")
+        self._erased(partition, "memories", "memory_texts", "edges", "history", "requests")
         if row is not None:
             key, n_tokens, terms = row
             self.lexical.add(partition, terms, n_tokens, -1)
-            self._erased("lexical_terms")
+            self._erased(partition, "lexical_terms")
             # Counted for the partition only: whether another partition holds the same text
             # (and so keeps the vector) must not show.
             if cur.execute("SELECT 1 FROM memories WHERE vector_key = %s AND user_id = %s AND agent_id = %s LIMIT 1",
@@ -256,13 +259,16 @@ class PostgresTransaction:
         """A vector no memory refers to any more is erased with the last memory it served."""
         if self._cur.execute("SELECT 1 FROM memories WHERE vector_key = %s LIMIT 1", (key,)).fetchone() is None:
             self._cur.execute("DELETE FROM embeddings WHERE hash = %s", (key,))
-            self._erased("embeddings")
+            self._erased(None, "embeddings")
 
-    def _erased(self, *tables: str) -> None:
-        """Note tables this transaction erased from (their files are scrubbed after commit)."""
+    def _erased(self, partition: Partition | None, *tables: str) -> None:
+        """Note tables this transaction erased from, and whose text (their files are
+        scrubbed after commit)."""
         if not self.xid:
             self.xid = int(self._cur.execute("SELECT txid_current()").fetchone()[0])
         self.erased.update(tables)
+        if partition is not None and TEXT_TABLES.intersection(tables):
+            self.text_users.add(partition[0])
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -289,7 +295,7 @@ class PostgresTransaction:
         self.lock([partition])
         self._cur.executemany("DELETE FROM edges WHERE user_id = %s AND agent_id = %s AND src = %s AND dst = %s "
                               "AND relation = %s", [(*partition, s, d, r) for s, d, r in sorted(keys)])
-        self._erased("edges")
+        self._erased(partition, "edges")
 
     def log(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
         if not events:
@@ -312,7 +318,7 @@ class PostgresTransaction:
         self.lock([partition])
         n = self._cur.execute("DELETE FROM kv WHERE user_id = %s AND agent_id = %s", partition).rowcount
         n += self._cur.execute("DELETE FROM requests WHERE user_id = %s AND agent_id = %s", partition).rowcount
-        self._erased("kv", "requests")
+        self._erased(partition, "kv", "requests")
         return int(n)
 
     # -- idempotency records (see PostgresStore.request) ---------------------------------
@@ -354,11 +360,11 @@ class PostgresTransaction:
                 "WHERE m.user_id = %s AND m.agent_id = %s AND m.id = ANY(%s) AND m.embedding IS NULL "
                 "AND e.model = %s AND e.hash = m.vector_key", (*part, sorted(ids), self._model))
         self.lexical.write(self._cur)
-        if self.erased & TEXT_TABLES:
+        if self.text_users:
             # Pending until a scrub clears it (right after the commit, unless an older
             # transaction keeps it from rewriting the tables): any handle finishes it, at
-            # its next write to a partition (``lock`` reads the mark).
-            self.pending_scrub = int(self._cur.execute(
+            # its next write to a partition (``lock`` reads whether a mark exists).
+            self._cur.executemany(
                 "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
-                "SET value = GREATEST(meta.value::bigint, excluded.value::bigint)::text RETURNING value",
-                (SCRUB_PENDING, str(self.xid))).fetchone()[0])
+                "SET value = GREATEST(meta.value::bigint, excluded.value::bigint)::text",
+                [(SCRUB_PENDING + user, str(self.xid)) for user in sorted(self.text_users)])
