@@ -9,6 +9,7 @@ from typing import Any
 from .clock import Clock
 from .config import Config
 from .coordinator import MemoryCoordinator
+from .errors import ConfigError
 from .providers.base import Embedder
 
 
@@ -34,7 +35,10 @@ def open_memory(
     read_only: bool = False,
     **store_options: Any,
 ) -> MemoryCoordinator:
-    """Open (or create) a memory store on disk and return its coordinator.
+    """Open (or create) a memory store and return its coordinator.
+
+    ``path`` is a SQLite file (the default: ``$ZENBRAIN_PATH`` or ``~/.zenbrain/memory.db``)
+    or a PostgreSQL URL (``postgresql://user@host/db``; needs ``zenbrain[postgres]``).
 
     ``embedder`` is an Embedder or a spec such as ``"minilm-onnx"`` (the default,
     see ``zenbrain.providers.factory``), ``"minilm"``, ``"hashing:384"`` or
@@ -48,15 +52,22 @@ def open_memory(
     ``ReadOnlyStoreError``); a store whose file or folder cannot be written must be
     opened so.
     """
+    from .storage.locations import is_postgres, open_store
     from .storage.sqlite import SQLiteStore
     from .storage.sqlite.opening import check
 
     target = str(path or default_path())
-    if target != ":memory:":
+    if target != ":memory:" and not is_postgres(target):
         check(target, create=create, read_only=read_only)  # refuse a file that is not a store before loading a model
     emb = _resolve_embedder(embedder)
-    store = SQLiteStore(target, embedder_name=emb.name, dim=emb.dim, create=create, read_only=read_only,
-                        **store_options)
+    if is_postgres(target):
+        if read_only:
+            raise ConfigError("read_only is for SQLite stores; a PostgreSQL role without write grants is the "
+                              "PostgreSQL way")
+        store = open_store(target, embedder_name=emb.name, dim=emb.dim, **store_options)
+    else:
+        store = SQLiteStore(target, embedder_name=emb.name, dim=emb.dim, create=create, read_only=read_only,
+                            **store_options)
     return MemoryCoordinator(store, emb, config=config, clock=clock)
 
 

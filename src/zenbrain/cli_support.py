@@ -57,6 +57,7 @@ __all__ = [
     "split_list",
     "status",
     "store_embedder_name",
+    "store_exists",
     "store_path",
 ]
 
@@ -103,7 +104,8 @@ def add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     default = None if top else argparse.SUPPRESS
     g = p.add_argument_group("global options")
     g.add_argument("--path", dest=pre + "path", metavar="P", default=default,
-                   help=f"memory store file (default: ${PATH_ENV} or ~/.zenbrain/memory.db)")
+                   help=f"memory store: a SQLite file or a postgresql:// URL (default: ${PATH_ENV} or "
+                        "~/.zenbrain/memory.db)")
     g.add_argument("--embedder", dest=pre + "embedder", metavar="SPEC", default=default,
                    help=f"embedder spec: minilm, onnx, hashing:384, openai:MODEL[@URL], ollama:MODEL "
                         f"(default: ${EMBEDDER_ENV}, else the store's own embedder, else {DEFAULT_EMBEDDER_SPEC})")
@@ -180,8 +182,12 @@ def require_extra(extra: str, modules: Sequence[str], what: str) -> None:
 
 
 def store_path(args: argparse.Namespace) -> str:
+    """``--path``: a SQLite file or a PostgreSQL URL."""
     from .api import default_path
+    from .storage.locations import is_postgres
 
+    if args.path and is_postgres(args.path):
+        return str(args.path)
     return os.path.expanduser(args.path) if args.path else default_path()
 
 
@@ -221,8 +227,11 @@ def spec_for_name(name: str) -> str | None:
 def store_embedder_name(path: str) -> str | None:
     """The embedder a store was created with (read from its meta table), or None (also for
     a file that is not a store, which is not touched)."""
+    from .storage.locations import is_postgres, recorded_embedder
     from .storage.sqlite.opening import FileKind, file_uri, identify
 
+    if is_postgres(path):
+        return recorded_embedder(path)
     try:
         if identify(path).kind is not FileKind.STORE:
             return None
@@ -238,6 +247,13 @@ def store_embedder_name(path: str) -> str | None:
         conn.close()
 
 
+def store_exists(path: str) -> bool:
+    """Whether a store was created at ``path`` (a file, or a PostgreSQL database holding one)."""
+    from .storage.locations import exists
+
+    return exists(path)
+
+
 def embedder_spec(args: argparse.Namespace, store: str | None = None) -> str:
     """``--embedder``, else ``$ZENBRAIN_EMBEDDER``, else the existing store's embedder, else the default."""
     if args.embedder:
@@ -245,7 +261,7 @@ def embedder_spec(args: argparse.Namespace, store: str | None = None) -> str:
     env = os.environ.get(EMBEDDER_ENV)
     if env:
         return env
-    if store is not None and os.path.exists(store):
+    if store is not None:
         name = store_embedder_name(store)
         spec = spec_for_name(name) if name else None
         if spec:
@@ -271,9 +287,13 @@ def open_store(args: argparse.Namespace, *, create: bool = False, durability: st
     writes may create a new store where the path is free; otherwise the path must hold one.
     A file that is not a store is refused either way (``open_memory``)."""
     from .api import open_memory
+    from .errors import StorageError
+    from .storage.locations import is_postgres
 
     path = store_path(args)
     read_only = bool(getattr(args, "read_only", False))
+    if is_postgres(path) and not create and not store_exists(path):
+        raise StorageError(f"no memory store at {path}; create one with: zenbrain init --path {path}")
     spec = embedder_spec(args, path)
     return open_memory(path, embedder=spec, config=make_config(args), durability=durability,
                        create=None if create else False, read_only=read_only)

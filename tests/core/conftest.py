@@ -4,6 +4,7 @@ clock, a fast deterministic embedder and a few scopes."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -37,8 +38,17 @@ def counting() -> CountingEmbedder:
     return CountingEmbedder()
 
 
+BACKEND_ENV = "ZENBRAIN_TEST_BACKEND"  # "postgres": the stores of these tests live in PostgreSQL
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> str:
+    """Where the test's store lives: a SQLite file, or with $ZENBRAIN_TEST_BACKEND=postgres a
+    fresh schema of the test PostgreSQL server (tests that read SQLite files skip there)."""
+    if os.environ.get(BACKEND_ENV) == "postgres":
+        from postgres_server import new_schema_url
+
+        return new_schema_url("core")
     return str(tmp_path / "memory.db")
 
 
@@ -89,7 +99,41 @@ def _start_pool() -> SimpleNamespace:
     return _POOL
 
 
+# What a test reads of SQLite's own connection: such tests run on SQLite only (the helpers
+# that read a store's tables and files, core_helpers, serve both backends).
+SQLITE_INTERNALS = ("raw_connection",)
+
+
+def _reads_sqlite_internals(item) -> bool:
+    """Whether the test, or a function of its own module it calls (two levels down), names
+    one of SQLITE_INTERNALS."""
+    import inspect
+
+    fn = getattr(item, "function", None)
+    todo, seen = [(fn, 0)] if fn is not None else [], set()
+    while todo:
+        f, depth = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        try:
+            source = inspect.getsource(f)
+        except (OSError, TypeError):
+            continue
+        if any(name in source for name in SQLITE_INTERNALS):
+            return True
+        if depth < 2:
+            todo.extend((g, depth + 1) for n in f.__code__.co_names
+                        if inspect.isfunction(g := f.__globals__.get(n)) and g.__module__ == f.__module__)
+    return False
+
+
 def pytest_collection_modifyitems(session, config, items):
+    if os.environ.get(BACKEND_ENV) == "postgres":
+        skip = pytest.mark.skip(reason="reads SQLite's files or connection (PostgreSQL: tests/storage/test_postgres.py)")
+        for item in items:
+            if _reads_sqlite_internals(item):
+                item.add_marker(skip)
     # The workers import the library while the first tests run.
     if any("workers" in getattr(item, "fixturenames", ()) for item in items):
         _start_pool()

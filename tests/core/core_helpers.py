@@ -92,14 +92,30 @@ def write_one(path: str, user: str, content: str) -> str:
         return mem.store(content, Scope(user, "agent")).id
 
 
-def table_rows(con: sqlite3.Connection) -> dict[str, list[tuple]]:
-    """Every row of every table (virtual FTS table and its shadow tables included)."""
+def _is_postgres(location: object) -> bool:
+    return str(getattr(location, "url", location)).startswith(("postgresql://", "postgres://"))
+
+
+def table_rows(con) -> dict[str, list[tuple]]:
+    """Every row of every table: of a SQLite connection (virtual FTS table and its shadow
+    tables included), or of a store (SQLite, or PostgreSQL: the tables of its schema, each
+    row as its text)."""
+    if _is_postgres(con):
+        import psycopg
+
+        with psycopg.connect(con.url) as pg:
+            names = [r[0] for r in pg.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                                              "ORDER BY 1")]
+            return {n: sorted(tuple(r) for r in pg.execute(f'SELECT x::text FROM "{n}" x')) for n in names}
+    if not isinstance(con, sqlite3.Connection):
+        con = con.raw_connection()
     names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
     return {n: [tuple(r) for r in con.execute(f'SELECT * FROM "{n}"')] for n in names}
 
 
-def tables_containing(con: sqlite3.Connection, needle: str) -> dict[str, int]:
-    """Tables with a text or blob cell containing needle (case-insensitive), and how many cells."""
+def tables_containing(con, needle: str) -> dict[str, int]:
+    """Tables with a text or blob cell containing needle (case-insensitive), and how many
+    cells; ``con`` is a SQLite connection or a store (see ``table_rows``)."""
     low = needle.lower().encode()
     found: dict[str, int] = {}
     for name, rows in table_rows(con).items():
@@ -112,8 +128,43 @@ def tables_containing(con: sqlite3.Connection, needle: str) -> dict[str, int]:
     return found
 
 
+def embedding_rows(store, content_hash: str) -> int:
+    """Rows of the store's embedding cache for a content hash."""
+    if _is_postgres(store):
+        import psycopg
+
+        with psycopg.connect(store.url) as pg:
+            return int(pg.execute("SELECT COUNT(*) FROM embeddings WHERE hash = %s", (content_hash,)).fetchone()[0])
+    return int(store.raw_connection().execute("SELECT COUNT(*) FROM embeddings WHERE hash=?",
+                                              (content_hash,)).fetchone()[0])
+
+
+def partition_rows(store, user: str) -> dict[str, int]:
+    """Rows a user holds in the tables of memories, their text and lexical entries, edges,
+    history and records (tables the backend has), where there are any."""
+    tables = ("memories", "memories_fts", "memory_texts", "lexical_terms", "lexical_docs", "edges", "history", "kv",
+              "requests")
+    if _is_postgres(store):
+        import psycopg
+
+        with psycopg.connect(store.url) as pg:
+            counts = {t: pg.execute(f"SELECT COUNT(*) FROM {t} WHERE user_id = %s", (user,)).fetchone()[0]
+                      for t in tables if pg.execute("SELECT to_regclass(%s)", (t,)).fetchone()[0] is not None}
+    else:
+        con = store.raw_connection()
+        present = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        counts = {t: con.execute(f"SELECT COUNT(*) FROM {t} WHERE user_id=?", (user,)).fetchone()[0]
+                  for t in tables if t in present}
+    return {t: int(n) for t, n in counts.items() if n}
+
+
 def files_containing(path: str, needle: str) -> dict[str, int]:
-    """Files of the database (main, -wal, -shm, -journal) whose bytes contain needle."""
+    """Files of the database whose bytes contain needle: a SQLite file (main, -wal, -shm,
+    -journal), or a PostgreSQL store's (``postgres_server.files_containing``)."""
+    if _is_postgres(path):
+        from postgres_server import files_containing as postgres_files_containing
+
+        return postgres_files_containing(str(path), needle)
     out = {}
     for suffix in ("", "-wal", "-shm", "-journal"):
         p = path + suffix

@@ -4,7 +4,12 @@ in any table, or in the database file and its WAL on disk."""
 from __future__ import annotations
 
 import pytest
-from core_helpers import files_containing, tables_containing
+from core_helpers import (
+    embedding_rows,
+    files_containing,
+    partition_rows,
+    tables_containing,
+)
 
 from zenbrain import Layer, NotFoundError, Scope
 from zenbrain.config import Config
@@ -41,10 +46,9 @@ def _assert_unreadable(mem, scope, item, db_path):
     assert item.id not in [i.id for i in mem.storage.query(part, Filter(include_archived=True, all_sessions=True))]
     assert mem.storage.edges(part, [item.id]) == []
     assert mem.storage.history(part, item.id) == []
-    con = mem.storage.raw_connection()
-    assert tables_containing(con, MARKER) == {}
-    assert tables_containing(con, item.id) in ({}, {"changes": 1}, {"changes": 2}, {"changes": 3})
-    assert con.execute("SELECT COUNT(*) FROM embeddings WHERE hash=?", (content_hash(item.content),)).fetchone()[0] == 0
+    assert tables_containing(mem.storage, MARKER) == {}
+    assert tables_containing(mem.storage, item.id) in ({}, {"changes": 1}, {"changes": 2}, {"changes": 3})
+    assert embedding_rows(mem.storage, content_hash(item.content)) == 0
     assert files_containing(db_path, MARKER) == {}
 
 
@@ -83,11 +87,10 @@ def test_forget_keeps_a_vector_that_another_memory_shares(mem, scope):
     a = mem.store("the shared sentence about tea", scope)
     b = mem.store("the shared sentence about tea", Scope("bob", "assistant"))
     mem.forget(a.id, scope)
-    con = mem.storage.raw_connection()
-    assert con.execute("SELECT COUNT(*) FROM embeddings WHERE hash=?", (a.content_hash,)).fetchone()[0] == 1
+    assert embedding_rows(mem.storage, a.content_hash) == 1
     assert mem.recall("shared sentence tea", Scope("bob", "assistant"), k=1)[0].id == b.id
     mem.forget(b.id, Scope("bob", "assistant"))
-    assert con.execute("SELECT COUNT(*) FROM embeddings WHERE hash=?", (a.content_hash,)).fetchone()[0] == 0
+    assert embedding_rows(mem.storage, a.content_hash) == 0
 
 
 def test_metadata_a_user_writes_does_not_steer_erasure(mem, scope):
@@ -100,7 +103,7 @@ def test_metadata_a_user_writes_does_not_steer_erasure(mem, scope):
     assert receipt.memory_ids == (src.id,) and receipt.derived_ids == ()
     assert mem.get(claims.id, scope).id == claims.id
     assert mem.forget(garbage.id, scope).memory_ids == (garbage.id,)
-    assert tables_containing(mem.storage.raw_connection(), MARKER) == {}
+    assert tables_containing(mem.storage, MARKER) == {}
 
 
 def test_the_receipt_lists_what_was_removed(mem, scope):
@@ -125,8 +128,7 @@ def test_forget_after_update_erases_every_version(mem, scope, db_path):
     item = mem.store(f"first version {MARKER}", scope)
     mem.update(item.id, scope, content="second version of the sentence")
     mem.forget(item.id, scope)
-    con = mem.storage.raw_connection()
-    assert tables_containing(con, MARKER) == {}
+    assert tables_containing(mem.storage, MARKER) == {}
     assert files_containing(db_path, MARKER) == {}
 
 
@@ -135,8 +137,7 @@ def test_forget_after_update_erases_the_old_versions_vector(mem, scope):
     item = mem.store(old, scope)
     mem.update(item.id, scope, content="second version of the sentence")
     mem.forget(item.id, scope)
-    con = mem.storage.raw_connection()
-    assert con.execute("SELECT COUNT(*) FROM embeddings WHERE hash=?", (content_hash(old),)).fetchone()[0] == 0
+    assert embedding_rows(mem.storage, content_hash(old)) == 0
 
 
 def test_forget_in_a_session_and_other_layers(make_mem, session, db_path):
@@ -146,7 +147,7 @@ def test_forget_in_a_session_and_other_layers(make_mem, session, db_path):
     mem.forget(w.id, session)
     with pytest.raises(NotFoundError):
         mem.get(w.id, session)
-    assert tables_containing(mem.storage.raw_connection(), MARKER) == {}
+    assert tables_containing(mem.storage, MARKER) == {}
     assert files_containing(db_path, MARKER) == {}
 
 
@@ -179,8 +180,7 @@ def test_forget_scope_erases_every_memory_of_the_partition(mem, db_path):
     assert mem.recall(MARKER, alice, touch=False).core == []
     assert mem.stats(alice)["memories"] == 0
     assert mem.get(theirs.id, bob).content == theirs.content
-    con = mem.storage.raw_connection()
-    assert tables_containing(con, MARKER) == {}
+    assert tables_containing(mem.storage, MARKER) == {}
     assert files_containing(db_path, MARKER) == {}
     assert mem.forget_scope(alice).count == 0
 
@@ -218,7 +218,7 @@ def test_forget_erases_a_schema_consolidated_from_the_memory(mem, scope, clock, 
     with pytest.raises(NotFoundError):
         mem.get(schema.id, scope)
     assert {i.id for i in mem.list_memories(scope, include_archived=True)} == {e.id for t, e in tags.items() if t != tag}
-    assert tables_containing(mem.storage.raw_connection(), tag) == {}
+    assert tables_containing(mem.storage, tag) == {}
     assert files_containing(db_path, tag) == {}
 
 
@@ -230,9 +230,7 @@ def test_forget_scope_erases_the_partitions_other_state(mem, db_path):
     mem.recall("locker", alice)
     mem.store("bob keeps his state", Scope("bob", "assistant"))
     mem.forget_scope(alice)
-    con = mem.storage.raw_connection()
-    assert tables_containing(con, MARKER) == {}
+    assert tables_containing(mem.storage, MARKER) == {}
     assert files_containing(db_path, MARKER) == {}
-    for table in ("memories", "memories_fts", "edges", "history", "kv"):
-        assert con.execute(f"SELECT COUNT(*) FROM {table} WHERE user_id='alice'").fetchone()[0] == 0, table
-    assert con.execute("SELECT COUNT(*) FROM kv WHERE user_id='bob'").fetchone()[0] > 0
+    assert partition_rows(mem.storage, "alice") == {}
+    assert partition_rows(mem.storage, "bob").get("kv", 0) > 0

@@ -50,7 +50,7 @@ def test_forget_leaves_no_quoted_text_in_other_records(debated, db_path):
     mem.forget(old.id, S)
     assert all(MARKER not in str(e.detail) for e in mem.history(new.id, S))
     assert MARKER not in str(mem.storage.kv_get(("alice", "a1"), "debates"))
-    assert tables_containing(mem.storage.raw_connection(), MARKER) == {}
+    assert tables_containing(mem.storage, MARKER) == {}
     assert files_containing(db_path, MARKER) == {}
 
 

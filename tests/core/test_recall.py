@@ -216,11 +216,10 @@ def test_last_and_first_order_by_time(outings, query, expect):
 
 def test_touch_false_is_read_only_and_default_recall_counts_access(mem, clock):
     _mixed(mem)
-    con = mem.storage.raw_connection()
-    before = table_rows(con)
+    before = table_rows(mem.storage)
     for _ in range(3):
         hits = mem.recall("Paris", S, k=3, touch=False)
-    assert table_rows(con) == before
+    assert table_rows(mem.storage) == before
     assert all(mem.get(h.id, S).access_count == 0 for h in hits)
 
     clock.advance(days=2)

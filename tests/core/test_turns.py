@@ -91,5 +91,5 @@ def test_an_erased_turns_words_leave_every_table_and_file(mem):
     a, _, _ = _turns(mem, texts=["Caroline: My quetzalcoatl tattoo hurt", "Melanie: Oh no, show me!",
                                  "Caroline: Later."])
     mem.forget(a.id, S1)
-    assert tables_containing(mem.storage.raw_connection(), "quetzalcoatl") == {}
+    assert tables_containing(mem.storage, "quetzalcoatl") == {}
     assert files_containing(mem.storage.path, "quetzalcoatl") == {}

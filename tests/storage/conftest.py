@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 _HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
+for _dir in (_HERE, str(Path(_HERE).parent)):
+    if _dir not in sys.path:
+        sys.path.insert(0, _dir)
 
 from storage_helpers import DIM, MODEL
 
@@ -95,10 +96,62 @@ def _approximate_options() -> dict:
     return {"ann": ann, "lexical_index_min_rows": 0}
 
 
+class PostgresBackend:
+    """A PostgreSQL database (pgvector), each store in a schema of its own (see
+    tests/postgres_server.py: a private server per test session, or an external one)."""
+
+    name = "postgres"
+    processes = True
+    has_migrations = False  # its migrations are its own: tests/storage/test_postgres.py
+
+    def location(self, tmp_path: Path) -> str:
+        from postgres_server import new_schema_url
+
+        return new_schema_url()
+
+    def open(self, location: str, *, embedder_name: str = MODEL, dim: int = DIM, **options):
+        from zenbrain.storage.postgres import PostgresStore
+
+        return PostgresStore(location, embedder_name=embedder_name, dim=dim, **options)
+
+    def create(self, tmp_path: Path, **kw):
+        location = self.location(tmp_path)
+        store = self.open(location, **kw)
+        store.contract_location = location
+        return store
+
+    def child_open_code(self, location: str) -> str:
+        return (
+            "from zenbrain.storage.postgres import PostgresStore\n"
+            f"store = PostgresStore({location!r}, embedder_name={MODEL!r}, dim={DIM})\n"
+        )
+
+    @contextlib.contextmanager
+    def hold_write_lock(self, location: str):
+        """Another session holds a lock on the memories table (as a maintenance job would)."""
+        import psycopg
+
+        with psycopg.connect(location) as conn:
+            conn.execute("LOCK TABLE memories IN EXCLUSIVE MODE")
+            try:
+                yield
+            finally:
+                conn.rollback()
+
+    def corrupt(self, location: str) -> None:
+        """Tables of another application where the store's would go."""
+        import psycopg
+
+        with psycopg.connect(location, autocommit=True) as conn:
+            conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, note TEXT)")
+            conn.execute("CREATE TABLE schema_migrations (version TEXT, applied TIMESTAMP)")
+
+
 backends = [
     SQLiteBackend("sqlite", reopen=False),
     SQLiteBackend("sqlite-reopened", reopen=True),
     SQLiteBackend("sqlite-indexed", reopen=True, **_approximate_options()),
+    PostgresBackend(),
 ]
 
 

@@ -91,9 +91,10 @@ def random_world(rng: np.random.Generator, n: int = 240, partitions=(P1, P2)):
             last_access=T0 + float(rng.integers(0, 10_000)) + i * 1e-3,
             event_time=(T0 + float(rng.integers(-5000, 5000)) + i * 1e-3) if has_event else None,
             state={"due_at": T0 + float(rng.integers(-3000, 3000)) + i * 1e-3} if rng.random() < 0.5 else {},
-            # Turns of their session, and some facts that stopped holding at some time.
+            # Turns of their session; every fifth memory was superseded at some time around T0.
             position=i % 7 if session is not None else None,
-            valid_until=T0 + 500.0 + i * 10.0 if i % 5 == 0 else None,
+            valid_until=T0 + (i % 7) * 500.0 - 1000.0 if i % 5 == 0 else None,
+            superseded_by=f"m{i + 1:04d}" if i % 5 == 0 else None,
         )
         items.append(item)
         vecs[item.id] = v[i]
@@ -153,7 +154,7 @@ def random_filter(rng: np.random.Generator, ids: Sequence[str]) -> Filter:
         sessions=maybe(["s1", "s2", "s3"]) if rng.random() < 0.3 else None,
         turns=frozenset((s, int(p)) for s, p in zip(rng.choice(["s1", "s2"], 6), rng.integers(0, 8, 6)))
         if rng.random() < 0.2 else None,
-        current_at=T0 + float(rng.integers(0, 3000)) if rng.random() < 0.3 else None,
+        current_at=T0 + float(rng.integers(-1500, 3000)) if rng.random() < 0.3 else None,
     )
 
 

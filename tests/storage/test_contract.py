@@ -223,6 +223,8 @@ def test_query_honours_every_filter_field(store, world):
         Filter(event_after=T0, event_before=T0 + 1000),
         Filter(ids=frozenset(ids[:50])),
         Filter(ids=frozenset()),
+        Filter(current_at=T0),
+        Filter(current_at=T0 + 500.0, include_archived=True),
     ]
     for flt in fixed + [random_filter(rng, ids) for _ in range(60)]:
         for part in (P1, P2):

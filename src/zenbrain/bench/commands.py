@@ -76,6 +76,9 @@ def _add_locomo_data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ci", action="store_true", help="show bootstrap intervals in the table")
     p.add_argument("--no-cache", action="store_true", help=f"do not use the on-disk embedding cache (${CACHE_ENV})")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--store", metavar="URL",
+                   help="where zenbrain systems keep their memories: temporary SQLite files (default) or a "
+                        "postgresql:// URL (each store in a fresh schema, dropped afterwards)")
 
 
 def add_answer_options(p: argparse.ArgumentParser) -> None:
@@ -134,6 +137,9 @@ def _add_longmemeval(bench_subs: Any) -> argparse.ArgumentParser:
     p.add_argument("--ci", action="store_true", help="show bootstrap intervals in the table")
     p.add_argument("--no-cache", action="store_true", help=f"do not use the on-disk embedding cache (${CACHE_ENV})")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--store", metavar="URL",
+                   help="where zenbrain systems keep their memories: temporary SQLite files (default) or a "
+                        "postgresql:// URL (each store in a fresh schema, dropped afterwards)")
     p.add_argument("--out", metavar="DIR", default=os.path.join("results", "longmemeval"),
                    help="where JSON, markdown and plots go (default: results/longmemeval)")
     p.add_argument("--no-plots", action="store_true", help="write JSON and markdown only")

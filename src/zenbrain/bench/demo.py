@@ -19,6 +19,7 @@ from ..cli_support import (
     one_line,
     parse_ints,
     status,
+    store_exists,
     store_path,
 )
 from ..errors import ConfigError
@@ -36,7 +37,7 @@ DEMO_CONVERSATION = "conv-26"
 def cmd_demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     keep = args.path is not None
-    if keep and os.path.exists(store_path(args)):
+    if keep and store_exists(store_path(args)):
         raise ConfigError(f"demo writes a fresh store; {store_path(args)} already exists (choose another --path)")
     check_bench_options(args, DEMO_SYSTEMS, [])
     conv = load_conversations(args.data, [args.conversation])[0]

@@ -110,7 +110,7 @@ def run_systems(
     embedder = bench_embedder(args, progress=not args.no_progress)
     try:
         systems = build_systems(names, ablations, embedder, make_config(args), embedder_spec=spec,
-                                progress=not args.no_progress)
+                                progress=not args.no_progress, store=getattr(args, "store", None))
         try:
             embedding = warm(embedder) if any(n in EMBEDDING_SYSTEMS for n in names) or ablations else None
             results = run(systems)

@@ -95,8 +95,10 @@ def check_options(args: argparse.Namespace, names: Sequence[str], ablations: Seq
         raise ConfigError("--judge-model, --answer-limit and --answer-k need --answer-model")
 
 
-def make_systems(names: Sequence[str], ablations: Sequence[str], embedder: Any, config: Any) -> list[Any]:
-    """zenbrain and the baselines by name; each ablation adds ``zenbrain-NAME``."""
+def make_systems(names: Sequence[str], ablations: Sequence[str], embedder: Any, config: Any, *,
+                 store: str | None = None) -> list[Any]:
+    """zenbrain and the baselines by name; each ablation adds ``zenbrain-NAME``. ``store``: where
+    the zenbrain systems keep their memories (None: temporary SQLite files; or a PostgreSQL URL)."""
     from ..model import Layer
     from ..registry import check_names
     from .baselines import BM25System, DenseSystem, HybridRRFSystem, NoMemorySystem
@@ -124,7 +126,7 @@ def make_systems(names: Sequence[str], ablations: Sequence[str], embedder: Any, 
     systems: list[Any] = []
     for n in dict.fromkeys(names):
         if n == "zenbrain":
-            systems.append(ZenBrainSystem(embedder, config=config, name="zenbrain"))
+            systems.append(ZenBrainSystem(embedder, config=config, name="zenbrain", store=store))
         elif n == "bm25":
             systems.append(BM25System())
         elif n == "dense":
@@ -134,12 +136,13 @@ def make_systems(names: Sequence[str], ablations: Sequence[str], embedder: Any, 
         else:
             systems.append(NoMemorySystem())
     for name, cfg in variants:
-        systems.append(ZenBrainSystem(embedder, config=cfg, name=name))
+        systems.append(ZenBrainSystem(embedder, config=cfg, name=name, store=store))
     return systems
 
 
 def build_systems(
-    names: Sequence[str], ablations: Sequence[str], embedder: Any, config: Any, *, embedder_spec: str, progress: bool
+    names: Sequence[str], ablations: Sequence[str], embedder: Any, config: Any, *, embedder_spec: str, progress: bool,
+    store: str | None = None,
 ) -> list[Any]:
     """zenbrain and the baselines (``make_systems``), then peers, then zenbrain ablations."""
     from .peers import make_peer
@@ -148,12 +151,12 @@ def build_systems(
     systems: list[Any] = []
     try:
         if core:
-            systems += make_systems(core, [], embedder, config)
+            systems += make_systems(core, [], embedder, config, store=store)
         for n in names:
             if n in PEER_SYSTEMS:
                 systems.append(make_peer(n, embedder, embedder_spec=embedder_spec, progress=progress))
         if ablations:
-            systems += make_systems([], ablations, embedder, config)
+            systems += make_systems([], ablations, embedder, config, store=store)
     except BaseException:
         for s in systems:
             s.close()

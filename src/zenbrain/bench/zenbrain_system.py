@@ -13,14 +13,17 @@ from ..config import Config
 from ..coordinator import MemoryCoordinator
 from ..model import Kind, Layer, Scope
 from ..providers.base import Embedder
-from ..storage.sqlite import SQLiteStore
+from ..storage.locations import is_postgres, open_store
 from .base import Doc
 
 
 class ZenBrainSystem:
     """Ingests docs as episodic memories (speaker, session date and doc id in metadata)
     and answers with ``MemoryCoordinator.recall``. Recall is the real one, side effects
-    included, so what one question does to memory can affect the next, as in use."""
+    included, so what one question does to memory can affect the next, as in use.
+
+    ``store``: None keeps the memories in a temporary SQLite file; a PostgreSQL URL keeps
+    them in that database, every reset in a fresh schema that is dropped afterwards."""
 
     def __init__(
         self,
@@ -30,11 +33,14 @@ class ZenBrainSystem:
         name: str = "zenbrain",
         workdir: str | None = None,
         touch: bool = True,
+        store: str | None = None,
     ) -> None:
         self.name = name
         self.embedder = embedder
         self.config = config or Config()
         self.touch = touch
+        self.store_url = store if store is not None and is_postgres(store) else None
+        self._schema: str | None = None
         self._own_dir = workdir is None
         self._dir = workdir or tempfile.mkdtemp(prefix="zenbrain-bench-")
         self._n = 0
@@ -44,14 +50,26 @@ class ZenBrainSystem:
 
     def _open(self) -> None:
         self._n += 1
-        path = os.path.join(self._dir, f"store-{self._n}.db")
-        store = SQLiteStore(path, embedder_name=self.embedder.name, dim=self.embedder.dim)
+        location = os.path.join(self._dir, f"store-{self._n}.db")
+        if self.store_url is not None:
+            from ..storage.postgres.schemas import create_schema
+
+            self._schema, location = create_schema(self.store_url, prefix="zb_bench")
+        store = open_store(location, embedder_name=self.embedder.name, dim=self.embedder.dim)
         self.memory = MemoryCoordinator(store, self.embedder, config=self.config, clock=self.clock)
         self._doc_of: dict[str, str] = {}
+
+    def _drop_schema(self) -> None:
+        if self.store_url is not None and self._schema is not None:
+            from ..storage.postgres.schemas import drop_schema
+
+            drop_schema(self.store_url, self._schema)
+            self._schema = None
 
     def reset(self) -> None:
         old = self.memory
         old.close()
+        self._drop_schema()
         for suffix in ("", "-wal", "-shm"):
             p = os.path.join(self._dir, f"store-{self._n}.db{suffix}")
             if os.path.exists(p):
@@ -91,5 +109,6 @@ class ZenBrainSystem:
 
     def close(self) -> None:
         self.memory.close()
+        self._drop_schema()
         if self._own_dir:
             shutil.rmtree(self._dir, ignore_errors=True)

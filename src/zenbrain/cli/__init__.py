@@ -1,7 +1,7 @@
 """The ``zenbrain`` command line.
 
-Memory commands work on one SQLite store (``--path``, default ``$ZENBRAIN_PATH`` or
-``~/.zenbrain/memory.db``) and one scope (``--user``/``--agent``/``--session``/``--context``)::
+Memory commands work on one store (``--path``: a SQLite file, default ``$ZENBRAIN_PATH`` or
+``~/.zenbrain/memory.db``, or a PostgreSQL URL ``postgresql://user@host/db``) and one scope (``--user``/``--agent``/``--session``/``--context``)::
 
     zenbrain init --embedder hashing:384
     zenbrain add "Caroline went to a support group on 7 May 2023" --event-time 2023-05-07
@@ -10,6 +10,7 @@ Memory commands work on one SQLite store (``--path``, default ``$ZENBRAIN_PATH``
     zenbrain check PATH                             # integrity of a store file (exit 1: damaged)
     zenbrain export --out alice.jsonl --user alice  # everything of a user as JSON Lines; import reads it back
     zenbrain serve --workers 2 --durability process  # REST from two processes
+    zenbrain migrate memory.db postgresql://me@db/zenbrain  # copy a store to another backend
     zenbrain mechanisms --off bm25_hybrid,two_factor_hebbian
 
 More commands come from plugins: installed packages that declare an entry point in the
@@ -43,7 +44,7 @@ from ..cli_support import (
     merge_globals,
 )
 from ..errors import ZenBrainError
-from . import memory, relations, server, transfer, upkeep
+from . import memory, migrate, relations, server, transfer, upkeep
 from .server import load_api_keys
 
 __all__ = ["PLUGIN_GROUP", "build_parser", "load_api_keys", "load_plugins", "main"]
@@ -62,7 +63,7 @@ def build_parser(*, verbose: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zenbrain {__version__}")
     add_global_options(parser, top=True)
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (memory, relations, transfer, upkeep, server):
+    for module in (memory, relations, transfer, upkeep, server, migrate):
         module.register(subs)
     load_plugins(subs, verbose=verbose)
     if "demo" in subs.choices:

@@ -22,6 +22,7 @@ from ..cli_support import (
     print_json,
     spec_for_name,
     store_embedder_name,
+    store_exists,
     store_path,
 )
 from ..errors import ConfigError, ValidationError
@@ -151,12 +152,15 @@ def cmd_init(args: argparse.Namespace) -> int:
     """Create a store at a free path or in an empty file; show an existing store; refuse
     any other file (another application's database)."""
     from ..api import open_memory
+    from ..storage.locations import is_postgres
     from ..storage.sqlite.opening import FileKind, check
 
     path = store_path(args)
     if args.read_only:
         raise ConfigError("init creates a store: it cannot run with --read-only")
-    if check(path, create=True).kind is FileKind.STORE:
+    if is_postgres(path) and store_exists(path):
+        return _show_existing_store(args, path)
+    if not is_postgres(path) and check(path, create=True).kind is FileKind.STORE:
         return _show_existing_store(args, path)
     with open_memory(path, embedder=embedder_spec(args, path), config=make_config(args), create=True) as mem:
         s = mem.stats()

@@ -37,9 +37,10 @@ def register(subs: Any) -> None:
     p.add_argument("--insecure", action="store_true",
                    help="allow a non-loopback host without API keys (one process only)")
     p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=1, metavar="N",
-                   help="worker processes sharing the port and the store file (default 1: this process); "
-                        "each uses a core for its Python work, SQLite runs their reads in parallel and "
-                        "their writes one at a time")
+                   help="worker processes sharing the port and the store (default 1: this process); "
+                        "each uses a core for its Python work; SQLite runs their reads in parallel and "
+                        "their writes one at a time, PostgreSQL (--path postgresql://...) the writes of "
+                        "different users in parallel too")
     p.add_argument("--durability", choices=("full", "process"), default="full",
                    help="full (default): every commit is flushed to disk and survives a power cut; "
                         "process: flushed at checkpoints only, a commit survives a crash of the server "

@@ -79,6 +79,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     path = os.path.expanduser(args.file) if args.file else store_path(args)
     if args.file and args.path and os.path.abspath(path) != os.path.abspath(store_path(args)):
         raise ConfigError(f"two store files given: PATH {args.file} and --path {args.path}")
+    if path.startswith(("postgresql://", "postgres://")):
+        raise ConfigError("zenbrain check reads SQLite store files; check a PostgreSQL database with its own "
+                          "tools (amcheck, pg_amcheck)")
     if not os.path.exists(path):
         raise StorageError(f"no memory store at {path}")
     found = identify(path)

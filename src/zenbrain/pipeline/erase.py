@@ -153,7 +153,8 @@ def _finish(tx: Transaction, receipt: ErasureReceipt) -> ErasureReceipt:
         raise ErasurePendingError(
             "erased, but another connection still reads an older snapshot of the store, so the erased text "
             "stays in the database files until it ends; the scrub completes at the next write, open or close of "
-            "the store, or at memory.storage.scrub()", receipt)
+            "the store, or at memory.storage.scrub() (a PostgreSQL store opened with erase='vacuum' or 'none' "
+            "defers every scrub to memory.storage.scrub())", receipt)
     return receipt
 
 

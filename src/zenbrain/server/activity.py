@@ -30,8 +30,9 @@ CREATE INDEX IF NOT EXISTS snapshots_scope ON snapshots (user_id, agent_id, cont
 
 
 def activity_path(store_path: str) -> str | None:
-    """Where the activity log of the store at ``store_path`` lives (None: in memory)."""
-    if store_path in ("", ":memory:"):
+    """Where the activity log of the store at ``store_path`` lives (None: in memory; so for
+    a PostgreSQL store, which has no file beside it, each server process keeps its own)."""
+    if store_path in ("", ":memory:") or store_path.startswith(("postgresql://", "postgres://")):
         return None
     return str(Path(store_path).with_suffix("")) + ".activity.db"
 

@@ -34,6 +34,7 @@ from .guard import Limits
 from .rest import create_app
 
 ENV = "ZENBRAIN_SERVE"
+WORKER_HEALTHCHECK_S = 60  # seconds a worker may take to answer uvicorn's health check
 
 
 def app_from_environment() -> FastAPI:
@@ -80,8 +81,12 @@ def serve(path: str, *, embedder: str, host: str = "127.0.0.1", port: int = 8765
     os.environ[ENV] = json.dumps({"path": str(path), "embedder": embedder, "api_keys": dict(api_keys or {}) or None,
                                   "limits": asdict(limits or Limits()), "durability": durability,
                                   "off": sorted(off)})
+    # A worker answers uvicorn's health check from a thread; importing the library and an
+    # embedder holds the GIL for seconds on a busy machine, longer than uvicorn's default
+    # 5 s after which it kills and restarts the worker (dropping its connections).
     uvicorn.run("zenbrain.server.workers:app_from_environment", factory=True, host=host, port=port, workers=max(1, int(workers)),
-                log_level=log_level, timeout_graceful_shutdown=10, timeout_keep_alive=30)
+                log_level=log_level, timeout_graceful_shutdown=10, timeout_keep_alive=30,
+                timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)
 
 
 def main(argv: list[str] | None = None) -> None:

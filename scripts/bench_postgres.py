@@ -1,0 +1,305 @@
+#!/usr/bin/env python
+"""The PostgreSQL store beside the SQLite store, measured in one run on this machine.
+
+``scale``: for each size (``--sizes``), layout and backend, a fresh store is filled through
+``MemoryCoordinator.store_many`` with real English text and its real MiniLM vectors (the
+corpus of ``scripts/real_corpus.py``; vectors looked up, so embedding is excluded), then
+recalled with distinct LoCoMo questions (k=10, touch=True as in use; query vectors
+embedded beforehand, so recall is storage and pipeline only). Layouts: ``many``, users of
+100 memories each (one ``store_many`` per user), and ``one``, a single user holding all of
+them (batches of 500). Then ``--forgets`` memories of random users are erased (the time of
+``forget`` with its scrub). Printed: ingest items/s, recall p50/p95 ms, forget median ms,
+and PostgreSQL/SQLite ratios of the same run; for PostgreSQL also when the large
+partition's HNSW index was ready. ``rest``: requests/s of the REST API on PostgreSQL with 1 and with N worker
+processes (``zenbrain serve --workers``), a mix of stores and recalls from concurrent
+clients over 100 users.
+
+    OMP_NUM_THREADS=1 python scripts/bench_postgres.py scale --sizes 10000,100000 --pg-url postgresql://...
+    OMP_NUM_THREADS=1 python scripts/bench_postgres.py rest --pg-url postgresql://... --workers 1,4
+
+Without ``--pg-url`` a private server is started from the ``pgserver`` wheel. The load
+average is printed beside every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))
+
+from bench_speed import TableEmbedder, load_average, locomo_material
+from real_corpus import load_corpus
+
+from zenbrain import Scope, SimulatedClock, open_memory
+from zenbrain.providers.factory import make_embedder
+
+
+def say(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+def pg_url(given: str | None) -> str:
+    if given:
+        return given
+    import pgserver
+
+    server = pgserver.get_server(tempfile.mkdtemp(prefix="zenbrain-pgbench-"), cleanup_mode="delete")
+    return server.get_uri()
+
+
+def open_fresh(backend: str, url: str, workdir: Path, embedder: Any) -> tuple[Any, Any]:
+    """A coordinator on a new store, and a function that removes the store."""
+    clock = SimulatedClock(1.7e9)
+    if backend == "sqlite":
+        path = workdir / f"s-{time.monotonic_ns()}.db"
+        mem = open_memory(path, embedder=embedder, clock=clock)
+
+        def drop() -> None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+        return mem, drop
+    from zenbrain.storage.postgres.schemas import create_schema, drop_schema
+
+    schema, location = create_schema(url, "bench")
+    return open_memory(location, embedder=embedder, clock=clock), lambda: drop_schema(url, schema)
+
+
+def disk_bytes(mem: Any) -> int:
+    return int(mem.storage.stats().file_bytes)
+
+
+def run_scale(args: argparse.Namespace) -> list[dict[str, Any]]:
+    url = pg_url(args.pg_url)
+    live = make_embedder(args.embedder)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    texts, vecs = load_corpus(max(sizes))
+    table = {t: vecs[i] for i, t in enumerate(texts)}
+    embedder = TableEmbedder(live, table)
+    _, questions = locomo_material(args.data)
+    rng = random.Random(7)
+    queries = rng.sample(questions, min(args.queries, len(questions)))
+    qvecs = {q: v for q, v in zip(queries, live.embed(queries))}
+    workdir = Path(tempfile.mkdtemp(prefix="zenbrain-pgbench-"))
+    results = []
+    try:
+        for size in sizes:
+            for layout in args.layouts.split(","):
+                for backend in args.backends.split(","):
+                    results.append(one_run(backend, layout, size, texts[:size], queries, qvecs, embedder, url,
+                                           workdir, args))
+                    say(json.dumps(results[-1]))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print_ratios(results)
+    return results
+
+
+def print_ratios(results: list[dict[str, Any]]) -> None:
+    """One line per size and layout: each backend's figures, and PostgreSQL / SQLite."""
+    say(f"{'size':>8} {'layout':6} {'backend':9} {'ingest/s':>9} {'p50 ms':>7} {'p95 ms':>7} {'forget ms':>9}")
+    keyed = {(r["size"], r["layout"], r["backend"]): r for r in results}
+    for size, layout in dict.fromkeys((r["size"], r["layout"]) for r in results):
+        for backend in ("sqlite", "postgres"):
+            r = keyed.get((size, layout, backend))
+            if r:
+                say(f"{size:>8} {layout:6} {backend:9} {r['ingest_items_s']:>9} {r['recall_p50_ms']:>7} "
+                    f"{r['recall_p95_ms']:>7} {r['forget_p50_ms'] or '-':>9}")
+        a, b = keyed.get((size, layout, "sqlite")), keyed.get((size, layout, "postgres"))
+        if a and b:
+            say(f"{'':>8} {'':6} {'pg/sqlite':9} {b['ingest_items_s'] / a['ingest_items_s']:>9.2f} "
+                f"{b['recall_p50_ms'] / a['recall_p50_ms']:>7.2f} {b['recall_p95_ms'] / a['recall_p95_ms']:>7.2f} "
+                + (f"{b['forget_p50_ms'] / a['forget_p50_ms']:>9.2f}" if a["forget_p50_ms"] and b["forget_p50_ms"]
+                   else ""))
+
+
+def one_run(backend: str, layout: str, size: int, texts: list[str], queries: list[str], qvecs: dict[str, Any],
+            embedder: Any, url: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
+    mem, drop = open_fresh(backend, url, workdir, embedder)
+    try:
+        users = max(1, size // 100) if layout == "many" else 1
+        per_user = size // users
+        scopes = [Scope(f"user{u:05d}", "agent") for u in range(users)]
+        load0 = load_average()
+        t0 = time.perf_counter()
+        if layout == "many":
+            for u, scope in enumerate(scopes):
+                mem.store_many([{"content": t} for t in texts[u * per_user:(u + 1) * per_user]], scope)
+        else:
+            for i in range(0, size, 500):
+                mem.store_many([{"content": t} for t in texts[i:i + 500]], scopes[0])
+        ingest_s = time.perf_counter() - t0
+        index_ready_s = None
+        if backend == "postgres":
+            t1 = time.perf_counter()
+            mem.storage.wait_for_indexes()
+            index_ready_s = ingest_s + time.perf_counter() - t1
+        for q, v in qvecs.items():  # the query vectors, as a session that asked them before would have
+            mem.engine._queries[q] = v
+        rng = random.Random(11)
+        for q in queries[:10]:  # warm caches and connections
+            mem.recall(q, scopes[rng.randrange(len(scopes))], k=10)
+        lat = []
+        for q in queries:
+            scope = scopes[rng.randrange(len(scopes))]
+            t = time.perf_counter()
+            mem.recall(q, scope, k=10)
+            lat.append((time.perf_counter() - t) * 1e3)
+        forget_ms, scrubbed = [], 0
+        for _ in range(args.forgets):
+            scope = scopes[rng.randrange(len(scopes))]
+            victim = mem.list_memories(scope, limit=1)[0]
+            t = time.perf_counter()
+            scrubbed += int(mem.forget(victim.id, scope).scrubbed)
+            forget_ms.append((time.perf_counter() - t) * 1e3)
+        return {"backend": backend, "layout": layout, "size": size, "users": users,
+                "ingest_items_s": round(size / ingest_s, 1), "ingest_s": round(ingest_s, 1),
+                "hnsw_ready_s": None if index_ready_s is None else round(index_ready_s, 1),
+                "recall_p50_ms": round(float(np.percentile(lat, 50)), 2),
+                "recall_p95_ms": round(float(np.percentile(lat, 95)), 2),
+                "queries": len(lat), "disk_mb": round(disk_bytes(mem) / 1e6, 1),
+                "forget_p50_ms": round(float(np.percentile(forget_ms, 50)), 1) if forget_ms else None,
+                "forgets_scrubbed": f"{scrubbed}/{len(forget_ms)}",
+                "load_before": load0, "load_after": load_average()}
+    finally:
+        mem.close()
+        drop()
+
+
+# --------------------------------------------------------------------------- REST
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+WORDS = "river garden harbor lantern maple stone cloud market bridge violin".split()
+
+
+def load_mix(base: str, seconds: float, clients: int) -> dict[str, Any]:
+    """Concurrent clients for ``seconds``: half stores, half recalls, over 100 users."""
+    import httpx
+
+    lat: list[float] = []
+    errors = [0]
+    failures: list[str] = []
+    stop = time.monotonic() + seconds
+    lock = threading.Lock()
+
+    def client(n: int) -> None:
+        rng = random.Random(n)
+        with httpx.Client(base_url=base, timeout=60) as c:
+            while time.monotonic() < stop:
+                user = f"user{rng.randrange(100)}"
+                text = " ".join(rng.choice(WORDS) for _ in range(8))
+                t = time.perf_counter()
+                try:
+                    if rng.random() < 0.5:
+                        r = c.post("/v1/memories", params={"user_id": user}, json={"content": text})
+                    else:
+                        r = c.post("/v1/recall", params={"user_id": user}, json={"query": text, "k": 10})
+                    failure = f"{r.status_code} {r.text[:300]}" if r.status_code >= 400 else None
+                except httpx.TransportError as exc:
+                    failure = f"{type(exc).__name__}: {exc}"
+                with lock:
+                    lat.append((time.perf_counter() - t) * 1e3)
+                    if failure is not None:
+                        errors[0] += 1
+                        failures.append(failure)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return {"requests_s": round(len(lat) / seconds, 1), "p50_ms": round(float(np.percentile(lat, 50)), 1),
+            "p95_ms": round(float(np.percentile(lat, 95)), 1), "errors": errors[0], "failures": failures[:5]}
+
+
+def run_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
+    import httpx
+
+    from zenbrain.storage.postgres.schemas import create_schema, drop_schema
+
+    url = pg_url(args.pg_url)
+    out = []
+    for workers in [int(w) for w in args.workers.split(",")]:
+        schema, location = create_schema(url, "rest")
+        port = _free_port()
+        env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+        log = open(args.server_log, "a") if args.server_log else subprocess.DEVNULL  # noqa: SIM115
+        proc = subprocess.Popen([sys.executable, "-m", "zenbrain.cli", "serve", "--path", location, "--embedder",
+                                 args.rest_embedder, "--port", str(port), "--workers", str(workers)],
+                                env=env, stdout=subprocess.DEVNULL, stderr=log)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if httpx.get(base + "/health", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the server did not start")
+                time.sleep(0.3)
+            time.sleep(3.0 * workers)  # every worker up (each imports and opens the store)
+            load0 = load_average()
+            out.append({"workers": workers, "clients": args.clients, **load_mix(base, args.seconds, args.clients),
+                        "load_before": load0, "load_after": load_average()})
+            say(json.dumps(out[-1]))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            drop_schema(url, schema)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("scale")
+    s.add_argument("--sizes", default="10000,100000")
+    s.add_argument("--layouts", default="many,one")
+    s.add_argument("--backends", default="sqlite,postgres")
+    s.add_argument("--queries", type=int, default=200)
+    s.add_argument("--forgets", type=int, default=5, help="memories erased after the recalls (0: none)")
+    s.add_argument("--embedder", default="minilm-onnx")
+    s.add_argument("--data", default=None)
+    r = sub.add_parser("rest")
+    r.add_argument("--workers", default="1,4")
+    r.add_argument("--clients", type=int, default=16)
+    r.add_argument("--seconds", type=float, default=20.0)
+    r.add_argument("--rest-embedder", default="hashing:384")
+    r.add_argument("--server-log", default=None, help="append the servers' output to this file")
+    for p in (s, r):
+        p.add_argument("--pg-url", default=None)
+        p.add_argument("--json", default=None, help="write the results here")
+    args = ap.parse_args()
+    say(f"load average at start: {load_average()}")
+    results = run_scale(args) if args.cmd == "scale" else run_rest(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    say(f"load average at end: {load_average()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
