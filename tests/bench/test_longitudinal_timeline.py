@@ -249,3 +249,16 @@ def test_run_locomo_timeline_matches_the_static_baseline_at_the_end(emb):
     assert z["summary"]["update"]["overall"]["n"] == 1
     assert all(v["questions"] and all(q["qid"] != "conv-1/u0" for q in v["questions"]) for v in z["views"].values())
     assert all(not d.startswith(HIT_PREFIX) or len(d) > 1 for r in z["questions"] for d in r["ranked"])
+
+
+def test_notes_are_stored_without_a_session(emb):
+    notes = TimedSession("N0", T0, (_doc("n0", "Ann works as a nurse in Leeds."), _doc("n1", "The weather was rainy.")),
+                         conversation=False)
+    talk = TimedSession("S1", T0 + DAY, (_doc("t0", "Ann adopted a grey cat called Pixel."),))
+    store = LifeStore(emb, protocol=Protocol(context_k=0, nightly=()))
+    try:
+        run_unit(store, [notes, talk], [], k=3)
+        sessions = {i.metadata["doc_id"]: i.session_id for i in store.mem.list_memories(store.user)}
+        assert sessions == {"n0": None, "n1": None, "t0": "S1"}
+    finally:
+        store.close()
