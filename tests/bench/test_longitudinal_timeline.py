@@ -112,16 +112,25 @@ def test_context_recall_is_use_and_touches_memories(emb):
         store.close()
 
 
-def test_forgetting_archives_unused_turns_and_stops_when_switched_off(emb):
-    days = (0, 1, 90)
+FACTS = ["The library on Elm Street opens at nine", "The train to Leeds leaves from platform four",
+         "Granite is an igneous rock", "Melanie painted a lake at sunrise in Oregon",
+         "Caroline moved to Sweden in 2022 to study counseling", "The adoption agency in Portland approved the application"]
+SMALL_TALK = ["So nice, thanks!", "That is so nice!", "Thanks, so nice!"]
+
+
+def test_forgetting_archives_unused_small_talk_and_stops_when_switched_off(emb):
+    texts = [FACTS[:3] + SMALL_TALK[:2], FACTS[3:] + SMALL_TALK[2:], ["Ann moved to York for a new hospital job."]]
+    sessions = [TimedSession(f"S{n}", T0 + d * DAY, tuple(_doc(f"D{n}:{j}", t) for j, t in enumerate(texts[n])))
+                for n, d in enumerate((0, 1, 90))]
+    talk = {f"D{n}:{j}" for n, ts in enumerate(texts) for j, t in enumerate(ts) if t in SMALL_TALK}
     on = LifeStore(emb, protocol=Protocol(context_k=0))
     off = LifeStore(emb, protocol=Protocol(context_k=0),
                     config=Config(mechanisms=Mechanisms(disabled=frozenset({"ebbinghaus_decay", "triple_copy"}))))
     try:
-        life_on = run_unit(on, _sessions(days), [], k=5)["lifecycle"]
-        life_off = run_unit(off, _sessions(days), [], k=5)["lifecycle"]
+        life_on = run_unit(on, sessions, [], k=5)["lifecycle"]
+        life_off = run_unit(off, sessions, [], k=5)["lifecycle"]
         assert life_on["totals"]["archived"] > 0
-        assert any(s["archived"] for s in on.doc_states().values())
+        assert {d for d, s in on.doc_states().items() if s["archived"]} == talk  # the facts stay, faded
         assert life_off["totals"].get("archived", 0) == 0
         assert not any(s["archived"] for s in off.doc_states().values())
     finally:
@@ -240,3 +249,16 @@ def test_run_locomo_timeline_matches_the_static_baseline_at_the_end(emb):
     assert z["summary"]["update"]["overall"]["n"] == 1
     assert all(v["questions"] and all(q["qid"] != "conv-1/u0" for q in v["questions"]) for v in z["views"].values())
     assert all(not d.startswith(HIT_PREFIX) or len(d) > 1 for r in z["questions"] for d in r["ranked"])
+
+
+def test_notes_are_stored_without_a_session(emb):
+    notes = TimedSession("N0", T0, (_doc("n0", "Ann works as a nurse in Leeds."), _doc("n1", "The weather was rainy.")),
+                         conversation=False)
+    talk = TimedSession("S1", T0 + DAY, (_doc("t0", "Ann adopted a grey cat called Pixel."),))
+    store = LifeStore(emb, protocol=Protocol(context_k=0, nightly=()))
+    try:
+        run_unit(store, [notes, talk], [], k=3)
+        sessions = {i.metadata["doc_id"]: i.session_id for i in store.mem.list_memories(store.user)}
+        assert sessions == {"n0": None, "n1": None, "t0": "S1"}
+    finally:
+        store.close()

@@ -9,6 +9,8 @@ from core_helpers import T0, open_mem
 
 from zenbrain import Layer, Scope, SimulatedClock
 from zenbrain.clock import DAY, SystemClock
+from zenbrain.config import Config
+from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 
 S = Scope("alice", "a1")
 
@@ -77,7 +79,9 @@ def test_episodes_and_sessions_use_the_clock(mem, clock):
     assert [i.id for i in mem.episodes(S, T0 - 1, T0 + 1)] == [note.id]
 
 
-def test_decay_after_sixty_simulated_days_archives_and_restore_brings_back(mem, clock):
+def test_decay_after_sixty_simulated_days_archives_and_restore_brings_back(make_mem, clock):
+    # Every faded memory is archived (the paper's rule; by default only those that say little).
+    mem = make_mem(Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_share=0.0)}))
     fact = mem.store("the boiler was serviced by Tom", S)
     core = mem.store("My name is Zed Quorum", S)
     note = mem.store("scratch", Scope("alice", "a1", "s1"), kind="note")

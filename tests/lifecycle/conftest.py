@@ -15,6 +15,7 @@ from zenbrain.api import open_memory
 from zenbrain.clock import SimulatedClock
 from zenbrain.config import Config
 from zenbrain.coordinator import MemoryCoordinator
+from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.model import Edge, MemoryItem, Scope
 from zenbrain.providers.hashing import HashingEmbedder
 from zenbrain.registry import Mechanisms
@@ -76,9 +77,11 @@ def world(tmp_path: Path) -> Callable[..., World]:
     """``world()`` with every mechanism on; ``world("name", ...)`` with those switched off."""
     made: list[World] = []
 
-    def make(*off: str, seed: int = 0, name: str | None = None) -> World:
+    def make(*off: str, seed: int = 0, name: str | None = None, value_aware: bool = True) -> World:
+        """``value_aware=False``: decay archives every faded memory (the paper's rule)."""
         clock = SimulatedClock(T0)
-        config = Config(mechanisms=Mechanisms().without(*off), seed=seed)
+        params = {} if value_aware else {"ebbinghaus_decay": EbbinghausParams(low_information_share=0.0)}
+        config = Config(mechanisms=Mechanisms().without(*off), seed=seed, params=params)
         path = tmp_path / f"{name or ('on' if not off else 'off')}-{len(made)}.db"
         mem = open_memory(path, embedder=HashingEmbedder(DIM), clock=clock, config=config)
         w = World(mem, clock, Scope("alice"))

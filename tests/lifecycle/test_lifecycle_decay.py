@@ -1,4 +1,5 @@
-"""decay(): forgetting curves archive and restore; STC rescue; each curve switchable."""
+"""decay(): forgetting curves archive and restore; STC rescue; each curve switchable; value-aware
+forgetting. The tests of the curves use the paper's rule (every faded memory archived)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def _scene(w):
 
 @pytest.mark.parametrize("off", [(), ("triple_copy",), ("ebbinghaus_decay",)])
 def test_sixty_days_archive_neutral_memories_but_never_core(world, off):
-    w = world(*off)
+    w = world(*off, value_aware=False)
     facts, core = _scene(w)
     w.clock.advance(days=60)
     rep = w.mem.decay(w.scope)
@@ -57,7 +58,7 @@ def test_nothing_decays_when_both_curves_are_off(world):
 
 
 def test_restore_brings_back_a_memory_used_again(world):
-    w = world()
+    w = world(value_aware=False)
     facts, _ = _scene(w)
     w.clock.advance(days=60)
     w.mem.decay(w.scope)
@@ -94,7 +95,7 @@ def _stable_fact(w):
 
 def test_ebbinghaus_stability_keeps_a_learned_memory(world):
     def run(*off):
-        w = world(*off)
+        w = world(*off, value_aware=False)
         learned, fresh = _stable_fact(w)
         w.clock.advance(days=40)
         rep = w.mem.decay(w.scope)
@@ -108,7 +109,7 @@ def test_ebbinghaus_stability_keeps_a_learned_memory(world):
 
 def test_triple_copy_medium_copy_outlasts_the_ebbinghaus_curve(world):
     def run(*off):
-        w = world(*off)
+        w = world(*off, value_aware=False)
         f = w.store(NEUTRAL[2])
         w.clock.advance(days=10)  # Ebbinghaus: exp(-10) ~ 0; medium copy 0.8 S0 exp(-10/14)
         rep = w.mem.decay(w.scope)
@@ -142,7 +143,7 @@ def _stc_scene(w):
 
 def test_stc_rescues_a_fading_memory_before_it_is_archived(world):
     def run(*off):
-        w = world(*off)
+        w = world(*off, value_aware=False)
         weak, donor = _stc_scene(w)
         w.clock.advance(days=5)  # weak: R = 0.48 exp(-5/14) = 0.34 < 0.4 (tagged), > 0.1 (not archived yet)
         first = w.mem.decay(w.scope)
@@ -175,3 +176,32 @@ def test_stc_needs_the_partner_inside_the_window(world):
     w.clock.advance(days=5)
     rep = w.mem.decay(w.scope)
     assert rep.stages["stc_rescue"]["rescued"] == 0
+
+
+MORE_FACTS = ["Melanie painted a lake at sunrise in Oregon", "Caroline moved to Sweden in 2022 to study counseling",
+              "The adoption agency in Portland approved the application"]
+SMALL_TALK = ["So nice, thanks!", "That is so nice!", "Thanks, so nice!"]
+
+
+def test_value_aware_forgetting_archives_small_talk_and_keeps_what_the_store_knows(world):
+    """By default decay archives a faded memory only when it says little (below half the
+    store's median information): after sixty days the small talk is archived, the facts
+    stay, however faded. The paper's rule (share 0) archives both."""
+
+    def run(value_aware):
+        w = world(value_aware=value_aware)
+        facts = [w.store(t) for t in NEUTRAL + MORE_FACTS]
+        talk = [w.store(t) for t in SMALL_TALK]
+        w.clock.advance(days=60)
+        rep = w.mem.decay(w.scope)
+        return w, facts, talk, rep
+
+    w, facts, talk, rep = run(True)
+    archived = set(rep.stages["archive"]["ids"])
+    assert archived == {t.id for t in talk}
+    assert rep.stages["archive"]["low_value"] == len(SMALL_TALK)
+    assert all(not w.get(f.id).archived for f in facts)
+    assert all(rep.stages["review"]["retrievability"][f.id] <= 0.1 for f in facts)  # faded, and kept
+    _, facts_p, talk_p, rep_p = run(False)
+    assert set(rep_p.stages["archive"]["ids"]) == {m.id for m in facts_p + talk_p}
+

@@ -135,7 +135,7 @@ def test_sleep_selection_is_deterministic_for_a_seed(world):
 # ---------------------------------------------------------------------------- TripleCopy promotion
 def test_replayed_memories_consolidate_into_the_deep_copy(world):
     def run(*off):
-        w = world(*off)
+        w = world(*off, value_aware=False)
         ids = _selection_scene(w)
         rep = _sleep_detailed(w)
         w.clock.advance(days=60)

@@ -194,3 +194,14 @@ def test_custom_params_take_effect():
     p = EbbinghausParams(emotional_cap=2.0, growth_factor=2.0)
     assert eb.emotional_multiplier(arousal=1.0, params=p) == 2.0
     assert eb.review_stability(stability=3.0, params=p) == 6.0
+
+
+def test_value_aware_status_archives_low_value_at_review_and_never_the_rest():
+    r = np.array([0.05, 0.05, 0.25, 0.25, 0.5, 0.05, 0.05])
+    low = np.array([True, False, True, False, True, True, False])
+    archived = np.array([False, False, False, False, False, True, True])
+    codes = eb.status(retrievability=r, archived=archived, low_value=low).tolist()
+    assert codes == [eb.ARCHIVE, eb.REVIEW, eb.ARCHIVE, eb.REVIEW, eb.KEEP, eb.ARCHIVED, eb.RESTORE]
+    # without value flags: the paper's rule
+    assert eb.status(retrievability=r, archived=archived).tolist() == [
+        eb.ARCHIVE, eb.ARCHIVE, eb.REVIEW, eb.REVIEW, eb.KEEP, eb.ARCHIVED, eb.ARCHIVED]

@@ -23,6 +23,8 @@ from live_server import LiveServer
 
 from zenbrain import Scope, open_memory
 from zenbrain.clock import SimulatedClock
+from zenbrain.config import Config
+from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.server.rest import create_app
 
 pytestmark = pytest.mark.browser
@@ -65,7 +67,9 @@ def clock() -> SimulatedClock:
 
 @pytest.fixture(scope="module")
 def open_server(tmp_path_factory: pytest.TempPathFactory, clock: SimulatedClock) -> Iterator[tuple[LiveServer, Any]]:
-    mem = open_memory(tmp_path_factory.mktemp("ui") / "open.db", embedder="hashing:64", clock=clock)
+    # Decay archives every faded memory (the paper's rule), so the lifecycle view has rows.
+    config = Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_share=0.0)})
+    mem = open_memory(tmp_path_factory.mktemp("ui") / "open.db", embedder="hashing:64", clock=clock, config=config)
     seed(mem, "default")
     server = LiveServer(create_app(mem))
     yield server, mem

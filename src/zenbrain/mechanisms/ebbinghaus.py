@@ -48,6 +48,9 @@ class EbbinghausParams(Params):
     archive_threshold: float = bounded(0.1, 0.0, 1.0, "R at or below which an active memory is archived")
     growth_factor: float = bounded(1.3, 1.0, 10.0, "S multiplier on a successful review (paper table: 1.3x)")
     lapse_factor: float = bounded(0.5, 0.01, 1.0, "S multiplier on a failed review")
+    low_information_share: float = bounded(
+        0.5, 0.0, 10.0, "decay archives only memories below this share of the store's median information, once R "
+        "falls to review_threshold; 0 archives every memory at archive_threshold (the paper)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -113,7 +116,8 @@ def retrievability(
 
 
 def status(
-    *, retrievability: Any, archived: Any = False, core: Any = False, params: EbbinghausParams = DEFAULTS
+    *, retrievability: Any, archived: Any = False, core: Any = False, low_value: Any = None,
+    params: EbbinghausParams = DEFAULTS,
 ) -> Any:
     """What decay() should do with each memory: KEEP, REVIEW, ARCHIVE, RESTORE or ARCHIVED.
 
@@ -121,17 +125,28 @@ def status(
     Archived memories come back (RESTORE) only once R is above the review band, so a
     memory hovering around the archive threshold does not flap in and out.
     Core memories are always KEEP (or RESTORE if someone archived one).
+
+    With ``low_value`` (a flag per memory: it says little, see ``mechanisms.information``)
+    forgetting is value-aware: a low-value memory is archived as soon as it needs review
+    (R <= review_threshold), any other one is never archived (an archived one is restored),
+    however faded: forgetting then takes small talk, not what the store knows.
     """
     r = np.asarray(retrievability, dtype=float)
     arch = np.asarray(archived, dtype=bool)
     is_core = np.asarray(core, dtype=bool)
-    active = np.where(
-        r <= params.archive_threshold, ARCHIVE, np.where(r <= params.review_threshold, REVIEW, KEEP)
-    )
-    faded = np.where(r > params.review_threshold, RESTORE, ARCHIVED)
+    if low_value is None:
+        active = np.where(
+            r <= params.archive_threshold, ARCHIVE, np.where(r <= params.review_threshold, REVIEW, KEEP)
+        )
+        faded = np.where(r > params.review_threshold, RESTORE, ARCHIVED)
+    else:
+        low = np.asarray(low_value, dtype=bool)
+        needs_review = r <= params.review_threshold
+        active = np.where(needs_review, np.where(low, ARCHIVE, REVIEW), KEEP)
+        faded = np.where(needs_review & low, ARCHIVED, RESTORE)
     code = np.where(arch, faded, active)
     code = np.where(is_core, np.where(arch, RESTORE, KEEP), code)
-    return _out(code.astype(np.int8), retrievability, archived, core)
+    return _out(code.astype(np.int8), retrievability, archived, core, *(() if low_value is None else (low_value,)))
 
 
 def review_stability(*, stability: Any, success: Any = True, params: EbbinghausParams = DEFAULTS) -> Any:

@@ -10,7 +10,8 @@ of :class:`Use` (recalls an application makes between sessions, read-write) and 
    lifecycle (``decay`` then ``sleep`` at ``Protocol.night_hour`` UTC, one night at a time);
 3. each session is stored turn by turn (one ``store`` per document, a session-scoped
    ``Scope``, speaker and doc id in metadata, event time = the session's date, turns
-   ``turn_seconds`` apart), then ``end_session``;
+   ``turn_seconds`` apart), then ``end_session``; a session of independent notes
+   (``conversation=False``) is stored the same way without a session;
 4. a probe is asked right after the session it names (``after`` = a session key, or
    ``None`` for after the last session), with ``recall(..., touch=False)``: measuring never
    changes the memory.
@@ -95,6 +96,9 @@ class TimedSession:
     key: str  # session id, unique in the workload (also the Scope's session_id)
     time: float  # when the session starts (seconds since the epoch)
     docs: tuple[Doc, ...]
+    # A conversation (turns that are each other's context) or a batch of independent notes,
+    # which zenbrain stores without a session: no turn is indexed with its predecessor.
+    conversation: bool = True
 
 
 @dataclass(frozen=True)
@@ -359,7 +363,7 @@ class LifeStore:
 
     def add_session(self, session: TimedSession) -> None:
         self.advance_to(session.time)
-        scope = self._session_scope(session.key)
+        scope = self._session_scope(session.key) if session.conversation else self.user
         mem = self.mem
         proto = self.protocol
         for i, d in enumerate(session.docs):
@@ -375,6 +379,8 @@ class LifeStore:
             self._write(d, scope, session.time)
             self._seconds["store"] += time.perf_counter() - t0
             self._cpu["store"] += time.process_time() - c0
+        if not session.conversation:
+            return
         t0, c0 = time.perf_counter(), time.process_time()
         mem.end_session(scope)
         self._seconds["end_session"] += time.perf_counter() - t0

@@ -18,7 +18,9 @@
   an application would) while its first value is still current, so the stale fact was
   used and reinforced before it changed.
 
-Every day's statements form one session at 19:00 UTC (shuffled). Questions are asked the
+Every day's statements form one session at 19:00 UTC (shuffled): independent notes, not a
+conversation (``TimedSession.conversation=False``), so zenbrain stores each on its own
+rather than as the context of the next. Questions are asked the
 day after the last day and ask for the current value; gold is the latest statement.
 A hit is classified by its text: **current** if it names the entity and the current value,
 **stale** if it names the entity and an older value but not the current one. An entity's
@@ -298,7 +300,7 @@ def generate(spec: UpdateSpec) -> UpdateWorkload:
         when = T0 + day * DAY + 19 * 3600.0
         docs = [Doc(docs[i].id, docs[i].text, time=when, speaker=None, session=f"day{day}", metadata=docs[i].metadata)
                 for i in perm]
-        sessions.append(TimedSession(f"day{day}", when, tuple(docs)))
+        sessions.append(TimedSession(f"day{day}", when, tuple(docs), conversation=False))
     end = T0 + spec.days * DAY + 10 * 3600.0
     uses = [u for u in uses if u.time < end]
     return UpdateWorkload(sessions, probes, sorted(uses, key=lambda u: u.time), end, spec)

@@ -16,9 +16,14 @@ and agent; working and short-term memory belong to sessions and are left to
    (so a multiplier of 0.5 keeps half of the rescue for good). Its strength gains the
    boost. Each memory is rescued at most once per tag (per last access).
 3. ``archive`` / ``restore`` / ``review``: ``ebbinghaus.status`` on the (post-rescue) R.
-   ARCHIVE archives (recoverable, logged "archived"); RESTORE brings back a memory that
-   *decay* archived (one archived by the IB budget or by hand stays archived); memories
-   in the review band are reported.
+   Forgetting is value-aware (``EbbinghausParams.low_information_share``, default 0.5): a
+   memory that says less than half of what the partition's median memory says
+   (``mechanisms.information``: summed idf of its words) is archived once it needs review;
+   any other memory is never archived by decay, recall's bounded retrievability prior
+   only down-weights it (share 0: every memory archived at ``archive_threshold``, the
+   paper). ARCHIVE archives (recoverable, logged "archived"); RESTORE brings back a memory
+   that *decay* archived (one archived by the IB budget or by hand stays archived);
+   memories in the review band are reported.
 
 Nothing decays when both ``ebbinghaus_decay`` and ``triple_copy`` are off.
 """
@@ -32,7 +37,7 @@ import numpy as np
 
 from ...config import LifecycleLimits
 from ...engine import Engine
-from ...mechanisms import ebbinghaus
+from ...mechanisms import ebbinghaus, information
 from ...model import HistoryEvent, Layer, MemoryItem, Scope
 from ...pma import stc, triple_copy
 from ...state import (
@@ -43,6 +48,7 @@ from ...state import (
     RESCUED_AT,
     SIGNIFICANCE,
 )
+from ...text import token_set
 from ..access import get_own, partition_of
 from ..retrievability import copy_state, retrievability
 from .common import Snapshot, col, num, skipped, vectors
@@ -86,8 +92,10 @@ def decay_stages(
             stages["stc_rescue"] = _rescue(engine, tx, snap, items, r, archived, core, now, limits)
         else:
             stages["stc_rescue"] = skipped()
+        low_value = _low_value(items, ebb)
         status = np.asarray(
-            ebbinghaus.status(retrievability=r, archived=archived, core=core, params=ebb), dtype=np.int8
+            ebbinghaus.status(retrievability=r, archived=archived, core=core, low_value=low_value, params=ebb),
+            dtype=np.int8,
         ).reshape(-1)
         to_archive = np.flatnonzero((status == ebbinghaus.ARCHIVE) & ~core)
         by_decay = np.fromiter((i.state.get(ARCHIVED_BY) == "decay" for i in items), dtype=bool, count=n)
@@ -126,9 +134,20 @@ def decay_stages(
         }
 
     stages["archive"] = listing(to_archive)
+    if low_value is not None:
+        stages["archive"]["low_value"] = int(low_value[live].sum())  # the non-core memories that say little
     stages["restore"] = listing(to_restore)
     stages["review"] = listing(review)
     return stages
+
+
+def _low_value(items: list[MemoryItem], params: ebbinghaus.EbbinghausParams) -> np.ndarray | None:
+    """Which memories say little: information below ``low_information_share`` of the
+    store's median (``mechanisms.information``); None when forgetting is not value-aware."""
+    if params.low_information_share <= 0:
+        return None
+    rel = information.relative_information([token_set(i.content) for i in items])
+    return rel < params.low_information_share
 
 
 def _rescue(
