@@ -10,6 +10,7 @@ from core_helpers import DIM, T0
 from zenbrain import Scope, SimulatedClock
 from zenbrain.api import open_memory
 from zenbrain.config import Config, RecallParams
+from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.mechanisms import emotional, two_factor
 from zenbrain.pipeline import monitor_log
 from zenbrain.pma import hyperagent, metacognition
@@ -142,6 +143,11 @@ def _sleep_scene(mem, clock):
     return useful.id, dull.id
 
 
+# Archive every faded memory (the paper's rule): by default decay keeps faded memories that
+# say more than the store's median, and these scenes are about when, not whether.
+PAPER_DECAY = Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_share=0.0)})
+
+
 def _archive_day(mem, clock, mid, days=40):
     """The first whole day on which decay archives the memory (None: not within ``days``)."""
     for day in range(1, days + 1):
@@ -158,7 +164,7 @@ def test_sleep_ltp_and_ltd_reach_retrievability_ranking_and_archiving(opened, fo
     later and (Ebbinghaus forgetting only) is archived later than in the same run without
     Simulation-Selection sleep; an unused one (LTD) fades sooner. With TripleCopy on as
     well (the default), its copies follow the same factor."""
-    base = Config().without("triple_copy") if forgetting == "ebbinghaus" else Config()
+    base = PAPER_DECAY.without("triple_copy") if forgetting == "ebbinghaus" else Config()
 
     def run(config, label):
         mem, clock = opened(config, label)
@@ -192,7 +198,7 @@ def test_sleep_ltp_and_ltd_reach_retrievability_ranking_and_archiving(opened, fo
 
 
 def test_sleep_ltd_archives_an_unused_episode_sooner(opened):
-    base = Config().without("triple_copy")
+    base = PAPER_DECAY.without("triple_copy")
 
     def run(config, label):
         mem, clock = opened(config, label)
