@@ -72,19 +72,30 @@ def servers():
                 p.kill()
 
 
+def _post(client: httpx.Client, path: str, **kw) -> httpx.Response:
+    """POST as a well-behaved client does: a shed request (429/503 with Retry-After) was not
+    carried out, so it is sent again after the time the server asks for."""
+    for _ in range(50):
+        r = client.post(path, **kw)
+        if r.status_code not in (429, 503) or "retry-after" not in r.headers:
+            return r
+        time.sleep(min(float(r.headers["retry-after"]), 2.0))
+    return r
+
+
 def test_concurrent_writers_and_readers_on_three_processes(servers):
     clients = [httpx.Client(base_url=b, timeout=60) for b in servers]
 
     def write(job: tuple[int, str, int]) -> tuple[str, str]:
         n, user, i = job
-        r = clients[n % len(clients)].post("/v1/memories", params={"user_id": user},
+        r = _post(clients[n % len(clients)], "/v1/memories", params={"user_id": user},
                                            json={"content": f"{user} secret number {i} about topic{i} of {user}"})
         assert r.status_code == 201, r.text
         return user, r.json()["id"]
 
     def recall(job: tuple[int, str]) -> None:
         n, user = job
-        r = clients[n % len(clients)].post("/v1/recall", params={"user_id": user},
+        r = _post(clients[n % len(clients)], "/v1/recall", params={"user_id": user},
                                            json={"query": f"secret topic{n % PER_USER} user0 user1 user2", "k": 10})
         assert r.status_code == 200, r.text
         for hit in r.json()["hits"]:
@@ -110,7 +121,7 @@ def test_concurrent_writers_and_readers_on_three_processes(servers):
     before = clients[0].get(f"/v1/memories/{target}", params={"user_id": "user0"}).json()["access_count"]
 
     def recall_target(n: int) -> int:
-        r = clients[n % 2].post("/v1/recall", params={"user_id": "user0"}, json={"query": content, "k": 1})
+        r = _post(clients[n % 2], "/v1/recall", params={"user_id": "user0"}, json={"query": content, "k": 1})
         assert r.status_code == 200, r.text
         return int(r.json()["hits"][0]["id"] == target)
 
