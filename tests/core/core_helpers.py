@@ -252,6 +252,43 @@ def repeat_task(path: str, text: str, barrier_dir: str, name: str) -> tuple[int,
     return os.getpid(), item.id, emb.texts.count(text)
 
 
+class SignallingEmbedder(CountingEmbedder):
+    """Touches ``<directory>/embedding`` when it is asked to embed ``text`` (the store has
+    looked for repeats of it by then)."""
+
+    def __init__(self, text: str, directory: str) -> None:
+        super().__init__()
+        self.text, self.directory = text, directory
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.text in texts:
+            with open(os.path.join(self.directory, "embedding"), "w"):
+                pass
+        return super().embed(texts)
+
+
+def wait_for_file(path: str, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        time.sleep(0.005)
+
+
+def late_writer_task(path: str, text: str, directory: str) -> tuple[int, str]:
+    """Open the store, say so (``opened``), wait for ``go``, then store ``text``."""
+    from zenbrain import Scope
+
+    with open_mem(path, embedder=SignallingEmbedder(text, directory)) as mem:
+        with open(os.path.join(directory, "opened"), "w"):
+            pass
+        wait_for_file(os.path.join(directory, "go"))
+        item = mem.store(text, Scope("alice", "agent"))
+    return os.getpid(), item.id
+
+
 def persist_task(path: str, texts: list[str]) -> tuple[int, list[str]]:
     """Write two memories and a batch of texts (for the embedding cache), then close."""
     from zenbrain import Scope

@@ -139,3 +139,32 @@ def test_two_processes_storing_the_same_new_text_at_once_store_it_once(db_path, 
         items = mem.list_memories(scope)
         assert [i.id for i in items] == [results[0][1]] and items[0].access_count == 1
         assert [e.action for e in mem.history(items[0].id, scope)] == ["created", "repeated"]
+
+
+def test_a_writer_that_looked_before_another_committed_repeats_the_committed_memory(db_path, tmp_path, workers):
+    """The other process looks for repeats while this one holds an uncommitted write of the
+    same text, then waits for the write lock: once this one commits, it must find the
+    memory there (SQLite: under BEGIN IMMEDIATE; PostgreSQL: under the partition's lock,
+    taken before the second lookup) instead of storing a copy."""
+    import os
+    import time
+
+    import core_helpers
+    from core_helpers import open_mem, wait_for_file
+
+    text, signals = "The market opens at 7am on Saturdays", tmp_path / "signals"
+    signals.mkdir()
+    scope = Scope("alice", "agent")
+    with open_mem(db_path) as mem:
+        job = workers.pool.apply_async(core_helpers.late_writer_task, (db_path, text, str(signals)))
+        wait_for_file(str(signals / "opened"))
+        with mem.storage.transaction():
+            mine = mem.store(text, scope)
+            (signals / "go").touch()
+            wait_for_file(str(signals / "embedding"))  # it found no repeat: this write is not committed
+            time.sleep(0.3)  # let it reach the write lock
+        pid, theirs = job.get(timeout=120)
+        assert pid != os.getpid()
+        assert theirs == mine.id
+        items = mem.list_memories(scope)
+        assert [i.id for i in items] == [mine.id] and items[0].access_count == 1
