@@ -98,6 +98,21 @@ def bounded_int(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
+def bounded_float(lo: float, hi: float) -> Callable[[str], float]:
+    """An argparse type: a number in [lo, hi], else a one-line range error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        if not lo <= value <= hi:  # NaN fails too
+            raise argparse.ArgumentTypeError(f"must be a number in [{lo:g}, {hi:g}], got {text}")
+        return value
+
+    return parse
+
+
 def add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     """The options every command accepts; under a command they land in ``sub_*`` (see ``merge_globals``)."""
     pre = "" if top else "sub_"

@@ -225,6 +225,70 @@ def writer_task(path: str, user: str, prefix: str, n: int, barrier_dir: str) -> 
     return os.getpid(), writer(path, user, prefix, n)
 
 
+class BarrierEmbedder(CountingEmbedder):
+    """Embeds ``text`` only once ``parties`` processes have come to embed it (a file barrier):
+    each of them has looked for repeats of it by then, before its write transaction."""
+
+    def __init__(self, text: str, directory: str, name: str, parties: int = 2) -> None:
+        super().__init__()
+        self.text, self.directory, self.name_in_barrier, self.parties = text, directory, name, parties
+        self.waited = False
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.text in texts and not self.waited:
+            self.waited = True
+            file_barrier(self.directory, self.name_in_barrier, self.parties)
+        return super().embed(texts)
+
+
+def repeat_task(path: str, text: str, barrier_dir: str, name: str) -> tuple[int, str, int]:
+    """Store ``text`` at the same moment as the sibling process (``BarrierEmbedder``); return
+    this process's id, the memory's id and how many times the text was embedded here."""
+    from zenbrain import Scope
+
+    emb = BarrierEmbedder(text, barrier_dir, name)
+    with open_mem(path, embedder=emb) as mem:
+        item = mem.store(text, Scope("alice", "agent"))
+    return os.getpid(), item.id, emb.texts.count(text)
+
+
+class SignallingEmbedder(CountingEmbedder):
+    """Touches ``<directory>/embedding`` when it is asked to embed ``text`` (the store has
+    looked for repeats of it by then)."""
+
+    def __init__(self, text: str, directory: str) -> None:
+        super().__init__()
+        self.text, self.directory = text, directory
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.text in texts:
+            with open(os.path.join(self.directory, "embedding"), "w"):
+                pass
+        return super().embed(texts)
+
+
+def wait_for_file(path: str, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        time.sleep(0.005)
+
+
+def late_writer_task(path: str, text: str, directory: str) -> tuple[int, str]:
+    """Open the store, say so (``opened``), wait for ``go``, then store ``text``."""
+    from zenbrain import Scope
+
+    with open_mem(path, embedder=SignallingEmbedder(text, directory)) as mem:
+        with open(os.path.join(directory, "opened"), "w"):
+            pass
+        wait_for_file(os.path.join(directory, "go"))
+        item = mem.store(text, Scope("alice", "agent"))
+    return os.getpid(), item.id
+
+
 def persist_task(path: str, texts: list[str]) -> tuple[int, list[str]]:
     """Write two memories and a batch of texts (for the embedding cache), then close."""
     from zenbrain import Scope

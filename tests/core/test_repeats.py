@@ -118,3 +118,53 @@ def test_replaced_and_archived_memories_are_not_matched(mem, scope):
     with mem.engine.store.transaction() as tx:
         tx.update_columns((scope.user_id, scope.agent_id), [kept.id], archived=[1])
     assert mem.store("Ana keeps bees", scope).id != kept.id
+
+
+def test_two_processes_storing_the_same_new_text_at_once_store_it_once(db_path, tmp_path, workers):
+    """Both processes look for repeats before either writes (each waits for the other before
+    embedding the text); the second writer finds the first's memory under the write lock,
+    starts again and repeats it instead of storing a copy."""
+    import core_helpers
+    from core_helpers import open_mem
+
+    open_mem(db_path).close()  # the schema, before the race
+    text, barrier = "The market opens at 7am on Saturdays", str(tmp_path / "barrier")
+    jobs = [workers.pool.apply_async(core_helpers.repeat_task, (db_path, text, barrier, name)) for name in "ab"]
+    results = [job.get(timeout=120) for job in jobs]
+    assert len({pid for pid, _, _ in results}) == 2  # two processes, at once (the barrier)
+    assert results[0][1] == results[1][1]  # the same memory for both
+    assert [n for _, _, n in results] == [1, 1]  # started again, the second found the repeat: no second embedding
+    scope = Scope("alice", "agent")
+    with open_mem(db_path) as mem:
+        items = mem.list_memories(scope)
+        assert [i.id for i in items] == [results[0][1]] and items[0].access_count == 1
+        assert [e.action for e in mem.history(items[0].id, scope)] == ["created", "repeated"]
+
+
+def test_a_writer_that_looked_before_another_committed_repeats_the_committed_memory(db_path, tmp_path, workers):
+    """The other process looks for repeats while this one holds an uncommitted write of the
+    same text, then waits for the write lock: once this one commits, it must find the
+    memory there (SQLite: under BEGIN IMMEDIATE; PostgreSQL: under the partition's lock,
+    taken before the second lookup) instead of storing a copy."""
+    import os
+    import time
+
+    import core_helpers
+    from core_helpers import open_mem, wait_for_file
+
+    text, signals = "The market opens at 7am on Saturdays", tmp_path / "signals"
+    signals.mkdir()
+    scope = Scope("alice", "agent")
+    with open_mem(db_path) as mem:
+        job = workers.pool.apply_async(core_helpers.late_writer_task, (db_path, text, str(signals)))
+        wait_for_file(str(signals / "opened"))
+        with mem.storage.transaction():
+            mine = mem.store(text, scope)
+            (signals / "go").touch()
+            wait_for_file(str(signals / "embedding"))  # it found no repeat: this write is not committed
+            time.sleep(0.3)  # let it reach the write lock
+        pid, theirs = job.get(timeout=120)
+        assert pid != os.getpid()
+        assert theirs == mine.id
+        items = mem.list_memories(scope)
+        assert [i.id for i in items] == [mine.id] and items[0].access_count == 1

@@ -17,7 +17,7 @@ pytest.importorskip("fastapi")
 
 from live_server import LiveServer
 
-from zenbrain import open_memory
+from zenbrain import Scope, open_memory
 from zenbrain.cli import load_api_keys, main
 from zenbrain.errors import ScopeError
 from zenbrain.server.rest import create_app
@@ -397,7 +397,12 @@ def test_openapi_states_limits_statuses_and_security_only_with_keys(client, keye
         assert any(c.startswith("2") for c in codes), (path, method)
         if path.startswith("/v1"):
             assert {"400", "422", "503"} <= codes, (path, method)
-            assert "401" not in codes and "403" not in codes
+            writes = any(p["name"] == "Idempotency-Key" for p in op.get("parameters", ()))
+            assert "401" not in codes and ("403" in codes) == writes, (path, method)  # 403: a read-only store
+            if writes:
+                assert "ReadOnlyStoreError" in op["responses"]["403"]["description"]
+                problem = op["responses"]["403"]["content"]["application/problem+json"]["schema"]
+                assert {"type", "title", "status", "detail", "error", "message"} <= set(problem["properties"])
             assert ("413" in codes) == ("requestBody" in op), (path, method)
         ok = next(c for c in codes if c.startswith("2"))
         if ok != "204":
@@ -420,6 +425,36 @@ def test_openapi_states_limits_statuses_and_security_only_with_keys(client, keye
                 assert op["security"] and {"401", "403"} <= set(op["responses"]), (path, method)
             else:
                 assert "security" not in op
+
+
+def test_a_read_only_store_answers_writes_403_problem_json_and_changes_nothing(tmp_path):
+    """Over HTTP on 127.0.0.1: reads are served, every write is refused with 403 (not 503,
+    which tells the client to retry) and an RFC 9457 body naming ReadOnlyStoreError."""
+    path = tmp_path / "ro.db"
+    with open_memory(path, embedder=EMB) as mem:
+        mid = mem.store("Ana waters the garden at dawn", Scope("ana")).id
+    before = path.read_bytes()
+    mem = open_memory(path, embedder=EMB, read_only=True)
+    server = LiveServer(create_app(mem))
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            r = c.post("/v1/recall", params=as_user("ana"), json={"query": "garden", "k": 1})
+            assert r.status_code == 200 and r.json()["hits"][0]["id"] == mid
+            writes = [c.post("/v1/memories", params=as_user("ana"), json={"content": "must not land"}),
+                      c.patch(f"/v1/memories/{mid}", params=as_user("ana"), json={"content": "changed"}),
+                      c.delete(f"/v1/memories/{mid}", params=as_user("ana")),
+                      c.post("/v1/sleep", params=as_user("ana"), headers={"Idempotency-Key": "k1"})]
+            for r in writes:
+                body = assert_error(r, 403, "ReadOnlyStoreError")
+                assert r.headers["content-type"] == "application/problem+json"
+                assert "retry-after" not in r.headers
+                assert body["status"] == 403 and body["title"] == "Forbidden" and body["type"] == "about:blank"
+                assert body["detail"] == body["message"] and "read-only" in body["message"]
+            assert c.get(f"/v1/memories/{mid}", params=as_user("ana")).json()["content"] == "Ana waters the garden at dawn"
+    finally:
+        server.stop()
+        mem.close()
+    assert path.read_bytes() == before
 
 
 # --------------------------------------------------------------------------- authentication

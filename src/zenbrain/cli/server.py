@@ -10,6 +10,7 @@ from typing import Any
 
 from ..cli_support import (
     EXIT_OK,
+    bounded_float,
     bounded_int,
     command,
     embedder_spec,
@@ -21,9 +22,14 @@ from ..cli_support import (
     store_path,
 )
 from ..errors import ConfigError
+from ..server import admission
 
 API_KEYS_ENV = "ZENBRAIN_API_KEYS"
 MAX_WORKERS = 64
+# The largest load-shedding settings accepted (the defaults: server.admission).
+MAX_ACTIVE = 1024
+MAX_QUEUED = 100_000
+MAX_QUEUE_WAIT_S = 3600.0
 
 
 def register(subs: Any) -> None:
@@ -35,7 +41,7 @@ def register(subs: Any) -> None:
                    help=f'JSON object of API key -> user id, e.g. {{"k1": "alice"}} (default: ${API_KEYS_ENV} '
                         "as key1:alice,key2:bob; none: the API is open)")
     p.add_argument("--insecure", action="store_true",
-                   help="allow a non-loopback host without API keys (one process only)")
+                   help="allow a non-loopback host without API keys")
     p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=1, metavar="N",
                    help="worker processes sharing the port and the store (default 1: this process); "
                         "each uses a core for its Python work; SQLite runs their reads in parallel and "
@@ -45,6 +51,15 @@ def register(subs: Any) -> None:
                    help="full (default): every commit is flushed to disk and survives a power cut; "
                         "process: flushed at checkpoints only, a commit survives a crash of the server "
                         "but not of the machine (faster writes)")
+    shed = p.add_argument_group("load shedding (each server process; see docs/reliability.md)")
+    shed.add_argument("--max-active", type=bounded_int(1, MAX_ACTIVE), default=admission.MAX_ACTIVE, metavar="N",
+                      help=f"requests under /v1 running at once (default {admission.MAX_ACTIVE})")
+    shed.add_argument("--max-queued", type=bounded_int(0, MAX_QUEUED), default=admission.MAX_QUEUED, metavar="N",
+                      help="requests under /v1 waiting to run; any more are answered 503 with Retry-After at once "
+                           f"(default {admission.MAX_QUEUED})")
+    shed.add_argument("--max-queue-wait", type=bounded_float(0.0, MAX_QUEUE_WAIT_S), default=admission.MAX_QUEUE_WAIT_S,
+                      metavar="S", help="seconds a request may wait to run before it is answered 503 "
+                                        f"(default {admission.MAX_QUEUE_WAIT_S:g})")
 
     command(subs, "mcp", cmd_mcp,
             "serve this scope's memory to MCP clients over stdio (needs: pip install \"zenbrain[server]\")")
@@ -96,15 +111,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if keys is None and not _is_loopback(args.host) and not args.insecure:
         raise ConfigError(f"refusing to serve on {args.host} without API keys: give --api-keys FILE "
                           f"(or ${API_KEYS_ENV}), bind 127.0.0.1, or pass --insecure")
-    if keys is None and args.workers > 1 and not _is_loopback(args.host):
-        raise ConfigError(f"--insecure serves from one process only: with --workers {args.workers} on {args.host} "
-                          f"give --api-keys FILE (or ${API_KEYS_ENV})")
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be in [0, 65535], got {args.port}")
     try:
         import uvicorn
 
         from ..server.activity import ActivityLog, activity_path
+        from ..server.guard import Limits
         from ..server.rest import create_app
         from ..server.workers import serve
     except ImportError as exc:
@@ -115,20 +128,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
              f"store {path}; durability {args.durability}; {auth}")
     if args.read_only:
         where += "; read-only"
+    limits = Limits(max_active=args.max_active, max_queued=args.max_queued, max_queue_wait_s=args.max_queue_wait)
+    where += (f"; requests under /v1: {limits.max_active} at once, {limits.max_queued} queued for at most "
+              f"{limits.max_queue_wait_s:g} s")
     if args.workers > 1:
-        if args.read_only:
-            raise ConfigError("--read-only serves from one process: leave out --workers")
         spec = embedder_spec(args, path)
         # Opened once here: a new store is created (and an old one checked) before any worker starts.
         with open_store(args, create=True, durability=args.durability):
             pass
         status(f"{where}; {args.workers} worker processes")
         serve(path, embedder=spec, host=args.host, port=args.port, workers=args.workers, api_keys=keys,
-              log_level="info", durability=args.durability, off=sorted(off_names(args)))
+              limits=limits, log_level="info", durability=args.durability, off=sorted(off_names(args)),
+              read_only=args.read_only, insecure=args.insecure)
         return EXIT_OK
     activity = ActivityLog(None if args.read_only else activity_path(path))  # read-only: kept in memory
     with open_store(args, create=True, durability=args.durability) as mem:
-        app = create_app(mem, api_keys=keys, activity=activity)
+        app = create_app(mem, api_keys=keys, activity=activity, limits=limits)
         status(where)
         try:
             uvicorn.run(app, host=args.host, port=args.port, log_level="info")

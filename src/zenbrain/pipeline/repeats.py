@@ -20,8 +20,16 @@ Stored anew instead:
 * a repeat of an archived or a superseded memory: it holds again from now.
 
 ``dedupe=False`` (``store``/``store_many``) or ``Config(dedupe=False)`` keeps every copy.
-The lookup reads before the write lock is taken: two processes storing the same new text
-at the same moment may both store it.
+
+Concurrent writers: the lookup runs twice. ``find`` runs before anything is embedded (so a
+repeat costs no embedding and no chat-model call), and ``confirm`` runs it again as the
+first step of the write transaction, once the partition's write lock is held
+(``Transaction.lock``). When the answers differ (another process stored the same new text,
+or removed a memory repeated here, in between), ``confirm`` raises ``RepeatsChanged``, the
+transaction rolls back with nothing written, and ``store_many`` starts again from the top,
+where ``find`` now sees the other write: two processes storing the same new text at the
+same moment store it once, and the second gets the first's memory, as if it had come
+later.
 """
 
 from __future__ import annotations
@@ -82,6 +90,30 @@ def find(engine: Engine, part: Partition, scope: Scope, records: Sequence[dict[s
     return out
 
 
+class RepeatsChanged(Exception):
+    """What the records repeat changed between ``find`` and the write transaction (another
+    writer committed in between): the operation rolls back and starts again."""
+
+
+def _answer(found: dict[int, Target]) -> dict[int, int | str]:
+    return {i: t if isinstance(t, int) else t.id for i, t in found.items()}
+
+
+def confirm(engine: Engine, part: Partition, tx: Transaction, scope: Scope, records: Sequence[dict[str, Any]],
+            drafts: Sequence[MemoryItem], found: dict[int, Target]) -> dict[int, Target]:
+    """Inside the write transaction, before anything is written: hold the partition's write
+    lock and look for repeats again. Returns the same answer as ``found`` (``find``'s before
+    the transaction) with the stored memories as they are now (a use builds on their latest
+    state); raises ``RepeatsChanged`` when the answer differs."""
+    if not any(may_repeat(scope, rec) for rec in records):
+        return found
+    tx.lock([part])
+    again = find(engine, part, scope, records, drafts)
+    if _answer(again) != _answer(found):
+        raise RepeatsChanged
+    return again
+
+
 def use(engine: Engine, part: Partition, tx: Transaction, repeats: dict[int, Target], drafts: Sequence[MemoryItem],
         now: float) -> None:
     """Count every repeat as a use of the memory it repeats (the objects in ``repeats`` and
@@ -116,4 +148,4 @@ def stands_for(repeats: dict[int, Target], drafts: Sequence[MemoryItem]) -> list
     return out
 
 
-__all__ = ["DERIVED_METADATA", "find", "may_repeat", "stands_for", "use"]
+__all__ = ["DERIVED_METADATA", "RepeatsChanged", "confirm", "find", "may_repeat", "stands_for", "use"]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..engine import Engine
-from ..errors import NotFoundError, ValidationError
+from ..errors import NotFoundError, StorageError, ValidationError
 from ..ids import new_id
 from ..layers.routing import classify_kind, reroute, route
 from ..model import HistoryEvent, Kind, Layer, MemoryItem, Scope
@@ -29,12 +29,29 @@ from .link import LinkPlan, plan_links, write_links
 RECORD_FIELDS = frozenset({"content", "kind", "layer", "metadata", "event_time", "importance", "speaker", "supersedes"})
 
 
+# How often one store_many starts again because another writer stored a repeat of one of
+# its records meanwhile (repeats.confirm). Each new start sees that write, so a second is
+# needed only when yet another writer got in before it.
+MAX_STARTS = 5
+
+
 def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]], *,
                dedupe: bool = False) -> tuple[list[MemoryItem], dict[str, Any]]:
     """Store many memories with one embedding batch and one transaction; every record is
     validated before anything is written. Returns the memory of each record and the link
     report (edges made, debates held, and with ``dedupe`` the records that repeated a
     memory: ``repeats``, see ``repeats``)."""
+    for _ in range(MAX_STARTS):
+        try:
+            return _store_many(engine, scope, records, dedupe=dedupe)
+        except repeats.RepeatsChanged:
+            continue  # rolled back, nothing written: look again
+    raise StorageError(f"other writers kept storing the same texts meanwhile; nothing was stored after "
+                       f"{MAX_STARTS} attempts: retry")
+
+
+def _store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]], *,
+                dedupe: bool) -> tuple[list[MemoryItem], dict[str, Any]]:
     part = partition_of(scope)
     if not isinstance(records, Sequence) or isinstance(records, (str, bytes)):
         raise ValidationError("records must be a sequence of dicts")
@@ -64,6 +81,8 @@ def store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]], 
             for old in superseded_by_record(engine, scope, rec, item):
                 plan.supersede(old.id, item.id, item.valid_from)
     with engine.store.transaction() as tx:
+        if dedupe:  # under the write lock: another writer may have stored one of these texts meanwhile
+            found = repeats.confirm(engine, part, tx, scope, records, drafts, found)
         if embedded.fresh:
             tx.put_embeddings(engine.embedder.name, list(embedded.fresh), np.stack(list(embedded.fresh.values())))
         tx.log(part, [HistoryEvent(item.id, now, "created", {"layer": item.layer.value, "kind": item.kind.value})

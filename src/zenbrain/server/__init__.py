@@ -2,5 +2,5 @@
 
 Both are thin adapters: every operation is a ``MemoryCoordinator`` call, validated and
 scoped by the library itself; they add transport, authentication and error mapping only.
-Install with ``pip install "zenbrain[server]"``.
+Both come with the core install (FastAPI, uvicorn and the MCP SDK are core dependencies).
 """

@@ -28,9 +28,12 @@ from .activity import ActivityLog
 from .gate import Gate
 from .guard import Overloaded, current_request
 from .limits import IDEMPOTENCY_KEY_PATTERN, SCOPE_PATTERN
-from .schemas import ErrorOut
+from .schemas import ErrorOut, ProblemOut
 
 T = TypeVar("T")
+
+
+PROBLEM_JSON = "application/problem+json"
 
 
 class AuthError(Exception):
@@ -46,6 +49,7 @@ _WHY = {
     400: "The library refused the input (ValidationError, ScopeError, ConfigError): nothing was changed.",
     401: "Missing or unknown API key.",
     403: "The API key acts for another user than the one named.",
+
     404: "No such memory in this scope (NotFoundError).",
     409: "A request with this Idempotency-Key is still in progress; retry after Retry-After.",
     413: "The request body is larger than the server accepts.",
@@ -55,6 +59,13 @@ _WHY = {
          "written), or the store or a model provider is unavailable (StorageError, ProviderError); retry after "
          "Retry-After.",
 }
+
+# A write route's 403: a read-only store refuses the write whoever asks, so a retry gets the
+# same answer (unlike 503, which tells the client to retry, and 409, a state the client can change).
+_WHY_READ_ONLY = ("the store is read-only (ReadOnlyStoreError, as application/problem+json): the server was "
+                  "started with --read-only, or the store's file or folder cannot be written. Nothing was "
+                  "written; retrying gets the same answer.")
+
 
 def _id_query(description: str) -> Any:
     return Query(pattern=SCOPE_PATTERN, max_length=128, description=description)
@@ -182,9 +193,13 @@ class ApiContext:
 
     def write(self, *extra: int, body: bool = False, pending: Any = None) -> dict[str, Any]:
         """Decorator arguments of a route that changes memories: its documented errors (with
-        409 for an idempotent request still in progress), the Idempotency-Key header, and
+        409 for an idempotent request still in progress and 403 for a read-only store), the
+        Idempotency-Key header, and
         with ``pending`` (a response model) a 202 for an erasure whose scrub is pending."""
         responses: dict[int | str, dict[str, Any]] = self.errors(409, *extra, body=body)
+        why = f"{_WHY[403]} Or {_WHY_READ_ONLY}" if 403 in responses else _WHY_READ_ONLY[0].upper() + _WHY_READ_ONLY[1:]
+        responses[403] = {"model": ErrorOut, "description": why,
+                          "content": {PROBLEM_JSON: {"schema": ProblemOut.model_json_schema()}}}
         if pending is not None:
             responses[202] = {"model": pending, "description": "Erased, but the erased text stays in the store's files "
                                                                 "until another reader of the file ends (scrubbed: false)."}
@@ -213,4 +228,4 @@ class ApiContext:
         self.run(due, write=False)
 
 
-__all__ = ["ApiContext", "AuthError"]
+__all__ = ["PROBLEM_JSON", "ApiContext", "AuthError"]

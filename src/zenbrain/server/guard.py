@@ -31,6 +31,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import admission
+
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
@@ -46,9 +48,9 @@ class Limits:
     """Admission and deadline settings of one server process."""
 
     max_body_bytes: int = 8 * 1024 * 1024
-    max_active: int = 4  # requests under /v1 running at once
-    max_queued: int = 32  # requests under /v1 waiting to run
-    max_queue_wait_s: float = 2.0  # a request waits this long at most before it is shed
+    max_active: int = admission.MAX_ACTIVE  # requests under /v1 running at once
+    max_queued: int = admission.MAX_QUEUED  # requests under /v1 waiting to run
+    max_queue_wait_s: float = admission.MAX_QUEUE_WAIT_S  # a request waits this long at most before it is shed
     default_timeout_s: float = 30.0  # a request's deadline unless it asks for another
     max_timeout_s: float = 300.0  # the longest deadline a request may ask for
     retry_after_s: int = 1  # what a shed request is told to wait

@@ -18,7 +18,9 @@ only (``zenbrain serve`` refuses other hosts without keys unless told ``--insecu
 
 Errors are JSON ``{"error": "<exception class>", "message": "..."}``: 400 for
 ValidationError and ConfigError, 404 for NotFoundError, 503 for StorageError and
-ProviderError, 401/403 for authentication, 413 for a body over ``limits.MAX_BODY_BYTES``,
+ProviderError (retry after Retry-After), 403 for ReadOnlyStoreError (a write to a
+read-only store: ``application/problem+json`` per RFC 9457, with ``error`` and
+``message`` too; no retry helps), 401/403 for authentication, 413 for a body over ``limits.MAX_BODY_BYTES``,
 422 for a request the schema refuses (types, ranges, lengths, unknown fields). The OpenAPI document states every
 status a route returns and every limit (``limits``); its security scheme appears only
 when API keys are configured.
@@ -61,6 +63,7 @@ from ..errors import (
     DamagedStoreError,
     NotFoundError,
     ProviderError,
+    ReadOnlyStoreError,
     StorageError,
     ValidationError,
     ZenBrainError,
@@ -68,7 +71,7 @@ from ..errors import (
 from ..model import Scope
 from . import idempotency
 from .activity import ActivityLog
-from .api_context import ApiContext, AuthError
+from .api_context import PROBLEM_JSON, ApiContext, AuthError
 from .docs_pages import add_redoc
 from .guard import DeadlineExceeded, Guard, Limits, Overloaded, Refused, RequestContext
 from .limits import CONTENT_PATTERN, MAX_BODY_BYTES, RELATION_PATTERN, SCOPE_PATTERN
@@ -79,6 +82,7 @@ _STATUS: tuple[tuple[type[ZenBrainError], int], ...] = (
     (ValidationError, 400),
     (ConfigError, 400),
     (NotFoundError, 404),
+    (ReadOnlyStoreError, 403),  # before StorageError: a read-only store is not unavailable
     (StorageError, 503),
     (ProviderError, 503),
 )
@@ -158,6 +162,10 @@ def create_app(
     @app.exception_handler(ZenBrainError)
     async def _library_error(request: Request, exc: ZenBrainError) -> JSONResponse:
         status = next((code for cls, code in _STATUS if isinstance(exc, cls)), 500)
+        if isinstance(exc, ReadOnlyStoreError):  # RFC 9457, with the members every error here has
+            problem = {"type": "about:blank", "title": "Forbidden", "status": status, "detail": str(exc),
+                       "error": type(exc).__name__, "message": str(exc)}
+            return JSONResponse(problem, status_code=status, media_type=PROBLEM_JSON)
         headers = retry if status == 503 and not isinstance(exc, DamagedStoreError) else None
         return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status, headers=headers)
 

@@ -233,6 +233,18 @@ class ErrorOut(_Out):
                                                                   "its location (loc), message (msg) and type.")
 
 
+class ProblemOut(_Out):
+    """An RFC 9457 problem (``application/problem+json``) that also carries the ``error`` and
+    ``message`` members every other error of this API has."""
+
+    type: str = Field("about:blank", description="about:blank: the status says what kind of problem it is.")
+    title: str = Field(description="The status's reason phrase (Forbidden).")
+    status: int = Field(description="The HTTP status, repeated.")
+    detail: str = Field(description="What was refused and why, in one sentence.")
+    error: str = Field(description="The exception class: ReadOnlyStoreError.")
+    message: str = Field(description="The same sentence as detail.")
+
+
 class HealthOut(_Out):
     status: Literal["ok"]
     version: str

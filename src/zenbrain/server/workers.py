@@ -42,8 +42,10 @@ def app_from_environment() -> FastAPI:
     and closes it when the worker stops."""
     cfg = json.loads(os.environ[ENV])
     config = Config(mechanisms=Mechanisms(disabled=frozenset(cfg.get("off", ()))))
-    memory = open_memory(cfg["path"], embedder=cfg["embedder"], config=config, durability=cfg.get("durability", "full"))
-    activity = ActivityLog(activity_path(cfg["path"]))
+    read_only = bool(cfg.get("read_only", False))
+    memory = open_memory(cfg["path"], embedder=cfg["embedder"], config=config, durability=cfg.get("durability", "full"),
+                         create=False if read_only else None, read_only=read_only)
+    activity = ActivityLog(None if read_only else activity_path(cfg["path"]))  # read-only: kept in memory
     app = create_app(memory, api_keys=cfg.get("api_keys"), activity=activity, limits=Limits(**cfg.get("limits", {})))
     inner = app.router.lifespan_context
 
@@ -62,25 +64,28 @@ def app_from_environment() -> FastAPI:
 
 def serve(path: str, *, embedder: str, host: str = "127.0.0.1", port: int = 8765, workers: int = 1,
           api_keys: Mapping[str, str] | None = None, limits: Limits | None = None, log_level: str = "warning",
-          durability: str = "full", off: Sequence[str] = ()) -> None:
+          durability: str = "full", off: Sequence[str] = (), read_only: bool = False, insecure: bool = False) -> None:
     """Serve the store at ``path`` over REST from ``workers`` processes until stopped.
     Without ``api_keys`` only a loopback ``host`` is allowed (anyone reaching the server
-    could act as any user). ``off``: mechanisms switched off by name."""
+    could act as any user), unless ``insecure``. ``off``: mechanisms switched off by name.
+    ``read_only``: every worker opens the store read-only (writes are answered 403,
+    nothing is written)."""
     import ipaddress
 
     import uvicorn
 
-    if not api_keys:
+    if not api_keys and not insecure:
         try:
             loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
         except ValueError:
             loopback = False
         if not loopback:
-            raise ConfigError(f"refusing to serve on {host} without API keys: bind 127.0.0.1 or give api_keys")
+            raise ConfigError(f"refusing to serve on {host} without API keys: bind 127.0.0.1, give api_keys "
+                              "or pass insecure=True")
 
     os.environ[ENV] = json.dumps({"path": str(path), "embedder": embedder, "api_keys": dict(api_keys or {}) or None,
                                   "limits": asdict(limits or Limits()), "durability": durability,
-                                  "off": sorted(off)})
+                                  "off": sorted(off), "read_only": bool(read_only)})
     # A worker answers uvicorn's health check from a thread; importing the library and an
     # embedder holds the GIL for seconds on a busy machine, longer than uvicorn's default
     # 5 s after which it kills and restarts the worker (dropping its connections).
@@ -100,10 +105,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-queued", type=int, default=Limits.max_queued)
     ap.add_argument("--max-queue-wait", type=float, default=Limits.max_queue_wait_s)
     ap.add_argument("--durability", choices=["full", "process"], default="full")
+    ap.add_argument("--read-only", action="store_true")
     args = ap.parse_args(argv)
     serve(args.path, embedder=args.embedder, host=args.host, port=args.port, workers=args.workers,
           limits=Limits(max_active=args.max_active, max_queued=args.max_queued, max_queue_wait_s=args.max_queue_wait),
-          durability=args.durability)
+          durability=args.durability, read_only=args.read_only)
 
 
 if __name__ == "__main__":

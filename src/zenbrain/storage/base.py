@@ -63,6 +63,13 @@ class Transaction(Protocol):
     # end; the store finishes it later). None while uncommitted or when nothing was erased.
     scrubbed: bool | None
 
+    def lock(self, partitions: Sequence[Partition]) -> None:
+        """Wait until no other transaction writes these partitions, and keep them until this
+        one ends: what the transaction reads afterwards stays true until it commits (a check
+        before a write, such as the exact-repeat lookup). Every write takes its partition's
+        lock anyway; this takes it before the first read."""
+        ...
+
     def put_memories(self, items: Sequence[MemoryItem]) -> None:
         """Write whole memories (insert, or replace the stored row): columns, metadata,
         state, and the lexical entry of the content."""

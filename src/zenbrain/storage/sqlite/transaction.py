@@ -90,6 +90,10 @@ class SQLiteTransaction:
     def _changed(self, partition: Partition, memory_ids: Sequence[str]) -> None:
         self.touched.update((partition[0], partition[1], mid) for mid in memory_ids)
 
+    def lock(self, partitions: Sequence[Partition]) -> None:
+        """Nothing to do: ``BEGIN IMMEDIATE`` took the file's write lock, so no other writer
+        of any partition commits before this transaction ends."""
+
     @guarded("writing memories")
     def put_memories(self, items: Sequence[MemoryItem]) -> None:
         items = list(items)
