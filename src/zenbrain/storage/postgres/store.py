@@ -47,6 +47,7 @@ from ..base import ORDERABLE, Filter, Partition, StoreStats
 from ..records import EDGE_FIELDS, MEMORY_FIELDS
 from . import lexical, vectors
 from .filters import where
+from .health import DatabaseHealth, check_database
 from .migrations import MIGRATIONS, TEXT_PARTITIONS, partition_name
 from .transaction import SCRUB_PENDING, TEXT_FIELDS, TEXT_TABLES, PostgresTransaction
 
@@ -238,6 +239,18 @@ class PostgresStore:
                 pass  # the next open or write finishes it
         self._pool.close()
         self._pool = None
+
+    def health(self) -> DatabaseHealth:
+        """Whether the database answers (on a connection of its own, never waiting for the
+        pool), its migration version, and the pool's state (``/health``, ``zenbrain check``)."""
+        out = check_database(self.url, timeout_s=min(self.timeout, 5.0))
+        if self._pool is None:
+            out.ok, out.problem = False, "the store is closed"
+            return out
+        stats = self._pool.get_stats()
+        out.pool = {"size": stats.get("pool_size", 0), "available": stats.get("pool_available", 0),
+                    "max": stats.get("pool_max", 0), "waiting": stats.get("requests_waiting", 0)}
+        return out
 
     def wait_for_indexes(self, timeout: float | None = None) -> None:
         """Wait for the HNSW index builds this handle started (tools and tests)."""
