@@ -24,6 +24,7 @@ average is printed beside every figure.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -263,6 +264,69 @@ def one_run(backend: str, layout: str, size: int, texts: list[str], vecs: np.nda
         close()
 
 
+# --------------------------------------------------------------------------- round trips
+
+
+def run_trips(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Statements and round trips of each recall on a PostgreSQL store of ``--size`` memories
+    (users of ``--per-user``), read from libpq's trace of every pooled connection: a round
+    trip is a turn from messages of the client to the server's answer."""
+    import psycopg.pq
+
+    from zenbrain.storage.postgres import store as pg_store
+
+    url = pg_url(args.pg_url)
+    live = make_embedder(args.embedder)
+    texts, vecs = load_corpus(min(args.size, available()))
+    embedder = TableEmbedder(live, {t: vecs[i] for i, t in enumerate(texts)})
+    _, questions = locomo_material(args.data)
+    queries = random.Random(7).sample(questions, min(args.queries, len(questions)))
+    trace = tempfile.NamedTemporaryFile("w+", prefix="zenbrain-pgtrace-", delete=False)  # noqa: SIM115
+    configure = pg_store.PostgresStore._configure
+
+    def traced(self: Any, conn: Any) -> None:
+        configure(self, conn)
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE)
+
+    pg_store.PostgresStore._configure = traced  # type: ignore[method-assign]
+    mem, drop = open_fresh("postgres", url, Path(tempfile.gettempdir()), embedder)
+    try:
+        users = max(1, args.size // args.per_user)
+        scopes = [Scope(f"user{u:05d}", "agent") for u in range(users)]
+        for u, scope in enumerate(scopes):
+            mem.store_many([{"content": texts[j % len(texts)]} for j in range(u * args.per_user,
+                                                                               (u + 1) * args.per_user)], scope)
+        for q, v in zip(queries, live.embed(queries)):
+            mem.engine._queries[q] = v
+        rng = random.Random(11)
+        mem.recall(queries[0], scopes[0], k=10)  # every connection opened, statements prepared
+        rows = []
+        for q in queries:
+            trace.flush()
+            start = os.path.getsize(trace.name)
+            mem.recall(q, scopes[rng.randrange(len(scopes))], k=10)
+            trace.flush()
+            with open(trace.name) as fh:
+                fh.seek(start)
+                lines = [ln.split("\t") for ln in fh.read().splitlines() if ln[:2] in ("F\t", "B\t")]
+            sides = [ln[0] for ln in lines]
+            rows.append({"round_trips": sum(a == "F" and b == "B" for a, b in itertools.pairwise(sides)),
+                         "statements": sum(ln[0] == "F" and len(ln) > 2 and ln[2] in ("Execute", "Query")
+                                           for ln in lines)})
+        out = {"size": args.size, "per_user": args.per_user, "queries": len(rows),
+               "round_trips_median": float(np.median([r["round_trips"] for r in rows])),
+               "statements_median": float(np.median([r["statements"] for r in rows])),
+               "round_trips_max": max(r["round_trips"] for r in rows)}
+        say(json.dumps(out))
+        return [out]
+    finally:
+        pg_store.PostgresStore._configure = configure  # type: ignore[method-assign]
+        mem.close()
+        drop()
+        os.unlink(trace.name)
+
+
 # --------------------------------------------------------------------------- REST
 
 
@@ -367,18 +431,24 @@ def main() -> int:
     s.add_argument("--forgets", type=int, default=5, help="memories erased after the recalls (0: none)")
     s.add_argument("--embedder", default="minilm-onnx")
     s.add_argument("--data", default=None)
+    t = sub.add_parser("trips", help="statements and round trips per recall")
+    t.add_argument("--size", type=int, default=2000)
+    t.add_argument("--per-user", type=int, default=1000)
+    t.add_argument("--queries", type=int, default=50)
+    t.add_argument("--embedder", default="minilm-onnx")
+    t.add_argument("--data", default=None)
     r = sub.add_parser("rest")
     r.add_argument("--workers", default="1,4")
     r.add_argument("--clients", type=int, default=16)
     r.add_argument("--seconds", type=float, default=20.0)
     r.add_argument("--rest-embedder", default="hashing:384")
     r.add_argument("--server-log", default=None, help="append the servers' output to this file")
-    for p in (s, r):
+    for p in (s, t, r):
         p.add_argument("--pg-url", default=None)
         p.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args()
     say(f"load average at start: {load_average()}")
-    results = run_scale(args) if args.cmd == "scale" else run_rest(args)
+    results = {"scale": run_scale, "trips": run_trips, "rest": run_rest}[args.cmd](args)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     say(f"load average at end: {load_average()}")

@@ -285,10 +285,13 @@ class PostgresStore:
             with self._pool.connection() as conn:
                 self._local.conn = conn
                 try:
-                    with conn.transaction():
+                    # Pipeline mode: statements whose results the transaction does not read
+                    # (its updates, inserts, locks) are sent without waiting, and go with the
+                    # next read or the COMMIT: a recall's bookkeeping is one round trip.
+                    with conn.transaction(), conn.pipeline() as pipeline:
                         if not durable:
                             conn.execute("SET LOCAL synchronous_commit = off")
-                        tx = self._local.tx = PostgresTransaction(conn, self.embedder_name, self._terms)
+                        tx = self._local.tx = PostgresTransaction(conn, self.embedder_name, self._terms, pipeline)
                         yield tx
                         for hook in list(getattr(self._hooks, "list", ())):
                             hook(tx)
