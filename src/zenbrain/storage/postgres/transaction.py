@@ -107,7 +107,6 @@ class PostgresTransaction:
         self._lock_checks: list[Any] = []  # cursors of the lock statements, read after they ran
         self._pending_seen = False
         self._hash = hasher
-        self._cur = conn.cursor()
         self._model = embedder_name
         self._locked: set[Partition] = set()
         self.lexical = LexicalDeltas()
@@ -119,6 +118,12 @@ class PostgresTransaction:
         self.text_users: set[str] = set()  # users whose text (in the text tables) was erased or overwritten
         self.xid = 0  # this transaction's id, once it erased something (what a scrub waits for)
         self.scrubbed: bool | None = None  # after commit: whether the scrub completed (None: none ran)
+
+    @property
+    def _cur(self) -> Any:
+        """A new cursor for each statement: in pipeline mode a cursor whose earlier
+        statements' results have not arrived yet must not run a statement that is read."""
+        return self._conn.cursor()
 
     @property
     def pending_seen(self) -> bool:
@@ -143,7 +148,7 @@ class PostgresTransaction:
         only queued: the lock is taken, in order, before the writes queued after it, and the
         transaction waits for neither."""
         for part in sorted(set(partitions) - self._locked):
-            self._lock_checks.append(self._conn.cursor().execute(
+            self._lock_checks.append(self._cur.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0)), "
                 "EXISTS (SELECT 1 FROM meta WHERE key LIKE %s)", (*part, SCRUB_PENDING + "%")))
             self._locked.add(part)
@@ -243,22 +248,21 @@ class PostgresTransaction:
     def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
         self.lock([partition])
         user, agent = partition
-        cur = self._cur
-        row = cur.execute(
+        row = self._cur.execute(
             "DELETE FROM memories WHERE id = %s AND user_id = %s AND agent_id = %s "
             "RETURNING vector_key, lex_len, lex_terms", (memory_id, user, agent)).fetchone()
         out = {"memories": int(row is not None), "lexical_entries": int(row is not None), "vectors": 0}
-        cur.execute("DELETE FROM memory_texts WHERE id = %s AND user_id = %s AND agent_id = %s",
-                    (memory_id, user, agent))
-        out["edges"] = self._count(cur.execute(
+        self._cur.execute("DELETE FROM memory_texts WHERE id = %s AND user_id = %s AND agent_id = %s",
+                          (memory_id, user, agent))
+        out["edges"] = self._count(self._cur.execute(
             "DELETE FROM edges WHERE user_id = %s AND agent_id = %s AND (src = %s OR dst = %s)",
             (user, agent, memory_id, memory_id)))
         # Events of other memories that name this one (a debate it took part in) may quote it.
-        out["history_rows"] = self._count(cur.execute(
+        out["history_rows"] = self._count(self._cur.execute(
             "DELETE FROM history WHERE user_id = %s AND agent_id = %s "
             "AND (memory_id = %s OR strpos(detail::text, %s) > 0)", (user, agent, memory_id, memory_id)))
         # Idempotency records of requests that wrote or returned it.
-        out["requests"] = self._count(cur.execute(
+        out["requests"] = self._count(self._cur.execute(
             "DELETE FROM requests WHERE user_id = %s AND agent_id = %s "
             "AND (%s = ANY(memory_ids) OR strpos(COALESCE(response, ''), %s) > 0)",
             (user, agent, memory_id, memory_id)))
@@ -269,8 +273,8 @@ class PostgresTransaction:
             self._erased(partition, "lexical_terms")
             # Counted for the partition only: whether another partition holds the same text
             # (and so keeps the vector) must not show.
-            if cur.execute("SELECT 1 FROM memories WHERE vector_key = %s AND user_id = %s AND agent_id = %s LIMIT 1",
-                           (key, user, agent)).fetchone() is None:
+            if self._cur.execute("SELECT 1 FROM memories WHERE vector_key = %s AND user_id = %s "
+                                 "AND agent_id = %s LIMIT 1", (key, user, agent)).fetchone() is None:
                 out["vectors"] = 1
             self._drop_orphan_embedding(key)
         return out
