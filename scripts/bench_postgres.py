@@ -1,20 +1,27 @@
 #!/usr/bin/env python
 """The PostgreSQL store beside the SQLite store, measured in one run on this machine.
 
-``scale``: for each size (``--sizes``), layout and backend, a fresh store is filled through
-``MemoryCoordinator.store_many`` with real English text and its real MiniLM vectors (the
-corpus of ``scripts/real_corpus.py``; vectors looked up, so embedding is excluded), then
-recalled with distinct LoCoMo questions (k=10, touch=True as in use; query vectors
-embedded beforehand, so recall is storage and pipeline only). Layouts: ``many``, users of
-100 memories each (one ``store_many`` per user), and ``one``, a single user holding all of
-them (batches of 500). Then ``--forgets`` memories of random users are erased (the time of
-``forget`` with its scrub). Printed: ingest items/s, recall p50/p95 ms, forget median ms,
-and PostgreSQL/SQLite ratios of the same run; for PostgreSQL also when the large
-partition's HNSW index was ready. ``rest``: requests/s of the REST API on PostgreSQL with 1 and with N worker
-processes (``zenbrain serve --workers``), a mix of stores and recalls from concurrent
-clients over 100 users.
+``scale``: for each size (``--sizes``), layout and backend (``--backends``: sqlite,
+postgres, chroma), a fresh store is filled through ``MemoryCoordinator.store_many`` with
+real English text and its real MiniLM vectors (the corpus of ``scripts/real_corpus.py``;
+vectors looked up, so embedding is excluded; beyond the corpus, memory j is text j modulo
+its size, so users share texts), then recalled with distinct LoCoMo questions (k=10,
+touch=True as in use; query vectors embedded beforehand, so recall is storage and pipeline
+only). Layouts: ``many``, users of ``--per-user`` memories each (default 100; one
+``store_many`` per user), and ``one``, a single user holding all of them (batches of 500).
+Then ``--forgets`` memories of random users are erased (the time of ``forget`` with its
+scrub). ChromaDB (``PersistentClient``, cosine HNSW) gets the same texts, vectors and
+query vectors, each record with its user in its metadata, each search filtered to the
+asking user. Printed: ingest items/s, recall p50/p95 ms, forget median ms, bytes per
+memory on disk, and the ratios between backends of the same run; for PostgreSQL also when
+the large partition's HNSW index was ready. ``trips``: statements and round trips of each
+recall on PostgreSQL, from libpq's trace. ``rest``: requests/s of the REST API on
+PostgreSQL with 1 and with N worker processes (``zenbrain serve --workers``), a mix of
+stores and recalls from concurrent clients over 100 users.
 
     OMP_NUM_THREADS=1 python scripts/bench_postgres.py scale --sizes 10000,100000 --pg-url postgresql://...
+    OMP_NUM_THREADS=1 python scripts/bench_postgres.py scale --sizes 100000 --per-user 1000 --backends postgres,chroma,sqlite
+    OMP_NUM_THREADS=1 python scripts/bench_postgres.py trips --size 2000 --queries 30
     OMP_NUM_THREADS=1 python scripts/bench_postgres.py rest --pg-url postgresql://... --workers 1,4
 
 Without ``--pg-url`` a private server is started from the ``pgserver`` wheel. The load
@@ -269,8 +276,8 @@ def one_run(backend: str, layout: str, size: int, texts: list[str], vecs: np.nda
 
 def run_trips(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Statements and round trips of each recall on a PostgreSQL store of ``--size`` memories
-    (users of ``--per-user``), read from libpq's trace of every pooled connection: a round
-    trip is a turn from messages of the client to the server's answer."""
+    (users of ``--per-user``), read from libpq's trace of the store's one pooled connection:
+    a round trip is a turn from messages of the client to the server's answer."""
     import psycopg.pq
 
     from zenbrain.storage.postgres import store as pg_store
@@ -290,7 +297,22 @@ def run_trips(args: argparse.Namespace) -> list[dict[str, Any]]:
         conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE)
 
     pg_store.PostgresStore._configure = traced  # type: ignore[method-assign]
-    mem, drop = open_fresh("postgres", url, Path(tempfile.gettempdir()), embedder)
+    from zenbrain.storage.postgres.schemas import create_schema, drop_schema
+
+    schema, location = create_schema(url, "trips")
+    # One pooled connection, so that its trace (buffered by libpq) can be written out after
+    # each recall (untrace, trace again) and every line lands with the recall it belongs to.
+    mem = open_memory(location, embedder=embedder, clock=SimulatedClock(1.7e9), pool_size=1)
+
+    def drop() -> None:
+        drop_schema(url, schema)
+
+    def flush_trace() -> None:
+        with mem.storage._pool.connection() as conn:
+            conn.pgconn.untrace()
+            pgconn = conn.pgconn
+        pgconn.trace(trace.fileno())
+        pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE)
     try:
         users = max(1, args.size // args.per_user)
         scopes = [Scope(f"user{u:05d}", "agent") for u in range(users)]
@@ -303,10 +325,10 @@ def run_trips(args: argparse.Namespace) -> list[dict[str, Any]]:
         mem.recall(queries[0], scopes[0], k=10)  # every connection opened, statements prepared
         rows = []
         for q in queries:
-            trace.flush()
+            flush_trace()
             start = os.path.getsize(trace.name)
             mem.recall(q, scopes[rng.randrange(len(scopes))], k=10)
-            trace.flush()
+            flush_trace()
             with open(trace.name) as fh:
                 fh.seek(start)
                 lines = [ln.split("\t") for ln in fh.read().splitlines() if ln[:2] in ("F\t", "B\t")]
@@ -424,7 +446,7 @@ def main() -> int:
     s = sub.add_parser("scale")
     s.add_argument("--sizes", default="10000,100000")
     s.add_argument("--layouts", default="many,one")
-    s.add_argument("--backends", default="sqlite,postgres,chroma")
+    s.add_argument("--backends", default="sqlite,postgres,chroma", help="in this order; any of sqlite,postgres,chroma")
     s.add_argument("--per-user", type=int, default=100, help="memories per user in the 'many' layout")
     s.add_argument("--progress", type=int, default=0, help="a progress line on stderr every N batches (0: none)")
     s.add_argument("--queries", type=int, default=200)
