@@ -80,8 +80,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.file and args.path and os.path.abspath(path) != os.path.abspath(store_path(args)):
         raise ConfigError(f"two store files given: PATH {args.file} and --path {args.path}")
     if path.startswith(("postgresql://", "postgres://")):
-        raise ConfigError("zenbrain check reads SQLite store files; check a PostgreSQL database with its own "
-                          "tools (amcheck, pg_amcheck)")
+        return _check_postgres(path, args.json)
     if not os.path.exists(path):
         raise StorageError(f"no memory store at {path}")
     found = identify(path)
@@ -105,6 +104,32 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"  - {one_line(problem, 200)}")
     print(f"what to do: restore the newest backup, or salvage what is readable with "
           f"`sqlite3 {path} .recover | sqlite3 recovered.db`")
+    return EXIT_FAILURE
+
+
+def _check_postgres(url: str, as_json: bool) -> int:
+    """A PostgreSQL store: the database answers, the store's migrations are this zenbrain's.
+    The pages themselves are PostgreSQL's to check (amcheck, pg_amcheck)."""
+    from ..storage.postgres.health import check_database
+    from ..storage.postgres.store import _safe
+
+    report = check_database(url)
+    if as_json:
+        print_json(report.as_dict())
+        return EXIT_OK if report.ok else EXIT_FAILURE
+    print(f"store:      {_safe(url)}")
+    if report.reachable:
+        print(f"database:   PostgreSQL {report.server_version}, pgvector {report.pgvector_version or 'missing'} "
+              f"({report.latency_ms} ms to connect and read)")
+        print(f"migrations: {report.migration_version} of {report.migrations_expected}"
+              + (f" ({report.migration_name})" if report.migration_name else ""))
+        if report.scrubs_pending:
+            print(f"erasure:    pending for {report.scrubs_pending} user(s): erased text may still be in the data "
+                  "files until the store's next write, open or close finishes it")
+    if report.ok:
+        print("result:     ok (the pages themselves: PostgreSQL's amcheck / pg_amcheck)")
+        return EXIT_OK
+    print(f"result:     NOT READY: {report.problem}")
     return EXIT_FAILURE
 
 

@@ -215,11 +215,23 @@ def create_app(
     # -- routes ----------------------------------------------------------------------------
     counted: list[float] = [-HEALTH_CACHE_S, 0.0]  # when the memories were last counted, and how many
 
-    @app.get("/health", tags=["server"], response_model=HealthOut, response_model_exclude_none=True)
-    def health() -> dict[str, Any]:
-        """Liveness: the store answers. Never queued behind other requests (it reads on a
-        connection of its own). The memory count is shown only on an open server."""
+    @app.get("/health", tags=["server"], response_model=HealthOut, response_model_exclude_none=True,
+             responses={503: {"model": HealthOut, "description": "The store's database cannot serve."}})
+    def health() -> Any:
+        """Liveness and readiness: the store answers. Never queued behind other requests (it
+        reads on a connection of its own). A PostgreSQL store also reports its database
+        (reachable, migration version, connection pool), and the answer is 503 when the
+        database cannot serve. The memory count is shown only on an open server."""
         out: dict[str, Any] = {"status": "ok", "version": __version__, "auth": keys is not None}
+        check = getattr(memory.storage, "health", None)  # stores with a database server (PostgreSQL)
+        if check is not None:
+            db = check().as_dict()
+            if keys is not None and db.get("problem"):  # no addresses or server messages to anonymous callers
+                db["problem"] = db["problem"].split(":", 1)[0]
+            out["database"] = db
+            if not db["ok"]:
+                out["status"] = "unavailable"
+                return JSONResponse(HealthOut(**out).model_dump(exclude_none=True), status_code=503)
         if time.monotonic() - counted[0] >= HEALTH_CACHE_S:
             counted[1] = memory.stats()["memories"]
             counted[0] = time.monotonic()

@@ -245,11 +245,35 @@ class ProblemOut(_Out):
     message: str = Field(description="The same sentence as detail.")
 
 
+class PoolOut(_Out):
+    size: int = Field(description="Connections the pool holds now.")
+    available: int = Field(description="Of them, idle.")
+    max: int = Field(description="The most it may hold.")
+    waiting: int = Field(description="Requests waiting for a connection.")
+
+
+class DatabaseOut(_Out):
+    ok: bool = Field(description="Reachable, with every migration of this zenbrain applied and no unknown one.")
+    reachable: bool
+    latency_ms: float | None = Field(None, description="Connecting and reading the checks, on a connection of its own.")
+    server_version: str | None = None
+    pgvector_version: str | None = None
+    migration_version: int | None = Field(None, description="The highest migration applied.")
+    migration_name: str | None = None
+    migrations_expected: int = Field(description="Migrations this zenbrain knows.")
+    scrubs_pending: int | None = Field(None, description="Users whose erased text still waits for its rewrite.")
+    problem: str | None = None
+    pool: PoolOut | None = None
+
+
 class HealthOut(_Out):
-    status: Literal["ok"]
+    status: Literal["ok", "unavailable"] = Field(
+        description="'ok'; 'unavailable' (with status code 503) when the store's database cannot serve.")
     version: str
     auth: bool = Field(description="Whether /v1 routes need an API key.")
     memories: int | None = Field(None, description="Memories in the store (open servers only).")
+    database: DatabaseOut | None = Field(None, description="A PostgreSQL store's database: reachable, migration "
+                                         "version, connection pool.")
 
 
 class MemoryOut(_Out):

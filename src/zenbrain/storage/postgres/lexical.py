@@ -66,36 +66,36 @@ def idf(docs: int, holding: int) -> float:
 
 def search(conn: Any, hasher: TermHasher, partition: Partition, text: str, k: int,
            flt: Filter) -> list[tuple[str, float]]:
-    """Top-k (memory id, BM25 score; higher is better) among the memories ``flt`` lets through."""
+    """Top-k (memory id, BM25 score; higher is better) among the memories ``flt`` lets through.
+
+    One statement: the partition's statistics and the query terms' document frequencies
+    (``st``, ``q``: each term's idf, computed as ``idf`` does) are read in the same round
+    trip as the candidates are scored. Each query term's count in a row is looked up in the
+    row's own arrays (a few terms, short arrays): no unnesting of every candidate's terms."""
     terms = hasher.many(query_terms(text))
     if not terms or k <= 0:
         return []
-    row = conn.execute("SELECT docs, tokens FROM lexical_docs WHERE user_id = %s AND agent_id = %s",
-                       partition).fetchone()
-    if row is None or not row[0]:
-        return []
-    docs, tokens = int(row[0]), int(row[1])
-    found = dict(conn.execute(
-        "SELECT term, docs FROM lexical_terms WHERE user_id = %s AND agent_id = %s AND term = ANY(%s)",
-        (*partition, terms)).fetchall())
-    terms = [t for t in terms if found.get(t)]
-    if not terms:
-        return []
-    weights = [idf(docs, int(found[t])) for t in terms]
-    avgdl = tokens / docs
     clause, args = where(partition, flt)
-    # Each query term's count in a row is looked up in the row's own arrays (a few terms,
-    # short arrays): no unnesting of every candidate's terms, no grouping.
-    counts = ", ".join(f"COALESCE(m.lex_tf[array_position(m.lex_terms, %s::bigint)], 0)::float8 AS tf{i}"
-                       for i in range(len(terms)))
-    score = " + ".join(f"%s::float8 * tf{i} / (tf{i} + norm)" for i in range(len(terms)))
     rows = conn.execute(
         f"""
-        SELECT id, {score} AS score FROM (
-            SELECT m.id, m.seq, {counts}, {K1}::float8 * ({1 - B}::float8 + {B}::float8 * m.lex_len / %s::float8) AS norm
-              FROM memories m
+        WITH st AS MATERIALIZED (
+            SELECT docs::float8 AS n, tokens::float8 / docs::float8 AS avgdl FROM lexical_docs
+             WHERE user_id = %s AND agent_id = %s AND docs > 0),
+        q AS MATERIALIZED (
+            SELECT t.i, t.term, (CASE WHEN x.v > 0 THEN x.v ELSE {MIN_IDF}::float8 END) * {K1 + 1}::float8 AS w
+              FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(term, i)
+              JOIN lexical_terms lt ON lt.user_id = %s AND lt.agent_id = %s AND lt.term = t.term AND lt.docs > 0
+             CROSS JOIN st
+             CROSS JOIN LATERAL (SELECT ln((st.n - lt.docs + 0.5::float8) / (lt.docs + 0.5::float8)) AS v) x)
+        SELECT id, score FROM (
+            SELECT m.id, m.seq,
+                   (SELECT SUM(q.w * f.tf / (f.tf + nm.norm)) FROM q CROSS JOIN LATERAL (
+                        SELECT COALESCE(m.lex_tf[array_position(m.lex_terms, q.term)], 0)::float8 AS tf) f) AS score
+              FROM memories m CROSS JOIN st
+             CROSS JOIN LATERAL (SELECT {K1}::float8 * ({1 - B}::float8 + {B}::float8 * m.lex_len / st.avgdl) AS norm) nm
              WHERE m.lex_terms && %s::bigint[] AND {clause}) c
+         WHERE score IS NOT NULL
          ORDER BY score DESC, seq
          LIMIT %s""",
-        (*[w * (K1 + 1) for w in weights], *terms, avgdl, terms, *args, int(k))).fetchall()
+        (*partition, terms, *partition, terms, *args, int(k))).fetchall()
     return [(mid, float(score)) for mid, score in rows]

@@ -47,6 +47,7 @@ from ..base import ORDERABLE, Filter, Partition, StoreStats
 from ..records import EDGE_FIELDS, MEMORY_FIELDS
 from . import lexical, vectors
 from .filters import where
+from .health import DatabaseHealth, check_database
 from .migrations import MIGRATIONS, TEXT_PARTITIONS, partition_name
 from .transaction import SCRUB_PENDING, TEXT_FIELDS, TEXT_TABLES, PostgresTransaction
 
@@ -239,6 +240,18 @@ class PostgresStore:
         self._pool.close()
         self._pool = None
 
+    def health(self) -> DatabaseHealth:
+        """Whether the database answers (on a connection of its own, never waiting for the
+        pool), its migration version, and the pool's state (``/health``, ``zenbrain check``)."""
+        out = check_database(self.url, timeout_s=min(self.timeout, 5.0))
+        if self._pool is None:
+            out.ok, out.problem = False, "the store is closed"
+            return out
+        stats = self._pool.get_stats()
+        out.pool = {"size": stats.get("pool_size", 0), "available": stats.get("pool_available", 0),
+                    "max": stats.get("pool_max", 0), "waiting": stats.get("requests_waiting", 0)}
+        return out
+
     def wait_for_indexes(self, timeout: float | None = None) -> None:
         """Wait for the HNSW index builds this handle started (tools and tests)."""
         self.indexes.wait(timeout)
@@ -272,10 +285,13 @@ class PostgresStore:
             with self._pool.connection() as conn:
                 self._local.conn = conn
                 try:
-                    with conn.transaction():
+                    # Pipeline mode: statements whose results the transaction does not read
+                    # (its updates, inserts, locks) are sent without waiting, and go with the
+                    # next read or the COMMIT: a recall's bookkeeping is one round trip.
+                    with conn.transaction(), conn.pipeline() as pipeline:
                         if not durable:
                             conn.execute("SET LOCAL synchronous_commit = off")
-                        tx = self._local.tx = PostgresTransaction(conn, self.embedder_name, self._terms)
+                        tx = self._local.tx = PostgresTransaction(conn, self.embedder_name, self._terms, pipeline)
                         yield tx
                         for hook in list(getattr(self._hooks, "list", ())):
                             hook(tx)

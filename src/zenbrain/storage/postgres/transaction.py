@@ -101,10 +101,12 @@ class LexicalDeltas:
 
 
 class PostgresTransaction:
-    def __init__(self, conn: Any, embedder_name: str, hasher: TermHasher) -> None:
+    def __init__(self, conn: Any, embedder_name: str, hasher: TermHasher, pipeline: Any = None) -> None:
         self._conn = conn
+        self._pipeline = pipeline  # psycopg's pipeline the connection is in (None: not in one)
+        self._lock_checks: list[Any] = []  # cursors of the lock statements, read after they ran
+        self._pending_seen = False
         self._hash = hasher
-        self._cur = conn.cursor()
         self._model = embedder_name
         self._locked: set[Partition] = set()
         self.lexical = LexicalDeltas()
@@ -116,17 +118,39 @@ class PostgresTransaction:
         self.text_users: set[str] = set()  # users whose text (in the text tables) was erased or overwritten
         self.xid = 0  # this transaction's id, once it erased something (what a scrub waits for)
         self.scrubbed: bool | None = None  # after commit: whether the scrub completed (None: none ran)
-        self.pending_seen = False  # a scrub was pending when this transaction took its first lock
+
+    @property
+    def _cur(self) -> Any:
+        """A new cursor for each statement: in pipeline mode a cursor whose earlier
+        statements' results have not arrived yet must not run a statement that is read."""
+        return self._conn.cursor()
+
+    @property
+    def pending_seen(self) -> bool:
+        """Whether a scrub was pending when this transaction took a lock (read once the
+        lock statements have run: after the commit, or any read of the transaction)."""
+        while self._lock_checks:
+            row = self._lock_checks.pop().fetchone()
+            self._pending_seen = self._pending_seen or bool(row and row[1])
+        return self._pending_seen
+
+    def _count(self, cur: Any) -> int:
+        """The rows the statement just executed on ``cur`` touched (in pipeline mode its
+        result has to be waited for first)."""
+        if self._pipeline is not None:
+            self._pipeline.sync()
+        return int(cur.rowcount)
 
     # -- locking -------------------------------------------------------------------------
     def lock(self, partitions: Sequence[Partition]) -> None:
         """Take the write locks of these partitions (in a fixed order), once per transaction;
-        the first lock also reads whether a scrub is pending (no round trip of its own)."""
+        each lock also reads whether a scrub is pending. In pipeline mode the statement is
+        only queued: the lock is taken, in order, before the writes queued after it, and the
+        transaction waits for neither."""
         for part in sorted(set(partitions) - self._locked):
-            row = self._cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0)), "
-                                    "EXISTS (SELECT 1 FROM meta WHERE key LIKE %s)",
-                                    (*part, SCRUB_PENDING + "%")).fetchone()
-            self.pending_seen = self.pending_seen or bool(row and row[1])
+            self._lock_checks.append(self._cur.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0)), "
+                "EXISTS (SELECT 1 FROM meta WHERE key LIKE %s)", (*part, SCRUB_PENDING + "%")))
             self._locked.add(part)
 
     # -- memories ------------------------------------------------------------------------
@@ -224,24 +248,24 @@ class PostgresTransaction:
     def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
         self.lock([partition])
         user, agent = partition
-        cur = self._cur
-        row = cur.execute(
+        row = self._cur.execute(
             "DELETE FROM memories WHERE id = %s AND user_id = %s AND agent_id = %s "
             "RETURNING vector_key, lex_len, lex_terms", (memory_id, user, agent)).fetchone()
         out = {"memories": int(row is not None), "lexical_entries": int(row is not None), "vectors": 0}
-        cur.execute("DELETE FROM memory_texts WHERE id = %s AND user_id = %s AND agent_id = %s",
-                    (memory_id, user, agent))
-        out["edges"] = cur.execute("DELETE FROM edges WHERE user_id = %s AND agent_id = %s AND (src = %s OR dst = %s)",
-                                   (user, agent, memory_id, memory_id)).rowcount
+        self._cur.execute("DELETE FROM memory_texts WHERE id = %s AND user_id = %s AND agent_id = %s",
+                          (memory_id, user, agent))
+        out["edges"] = self._count(self._cur.execute(
+            "DELETE FROM edges WHERE user_id = %s AND agent_id = %s AND (src = %s OR dst = %s)",
+            (user, agent, memory_id, memory_id)))
         # Events of other memories that name this one (a debate it took part in) may quote it.
-        out["history_rows"] = cur.execute(
+        out["history_rows"] = self._count(self._cur.execute(
             "DELETE FROM history WHERE user_id = %s AND agent_id = %s "
-            "AND (memory_id = %s OR strpos(detail::text, %s) > 0)", (user, agent, memory_id, memory_id)).rowcount
+            "AND (memory_id = %s OR strpos(detail::text, %s) > 0)", (user, agent, memory_id, memory_id)))
         # Idempotency records of requests that wrote or returned it.
-        out["requests"] = cur.execute(
+        out["requests"] = self._count(self._cur.execute(
             "DELETE FROM requests WHERE user_id = %s AND agent_id = %s "
             "AND (%s = ANY(memory_ids) OR strpos(COALESCE(response, ''), %s) > 0)",
-            (user, agent, memory_id, memory_id)).rowcount
+            (user, agent, memory_id, memory_id)))
         self._erased(partition, "memories", "memory_texts", "edges", "history", "requests")
         if row is not None:
             key, n_tokens, terms = row
@@ -249,8 +273,8 @@ class PostgresTransaction:
             self._erased(partition, "lexical_terms")
             # Counted for the partition only: whether another partition holds the same text
             # (and so keeps the vector) must not show.
-            if cur.execute("SELECT 1 FROM memories WHERE vector_key = %s AND user_id = %s AND agent_id = %s LIMIT 1",
-                           (key, user, agent)).fetchone() is None:
+            if self._cur.execute("SELECT 1 FROM memories WHERE vector_key = %s AND user_id = %s "
+                                 "AND agent_id = %s LIMIT 1", (key, user, agent)).fetchone() is None:
                 out["vectors"] = 1
             self._drop_orphan_embedding(key)
         return out
@@ -316,8 +340,8 @@ class PostgresTransaction:
 
     def kv_clear(self, partition: Partition) -> int:
         self.lock([partition])
-        n = self._cur.execute("DELETE FROM kv WHERE user_id = %s AND agent_id = %s", partition).rowcount
-        n += self._cur.execute("DELETE FROM requests WHERE user_id = %s AND agent_id = %s", partition).rowcount
+        n = self._count(self._cur.execute("DELETE FROM kv WHERE user_id = %s AND agent_id = %s", partition))
+        n += self._count(self._cur.execute("DELETE FROM requests WHERE user_id = %s AND agent_id = %s", partition))
         self._erased(partition, "kv", "requests")
         return int(n)
 
@@ -348,7 +372,7 @@ class PostgresTransaction:
                           "AND key = %s AND owner = %s", (int(status), response, *partition, key, owner))
 
     def expire_requests(self, before: float) -> int:
-        return int(self._cur.execute("DELETE FROM requests WHERE created_at < %s", (float(before),)).rowcount)
+        return self._count(self._cur.execute("DELETE FROM requests WHERE created_at < %s", (float(before),)))
 
     # -- the end -------------------------------------------------------------------------
     def finish(self) -> None:
