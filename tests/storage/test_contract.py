@@ -197,6 +197,33 @@ def test_record_access_counts_each_access_and_never_moves_time_back(store, other
     assert (got["b"].access_count, got["b"].last_access) == (b.access_count, b.last_access)
 
 
+def test_record_access_writes_states_and_columns_in_the_same_update(store, other_handle):
+    a = make_item(P1, "recalled", id="a", last_access=T0 + 50.0, stability=2.0)
+    b = make_item(P1, "recalled too", id="b", stability=3.0)
+    c = make_item(P1, "not recalled", id="c", stability=4.0)
+    put(store, [a, b, c])
+    states = {"a": {"due_at": T0 + 900.0, "fsrs": {"reps": 1}}, "b": {"note": "x"}}
+    with store.transaction() as tx:
+        tx.record_access(P1, ["a", "b"], T0 + 100.0, states=states, stability=[5.5, np.float64(6.5)])
+        tx.record_access(P2, ["a"], T0 + 500.0, states={"a": {"other": 1}}, stability=[9.0])  # no effect
+    got = {i.id: i for i in store.get(P1, ["a", "b", "c"])}
+    assert (got["a"].access_count, got["a"].last_access, got["a"].stability) == (a.access_count + 1, T0 + 100.0, 5.5)
+    assert (got["b"].access_count, got["b"].last_access, got["b"].stability) == (b.access_count + 1, T0 + 100.0, 6.5)
+    assert got["a"].state == states["a"] and got["b"].state == states["b"] and got["c"] == c
+    # The due time follows the state: a review query finds "a" by it, "b" (none) not.
+    assert [i.id for i in store.query(P1, Filter(due_before=T0 + 1000.0))] == ["a"]
+    with other_handle.transaction() as tx:  # columns alone, from another handle, an older clock
+        tx.record_access(P1, ["b"], T0 + 10.0, strength=[0.25])
+    got_b = store.get(P1, ["b"])[0]
+    assert (got_b.access_count, got_b.last_access, got_b.strength, got_b.state) == (
+        b.access_count + 2, T0 + 100.0, 0.25, states["b"])
+    with pytest.raises(StorageError), store.transaction() as tx:
+        tx.record_access(P1, ["a", "b"], T0, states={"a": {}})  # a state missing: nothing written
+    with pytest.raises(StorageError), store.transaction() as tx:
+        tx.record_access(P1, ["a"], T0, content=["not a plain column"])
+    assert store.get(P1, ["a"])[0].access_count == a.access_count + 1
+
+
 def test_putting_a_stored_memory_again_replaces_it(store):
     item = make_item(P1, "first text")
     put(store, [item])
@@ -654,6 +681,19 @@ def test_kv_put_get_overwrite_and_isolation(store):
     assert store.kv_get(P1, "num") == 4
     assert store.kv_get(P2, "num") is None
     assert store.kv_get(P2, "num", default="d") == "d"
+
+
+def test_kv_get_many_reads_the_set_records_of_one_partition(store):
+    with store.transaction() as tx:
+        tx.kv_put(P1, {"a": {"x": [1, 2.5]}, "b": "text", "c": None})
+        tx.kv_put(P2, {"a": "other user's", "d": 1})
+    assert store.kv_get_many(P1, ["a", "b", "c", "d", "a"]) == {"a": {"x": [1, 2.5]}, "b": "text", "c": None}
+    assert store.kv_get_many(P2, iter(["a", "b"])) == {"a": "other user's"}
+    assert store.kv_get_many(P1, []) == {}
+    many = [f"k{i}" for i in range(1200)]  # more keys than one statement binds on SQLite
+    with store.transaction() as tx:
+        tx.kv_put(P1, {k: i for i, k in enumerate(many)})
+    assert store.kv_get_many(P1, many) == {k: i for i, k in enumerate(many)}
 
 
 def test_cached_embeddings_by_model_and_hash(store):

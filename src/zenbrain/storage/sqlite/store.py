@@ -600,6 +600,19 @@ class SQLiteStore:
                                    (*partition, key)).fetchone()
         return default if row is None else decode(row[0])
 
+    def kv_get_many(self, partition: Partition, keys: Iterable[str]) -> dict[str, Any]:
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, Any] = {}
+        if not wanted:
+            return out
+        with self._c.reading("reading records") as db:
+            for chunk in iter_chunks(wanted, 500):
+                marks = ",".join("?" * len(chunk))
+                out.update((k, decode(v)) for k, v in db.execute(
+                    f"SELECT key, value FROM kv WHERE user_id=? AND agent_id=? AND key IN ({marks})",
+                    (*partition, *chunk)))
+        return out
+
     def sample_ids(self, partition: Partition, k: int, rng: np.random.Generator,
                    exclude: AbstractSet[str] = frozenset()) -> list[str]:
         """Up to ``k`` distinct ids of the partition outside ``exclude``, drawn uniformly with
