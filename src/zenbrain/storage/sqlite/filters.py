@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
 from ..base import Filter, Partition
 
 SESSION_LAYERS_SQL = "('working','short_term')"
-# SQLite joins at most 500 SELECTs into one compound statement.
-MAX_TURN_SESSIONS = 400
 
 
 def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bool = True) -> tuple[str, list[Any]]:
@@ -72,24 +69,20 @@ def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bo
     return " AND ".join(clauses), args
 
 
-def turn_lookups(partition: Partition, flt: Filter, columns: str) -> tuple[str, list[Any]] | None:
-    """The rows ``flt`` lets through, when it names turns, as one index lookup per session
-    (``SELECT columns ... UNION ALL ...``), and its arguments; None when it names no
-    turns or too many sessions. ``(session_id, position) IN (VALUES ...)`` makes SQLite
-    walk the whole partition (7 ms at 10,000 turns, growing with it); these lookups cost
-    what the turns found cost (1.6 ms for 180 turns of 72 sessions)."""
+def turn_runs(partition: Partition, flt: Filter) -> tuple[str, list[tuple[Any, ...]]] | None:
+    """When ``flt`` names turns: a query of the rowids of the memories ``flt`` lets through
+    in one run of consecutive turns of a session, and its arguments for every such run;
+    None otherwise. ``(session_id, position) IN (VALUES ...)`` makes SQLite walk the whole
+    partition (10 ms at 10,000 turns, growing with it); a lookup per run costs what the
+    turns found cost, and its text is always the same (prepared once)."""
     if not flt.turns:
         return None
-    by_session: dict[str, list[int]] = defaultdict(list)
-    for session, position in sorted(flt.turns):
-        by_session[session].append(position)
-    if len(by_session) > MAX_TURN_SESSIONS:
-        return None
     rest, rest_args = where(partition, replace(flt, turns=None))
-    arms: list[str] = []
-    args: list[Any] = []
-    for session, positions in by_session.items():
-        arms.append(f"SELECT {columns} FROM memories WHERE {rest} AND session_id=? "
-                    f"AND position IN ({','.join('?' * len(positions))})")
-        args.extend([*rest_args, session, *positions])
-    return " UNION ALL ".join(arms), args
+    runs: list[tuple[Any, ...]] = []
+    for session, position in sorted(flt.turns):
+        last = runs[-1] if runs else None
+        if last is not None and last[-3] == session and last[-1] == position - 1:
+            runs[-1] = (*last[:-1], position)
+        else:
+            runs.append((*rest_args, session, position, position))
+    return f"SELECT rowid FROM memories WHERE {rest} AND session_id=? AND position BETWEEN ? AND ?", runs

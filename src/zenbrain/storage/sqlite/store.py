@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -44,7 +45,7 @@ from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
 from . import health, migrations, opening
 from .codec import EDGE_COLUMNS, SELECT, decode, item_from_row
 from .connections import Connections, connect
-from .filters import turn_lookups, where
+from .filters import turn_runs, where
 from .guard import TRANSLATED, recovery_hint
 from .lexical import fts_query, lexical_search
 from .transaction import SQLiteTransaction
@@ -470,18 +471,18 @@ class SQLiteStore:
         order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
         # Ties: equally due memories in the order they were stored (rowid), others by id.
         tie = "rowid" if order_by == "due_at" else "id"
-        lookups = turn_lookups(partition, flt, f"{SELECT}, rowid AS row_order")
-        if lookups is not None:  # named turns: looked up by session, not by a walk of the partition
-            source, args = lookups
-            tie = "row_order" if tie == "rowid" else tie
-            sql = f"SELECT {SELECT} FROM ({source}) ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
-        else:
-            clause, args = where(partition, flt)
+        runs = turn_runs(partition, flt)
+        with self._c.reading("querying memories", snapshot=runs is not None) as db:
+            if runs is not None:  # named turns: looked up run by run, not by a walk of the partition
+                lookup, run_args = runs
+                rowids = [r[0] for a in run_args for r in db.execute(lookup, a)]
+                clause, args = "rowid IN (SELECT value FROM json_each(?))", [json.dumps(rowids)]
+            else:
+                clause, args = where(partition, flt)
             sql = f"SELECT {SELECT} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(int(limit))
-        with self._c.reading("querying memories") as db:
+            if limit is not None:
+                sql += " LIMIT ?"
+                args.append(int(limit))
             return [item_from_row(r) for r in db.execute(sql, args)]
 
     # -- search indexes ----------------------------------------------------------------------
