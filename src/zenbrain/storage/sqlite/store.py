@@ -476,7 +476,8 @@ class SQLiteStore:
             if runs is not None:  # named turns: looked up run by run, not by a walk of the partition
                 lookup, run_args = runs
                 rowids = [r[0] for a in run_args for r in db.execute(lookup, a)]
-                clause, args = "rowid IN (SELECT value FROM json_each(?))", [json.dumps(rowids)]
+                clause = "rowid IN (SELECT value FROM json_each(?))"
+                args: list[Any] = [json.dumps(rowids)]
             else:
                 clause, args = where(partition, flt)
             sql = f"SELECT {SELECT} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
