@@ -8,10 +8,12 @@ speakers alternating) under a simulated clock. ``time`` copies that store, recal
 LoCoMo questions with k=10 and ``touch=True`` (queries embedded first, the clock moved 7
 minutes after each), and prints the CPU time per recall (p50, mean), the wall time, the load
 average, and a digest of the results and of what the recalls wrote, so that two versions
-can be checked to rank and write the same::
+can be checked to rank and write the same. A PostgreSQL URL in place of the path builds and
+times a store there (recalled in place, no digest; the SQL statements per recall counted)::
 
     PYTHONPATH=src python scripts/recall_cpu.py build /tmp/rc/s10k.db --size 10000
     OMP_NUM_THREADS=1 PYTHONPATH=src python scripts/recall_cpu.py time /tmp/rc/s10k.db
+    PYTHONPATH=src python scripts/recall_cpu.py build "postgresql://...?options=-c%20search_path%3Dschema" --size 5000
 
 It imports nothing from the repository but zenbrain itself (through ``PYTHONPATH``).
 """
@@ -59,7 +61,7 @@ class TableEmbedder:
         return out
 
 
-def build(path: Path, size: int, sessions: int) -> None:
+def build(path: str, size: int, sessions: int) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from real_corpus import load_corpus
 
@@ -94,16 +96,37 @@ def digest(db: Path, results: list[Any]) -> str:
     return h.hexdigest()[:16]
 
 
-def run(src: Path, queries: int, data: str) -> None:
+def count_statements() -> list[int]:
+    """Count the SQL statements psycopg sends (PostgreSQL stores)."""
+    import psycopg
+
+    count = [0]
+    for cls in (psycopg.Cursor, psycopg.Connection):
+        for name in ("execute", "executemany"):
+            fn = getattr(cls, name, None)
+            if fn is None:
+                continue
+
+            def counted(self: Any, *a: Any, _fn: Any = fn, **kw: Any) -> Any:
+                count[0] += 1
+                return _fn(self, *a, **kw)
+            setattr(cls, name, counted)
+    return count
+
+
+def run(src: str, queries: int, data: str, days: float = 0.0) -> None:
     work = Path(tempfile.mkdtemp(prefix="recall-cpu-"))
-    db = work / "s.db"
+    postgres = src.startswith("postgresql")
+    db: Any = src if postgres else work / "s.db"
+    statements = count_statements() if postgres else [0]
     try:
-        shutil.copy(src, db)
-        if Path(f"{src}.idx").exists():
-            shutil.copytree(f"{src}.idx", f"{db}.idx")
+        if not postgres:
+            shutil.copy(src, db)
+            if Path(f"{src}.idx").exists():
+                shutil.copytree(f"{src}.idx", f"{db}.idx")
         convs = load_locomo(resolve_data_file(None, LOCOMO_FILES, data_dir=data))
         qs = list(dict.fromkeys(q.question for c in convs for q in c.questions if q.question.strip()))[:queries + 5]
-        clock = SimulatedClock(START)
+        clock = SimulatedClock(START + days * DAY)
         mem = open_memory(db, embedder=make_embedder("minilm-onnx"), clock=clock)
         embed = mem.engine.embed_query if hasattr(mem, "engine") else mem._embed_query  # older versions
         for q in qs:
@@ -112,6 +135,7 @@ def run(src: Path, queries: int, data: str) -> None:
             mem.recall(q, SCOPE, k=10)
             clock.advance(minutes=7)
         cpu, wall, results = [], [], []
+        sent = statements[0]
         for q in qs[5:]:
             c0, w0 = time.process_time(), time.perf_counter()
             hits = mem.recall(q, SCOPE, k=10)
@@ -124,7 +148,9 @@ def run(src: Path, queries: int, data: str) -> None:
 
         print(f"{Path(zenbrain.__file__).parents[1]}: CPU p50 {np.median(cpu) * 1e3:.2f} ms, mean "
               f"{np.mean(cpu) * 1e3:.2f} ms; wall p50 {np.median(wall) * 1e3:.1f} ms; load average "
-              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; digest {digest(db, results)}", flush=True)
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+              + (f"SQL statements per recall {(statements[0] - sent) / len(cpu):.1f}" if postgres
+                 else f"digest {digest(db, results)}"), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -133,21 +159,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build")
-    b.add_argument("path", type=Path)
+    b.add_argument("path")
     b.add_argument("--size", type=int, default=10_000)
     b.add_argument("--sessions", type=int, default=0, help="turns per session (0: no sessions)")
     t = sub.add_parser("time")
-    t.add_argument("path", type=Path)
+    t.add_argument("path")
     t.add_argument("--queries", type=int, default=200)
+    t.add_argument("--days", type=float, default=0.0,
+                   help="start the clock this many days later (a store recalled in place before)")
     t.add_argument("--data", default=os.environ.get("ZENBRAIN_DATA", str(Path(__file__).resolve().parents[2]
                                                                         / "shared" / "data")))
     args = ap.parse_args()
     if args.cmd == "build":
-        if args.path.exists():
+        if not args.path.startswith("postgresql") and Path(args.path).exists():
             raise SystemExit(f"{args.path} exists")
         build(args.path, args.size, args.sessions)
     else:
-        run(args.path, args.queries, args.data)
+        run(args.path, args.queries, args.data, args.days)
     return 0
 
 
