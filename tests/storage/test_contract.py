@@ -197,6 +197,33 @@ def test_record_access_counts_each_access_and_never_moves_time_back(store, other
     assert (got["b"].access_count, got["b"].last_access) == (b.access_count, b.last_access)
 
 
+def test_record_access_writes_states_and_columns_in_the_same_update(store, other_handle):
+    a = make_item(P1, "recalled", id="a", last_access=T0 + 50.0, stability=2.0)
+    b = make_item(P1, "recalled too", id="b", stability=3.0)
+    c = make_item(P1, "not recalled", id="c", stability=4.0)
+    put(store, [a, b, c])
+    states = {"a": {"due_at": T0 + 900.0, "fsrs": {"reps": 1}}, "b": {"note": "x"}}
+    with store.transaction() as tx:
+        tx.record_access(P1, ["a", "b"], T0 + 100.0, states=states, stability=[5.5, np.float64(6.5)])
+        tx.record_access(P2, ["a"], T0 + 500.0, states={"a": {"other": 1}}, stability=[9.0])  # no effect
+    got = {i.id: i for i in store.get(P1, ["a", "b", "c"])}
+    assert (got["a"].access_count, got["a"].last_access, got["a"].stability) == (a.access_count + 1, T0 + 100.0, 5.5)
+    assert (got["b"].access_count, got["b"].last_access, got["b"].stability) == (b.access_count + 1, T0 + 100.0, 6.5)
+    assert got["a"].state == states["a"] and got["b"].state == states["b"] and got["c"] == c
+    # The due time follows the state: a review query finds "a" by it, "b" (none) not.
+    assert [i.id for i in store.query(P1, Filter(due_before=T0 + 1000.0))] == ["a"]
+    with other_handle.transaction() as tx:  # columns alone, from another handle, an older clock
+        tx.record_access(P1, ["b"], T0 + 10.0, strength=[0.25])
+    got_b = store.get(P1, ["b"])[0]
+    assert (got_b.access_count, got_b.last_access, got_b.strength, got_b.state) == (
+        b.access_count + 2, T0 + 100.0, 0.25, states["b"])
+    with pytest.raises(StorageError), store.transaction() as tx:
+        tx.record_access(P1, ["a", "b"], T0, states={"a": {}})  # a state missing: nothing written
+    with pytest.raises(StorageError), store.transaction() as tx:
+        tx.record_access(P1, ["a"], T0, content=["not a plain column"])
+    assert store.get(P1, ["a"])[0].access_count == a.access_count + 1
+
+
 def test_putting_a_stored_memory_again_replaces_it(store):
     item = make_item(P1, "first text")
     put(store, [item])
@@ -249,6 +276,27 @@ def test_query_orders_and_limits(store, world):
         assert [i.id for i in store.query(P1, flt, order_by=order_by)] == [i.id for i in asc], order_by
         desc = store.query(P1, flt, order_by=order_by, descending=True, limit=7)
         assert [key(i) for i in desc] == sorted((key(i) for i in expect), reverse=True)[:7], order_by
+
+
+def test_query_of_named_turns_orders_and_limits_as_any_query(store, world):
+    """Named turns are looked up session by session; the order, ties and limit are those of
+    every query (equally due memories in the order they were stored)."""
+    items, _ = world
+    turns = frozenset((i.session_id, i.position) for i in items[::3] if i.session_id is not None
+                      and i.position is not None) | {("s1", 999), ("no such session", 0)}
+    flt = Filter(include_archived=True, all_sessions=True, turns=turns)
+    expect = [i for i in items if i.user_id == "alice" and matches(i, flt)]
+    assert expect
+    for order_by in ("created_at", "event_time", "strength", "position"):
+        got = store.query(P1, flt, order_by=order_by, descending=True, limit=5)
+        assert [getattr(i, order_by) if order_by != "event_time" else (i.event_time or i.created_at) for i in got] == \
+            sorted((getattr(i, order_by) if order_by != "event_time" else (i.event_time or i.created_at)
+                    for i in expect), reverse=True)[:5]
+        assert {i.id for i in store.query(P1, flt, order_by=order_by)} == {i.id for i in expect}
+    now = T0 + 10_000.0
+    due_expect = [i for i in expect if i.state.get("due_at") is not None and i.state["due_at"] <= now]
+    due_expect.sort(key=lambda i: i.state["due_at"])
+    assert [i.state["due_at"] for i in due(store, P1, now, 100, flt)] == [i.state["due_at"] for i in due_expect]
 
 
 def test_query_refuses_an_unknown_order(store):
@@ -654,6 +702,19 @@ def test_kv_put_get_overwrite_and_isolation(store):
     assert store.kv_get(P1, "num") == 4
     assert store.kv_get(P2, "num") is None
     assert store.kv_get(P2, "num", default="d") == "d"
+
+
+def test_kv_get_many_reads_the_set_records_of_one_partition(store):
+    with store.transaction() as tx:
+        tx.kv_put(P1, {"a": {"x": [1, 2.5]}, "b": "text", "c": None})
+        tx.kv_put(P2, {"a": "other user's", "d": 1})
+    assert store.kv_get_many(P1, ["a", "b", "c", "d", "a"]) == {"a": {"x": [1, 2.5]}, "b": "text", "c": None}
+    assert store.kv_get_many(P2, iter(["a", "b"])) == {"a": "other user's"}
+    assert store.kv_get_many(P1, []) == {}
+    many = [f"k{i}" for i in range(1200)]  # more keys than one statement binds on SQLite
+    with store.transaction() as tx:
+        tx.kv_put(P1, {k: i for i, k in enumerate(many)})
+    assert store.kv_get_many(P1, many) == {k: i for i, k in enumerate(many)}
 
 
 def test_cached_embeddings_by_model_and_hash(store):

@@ -74,6 +74,12 @@ def load(storage: Store, part: Partition, params: mc.MetacognitionParams = mc.DE
     return mc.MonitorState(out["retrievals"], out["evidence"], out["surprises"], out["feedback"])
 
 
+def _end(head: Mapping[str, Any], kind: str) -> tuple[int, int]:
+    """The newest segment of a kind and how many events it holds."""
+    h = head.get(kind) or {"seg": 0, "n": 0}
+    return int(h["seg"]), int(h["n"])
+
+
 def appended(storage: Store, part: Partition, params: mc.MetacognitionParams = mc.DEFAULT_PARAMS, *,
              retrievals: Iterable[mc.RetrievalOutcome] = (), evidence: Iterable[mc.EvidenceDecision] = (),
              surprises: Iterable[mc.SurpriseEvent] = (), feedback: Iterable[mc.FeedbackEvent] = (),
@@ -92,13 +98,16 @@ def appended(storage: Store, part: Partition, params: mc.MetacognitionParams = m
     head = dict(head or {})
     ring = ring_size(params)
     writes: dict[str, Any] = {}
-    for kind, events in new.items():
-        if not events:
-            continue
-        h = head.get(kind) or {"seg": 0, "n": 0}
-        seg, n = int(h["seg"]), int(h["n"])
-        current = list(storage.kv_get(part, _segment_key(kind, seg, ring)) or ()) if n else []
-        for ev in events:
+    ends = {kind: _end(head, kind) for kind, events in new.items() if events}
+    # The newest segment of each kind is read (all of them in one call) only when events
+    # are added to it; a full one stays as it is and the events start the next.
+    stored = storage.kv_get_many(part, [_segment_key(kind, seg, ring) for kind, (seg, n) in ends.items()
+                                        if 0 < n < SEGMENT])
+    for kind, (seg, n) in ends.items():
+        if n >= SEGMENT:
+            seg, n = seg + 1, 0
+        current = list(stored.get(_segment_key(kind, seg, ring)) or ()) if n else []
+        for ev in new[kind]:
             if n >= SEGMENT:
                 writes[_segment_key(kind, seg, ring)] = current
                 seg, n, current = seg + 1, 0, []

@@ -31,14 +31,14 @@ from ..retrieval import fusion
 from ..retrieval.dates import TimeWindow
 from ..retrieval.query import classify
 from ..retrieval.turn_context import named_speakers
-from ..state import MENTIONED
+from ..state import KV_HYPER, KV_SPEAKERS, MENTIONED
 from ..storage.base import Filter, Partition
 from ..text import jaccard, token_set
 from ..validation import check_content, check_k, check_number
 from . import ranking, turns
 from .access import partition_of, read_filter
-from .recall_effects import after_recall
-from .tuned import tuned
+from .recall_effects import after_recall, records_read
+from .tuned import tuned_from
 
 
 def layer_weights(engine: Engine, query_type: str) -> dict[Layer, float]:
@@ -126,6 +126,10 @@ def recall(
     recipe = turns.recipe(engine)
     per_layer = max(rp.per_layer_k, rp.candidate_factor * k, recipe.dense_candidates)
 
+    # The partition records this recall reads (the HyperAgent's tuned values, the speakers,
+    # what the side effects update), in one read.
+    records = engine.store.kv_get_many(part, [KV_HYPER, KV_SPEAKERS, *(records_read(engine, scope) if touch else ())])
+
     # 1. Candidates.
     dense = dict(engine.store.vector_search(part, qvec, per_layer, flt, per_layer=True))
     lexical: dict[str, float] = {}
@@ -142,7 +146,7 @@ def recall(
     if not cand_ids:
         # A recall that finds nothing still counts: a miss for the monitor, a surprise for
         # the neuromodulators, a topic shift, and a cue for prospective memory.
-        extra = after_recall(engine, part, scope, query, qvec, [], now) if touch else {}
+        extra = after_recall(engine, part, scope, query, qvec, [], now, records=records) if touch else {}
         return RecallResult([], query_type=info.type, core=core_items, info={"candidates": 0, **extra})
     items = {i.id: i for i in engine.store.get(part, cand_ids)}
     if recipe.neighbour_weight > 0:
@@ -163,7 +167,7 @@ def recall(
     dense.update(shared)
 
     # 2. Fusion.
-    share = tuned(engine, part, "lexical_weight", rp.lexical_weight) if lexical else 0.0
+    share = tuned_from(engine, records.get(KV_HYPER), "lexical_weight", rp.lexical_weight) if lexical else 0.0
     total = recipe.dense_weight + recipe.lexical_weight
     weighted = recipe.with_(dense_weight=(1.0 - share) * total, lexical_weight=share * total)
     d = np.array([dense.get(c, 0.0) for c in cand_ids])
@@ -180,7 +184,7 @@ def recall(
         parts["neighbours"] = expanded - scores
         scores = expanded
     if recipe.speaker_bonus > 0:
-        named = named_speakers(query, turns.speakers(engine, part))
+        named = named_speakers(query, list(records.get(KV_SPEAKERS) or []))
         mask = np.array([i.speaker in named for i in pool]) if named else np.zeros(len(pool), bool)
         if mask.any():
             boosted = fusion.boost(scores, mask, recipe.speaker_bonus)
@@ -235,7 +239,7 @@ def recall(
             break
 
     # 5. Side effects.
-    extra = after_recall(engine, part, scope, query, qvec, out, now, pool) if touch else {}
+    extra = after_recall(engine, part, scope, query, qvec, out, now, pool, records=records) if touch else {}
     return RecallResult(
         out,
         query_type=info.type,

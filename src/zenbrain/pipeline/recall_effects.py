@@ -12,7 +12,7 @@ the queries.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from ..state import (
     COPIES,
     DUE_AT,
     FSRS,
+    KV_HYPER,
     KV_NEURO,
     KV_TOPIC,
     LABILE_UNTIL,
@@ -46,7 +47,7 @@ from ..state import (
 )
 from ..storage.base import Partition
 from . import monitor_log
-from .tuned import tuned
+from .tuned import tuned_from
 
 
 def topic_vector(engine: Engine, part: Partition) -> np.ndarray | None:
@@ -76,19 +77,34 @@ def scaled_due(card: Any, due: float, now: float, factor: float) -> tuple[Any, f
     return fsrs_schedule.with_due(card, due), due
 
 
+def records_read(engine: Engine, scope: Scope) -> list[str]:
+    """The partition records ``after_recall`` reads (a caller may read them beforehand,
+    with its own, in one call)."""
+    keys = [KV_TOPIC, KV_HYPER, KV_NEURO, monitor_log.HEAD_KEY]
+    if engine.on("prospective_memory"):
+        keys.append(intentions_key(scope.context))
+    return keys
+
+
 def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec: np.ndarray,
-                 hits: list[RecallHit], now: float, candidates: Sequence[MemoryItem] = ()) -> dict[str, Any]:
+                 hits: list[RecallHit], now: float, candidates: Sequence[MemoryItem] = (),
+                 records: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write what this recall changes, in one transaction; returns what the caller reports
     (the intentions the query fired). ``candidates``: the memories the hits were chosen
-    from (the monitor compares their recent share with the hits')."""
+    from (the monitor compares their recent share with the hits'). ``records``: the
+    partition records of ``records_read`` as the caller read them (every one that is set;
+    None: read here)."""
+    if records is None:
+        records = engine.store.kv_get_many(part, records_read(engine, scope))
     info: dict[str, Any] = {}
-    prev = topic_vector(engine, part)
+    raw_topic = records.get(KV_TOPIC)
+    prev = decode_vec(raw_topic) if raw_topic else None
     rate = engine.config.recall.topic_rate
     topic = qvec if prev is None else (1 - rate) * prev + rate * qvec
     topic = topic / max(float(np.linalg.norm(topic)), 1e-12)
     kv: dict[str, Any] = {KV_TOPIC: encode_vec(topic)}
 
-    interval_factor = tuned(engine, part, "review_interval_factor", 1.0)
+    interval_factor = tuned_from(engine, records.get(KV_HYPER), "review_interval_factor", 1.0)
     topic_text = encode_vec(topic)
     states: dict[str, MemoryState] = {}
     stability: list[float] = []
@@ -100,7 +116,7 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
     new_edges = coactivation(engine, part, hits, now) if engine.on("two_factor_hebbian") else []
 
     if engine.on("neuromodulator"):
-        raw = engine.store.kv_get(part, KV_NEURO)
+        raw = records.get(KV_NEURO)
         state = neuromodulator.NeuromodulatorState.from_dict(raw) if raw else neuromodulator.initial_state(now=now)
         top = hits[0].why.dense if hits else 0.0
         event, mag = ("confirmation", top) if top >= 0.5 else ("prediction_error", 1.0 - top)
@@ -119,10 +135,11 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
         surprise = (metacognition.surprise_event(at=now, pe=float(1.0 - max(0.0, hits[0].why.dense)), params=mp)
                     if hits else None)
         kv.update(monitor_log.appended(engine.store, part, mp, retrievals=[retrieval],
-                                       surprises=[surprise] if surprise is not None else []))
+                                       surprises=[surprise] if surprise is not None else [],
+                                       head=records.get(monitor_log.HEAD_KEY) or {}))
     if engine.on("prospective_memory"):
         key = intentions_key(scope.context)
-        raw_int = engine.store.kv_get(part, key)
+        raw_int = records.get(key)
         if raw_int:
             intents = [prospective.Intention.from_dict(d) for d in raw_int]
             kept, firings = prospective.check(
@@ -134,10 +151,8 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
 
     ids = [h.item.id for h in hits]
     with engine.store.transaction(durable=False) as tx:
-        if ids:
-            tx.record_access(part, ids, now)
-            tx.update_columns(part, ids, stability=stability)
-            tx.update_states(part, {mid: states[mid] for mid in ids})
+        if ids:  # one statement per memory: its access, stability and state
+            tx.record_access(part, ids, now, states=states, stability=stability)
         if new_edges:
             tx.put_edges(part, new_edges)
         tx.kv_put(part, kv)

@@ -25,3 +25,8 @@ def tuned(engine: Engine, part: Partition, name: str, default: float) -> float:
     if not engine.on("metacognitive_hyperagent"):
         return default
     return tuned_value(engine.store.kv_get(part, KV_HYPER), name, default)
+
+
+def tuned_from(engine: Engine, raw: Any, name: str, default: float) -> float:
+    """``tuned`` from the HyperAgent record ``raw`` a caller has read already."""
+    return tuned_value(raw, name, default) if engine.on("metacognitive_hyperagent") else default

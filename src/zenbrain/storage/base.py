@@ -85,9 +85,13 @@ class Transaction(Protocol):
         due time (``state["due_at"]``)."""
         ...
 
-    def record_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
+    def record_access(self, partition: Partition, ids: Sequence[str], now: float, *,
+                      states: Mapping[str, Mapping[str, Any]] | None = None, **columns: Sequence[Any]) -> None:
         """Count one access of each memory and move its last access forward to ``now``,
-        atomically (concurrent recalls from other processes are not lost)."""
+        atomically (concurrent recalls from other processes are not lost). ``states`` (id ->
+        state, one for every id) and ``columns`` (values in the order of ``ids``, as
+        ``update_columns`` takes them) are written by the same statement, so a recall's
+        bookkeeping updates each row once; ids then must not repeat."""
         ...
 
     def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
@@ -180,6 +184,10 @@ class Store(Protocol):
     def kv_get(self, partition: Partition, key: str | None = None, default: Any = None) -> Any:
         """The partition record ``key`` (``default`` when unset); with no key, every record
         of the partition as a dict (key -> value)."""
+        ...
+
+    def kv_get_many(self, partition: Partition, keys: Iterable[str]) -> dict[str, Any]:
+        """The partition records of ``keys`` that are set (key -> value), in one read."""
         ...
 
     def sample_ids(

@@ -531,6 +531,14 @@ class PostgresStore:
                                (*partition, key)).fetchone()
         return default if row is None else row[0]
 
+    def kv_get_many(self, partition: Partition, keys: Iterable[str]) -> dict[str, Any]:
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        with self._reading() as conn:
+            return dict(conn.execute("SELECT key, value FROM kv WHERE user_id = %s AND agent_id = %s "
+                                     "AND key = ANY(%s)", (*partition, wanted)).fetchall())
+
     def sample_ids(self, partition: Partition, k: int, rng: np.random.Generator,
                    exclude: AbstractSet[str] = frozenset()) -> list[str]:
         """Up to ``k`` distinct ids of the partition outside ``exclude``, drawn uniformly with

@@ -46,6 +46,27 @@ def _json(value: Any) -> Jsonb:
     return Jsonb(value, dumps=dumps)
 
 
+def _due(state: Mapping[str, Any]) -> float | None:
+    """A state's review due time, the column ``due_at`` mirrors."""
+    due = state.get("due_at")
+    return None if due is None else float(due)
+
+
+def _column_rows(ids: Sequence[str], columns: Mapping[str, Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """The values of plain columns to write, one tuple per id (in the order of ``ids``)."""
+    n = len(ids)
+    for name, values in columns.items():
+        if len(values) < n:
+            raise StorageError(f"column {name} has fewer values than there are ids")
+    names = list(columns)
+    rows = []
+    for j in range(n):
+        vals = [plain(columns[c][j]) for c in names]
+        rows.append(tuple(bool(v) if c == "archived" else (v.value if hasattr(v, "value") else v)
+                          for c, v in zip(names, vals)))
+    return rows
+
+
 def item_row(item: MemoryItem, terms: list[int], tf: list[int], n_tokens: int) -> list[Any]:
     """A memory as the values of ``_ROW_COLUMNS``."""
     row: list[Any] = []
@@ -209,17 +230,9 @@ class PostgresTransaction:
         bad = set(columns) - UPDATABLE
         if bad:
             raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
-        n = len(ids)
-        for name, values in columns.items():
-            if len(values) < n:
-                raise StorageError(f"column {name} has fewer values than there are ids")
         self.lock([partition])
         names = list(columns)
-        rows = []
-        for j, mid in enumerate(ids):
-            vals = [plain(columns[c][j]) for c in names]
-            vals = [bool(v) if c == "archived" else (v.value if hasattr(v, "value") else v) for c, v in zip(names, vals)]
-            rows.append((*vals, mid, *partition))
+        rows = [(*vals, mid, *partition) for vals, mid in zip(_column_rows(ids, columns), ids)]
         rows.sort(key=lambda r: r[-3])
         sets = ", ".join(f"{c} = %s" for c in names)
         self._cur.executemany(f"UPDATE memories SET {sets} WHERE id = %s AND user_id = %s AND agent_id = %s", rows)
@@ -231,19 +244,30 @@ class PostgresTransaction:
         rows = []
         for mid in sorted(states):
             st = states[mid]
-            due = st.get("due_at")
-            rows.append((_json(dict(st)), None if due is None else float(due), mid, *partition))
+            rows.append((_json(dict(st)), _due(st), mid, *partition))
         self._cur.executemany("UPDATE memories SET state = %s, due_at = %s WHERE id = %s AND user_id = %s "
                               "AND agent_id = %s", rows)
 
-    def record_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
+    def record_access(self, partition: Partition, ids: Sequence[str], now: float, *,
+                      states: Mapping[str, Mapping[str, Any]] | None = None, **columns: Sequence[Any]) -> None:
         if not ids:
             return
+        bad = set(columns) - UPDATABLE
+        if bad:
+            raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
+        extra = _column_rows(ids, columns)
+        sets = "".join(f", {c} = %s" for c in columns)
+        if states is not None:
+            missing = [mid for mid in ids if mid not in states]
+            if missing:
+                raise StorageError(f"no state given for {missing[:3]}")
+            sets += ", state = %s, due_at = %s"
+            extra = [(*vals, _json(dict(states[mid])), _due(states[mid])) for vals, mid in zip(extra, ids)]
         self.lock([partition])
+        rows = sorted(((float(now), *vals, mid, *partition) for vals, mid in zip(extra, ids)), key=lambda r: r[-3])
         self._cur.executemany(
-            "UPDATE memories SET access_count = access_count + 1, last_access = GREATEST(last_access, %s) "
-            "WHERE id = %s AND user_id = %s AND agent_id = %s",
-            [(float(now), mid, *partition) for mid in sorted(ids)])
+            f"UPDATE memories SET access_count = access_count + 1, last_access = GREATEST(last_access, %s){sets} "
+            "WHERE id = %s AND user_id = %s AND agent_id = %s", rows)
 
     def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
         self.lock([partition])

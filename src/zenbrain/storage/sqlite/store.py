@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -44,7 +45,7 @@ from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
 from . import health, migrations, opening
 from .codec import EDGE_COLUMNS, SELECT, decode, item_from_row
 from .connections import Connections, connect
-from .filters import where
+from .filters import turn_runs, where
 from .guard import TRANSLATED, recovery_hint
 from .lexical import fts_query, lexical_search
 from .transaction import SQLiteTransaction
@@ -467,15 +468,22 @@ class SQLiteStore:
               descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
         if order_by not in ORDERABLE:
             raise StorageError(f"cannot order by {order_by}")
-        clause, args = where(partition, flt)
         order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
         # Ties: equally due memories in the order they were stored (rowid), others by id.
         tie = "rowid" if order_by == "due_at" else "id"
-        sql = f"SELECT {SELECT} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(int(limit))
-        with self._c.reading("querying memories") as db:
+        runs = turn_runs(partition, flt)
+        with self._c.reading("querying memories", snapshot=runs is not None) as db:
+            if runs is not None:  # named turns: looked up run by run, not by a walk of the partition
+                lookup, run_args = runs
+                rowids = [r[0] for a in run_args for r in db.execute(lookup, a)]
+                clause = "rowid IN (SELECT value FROM json_each(?))"
+                args: list[Any] = [json.dumps(rowids)]
+            else:
+                clause, args = where(partition, flt)
+            sql = f"SELECT {SELECT} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
+            if limit is not None:
+                sql += " LIMIT ?"
+                args.append(int(limit))
             return [item_from_row(r) for r in db.execute(sql, args)]
 
     # -- search indexes ----------------------------------------------------------------------
@@ -599,6 +607,19 @@ class SQLiteStore:
             row = db.execute("SELECT value FROM kv WHERE user_id=? AND agent_id=? AND key=?",
                                    (*partition, key)).fetchone()
         return default if row is None else decode(row[0])
+
+    def kv_get_many(self, partition: Partition, keys: Iterable[str]) -> dict[str, Any]:
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, Any] = {}
+        if not wanted:
+            return out
+        with self._c.reading("reading records") as db:
+            for chunk in iter_chunks(wanted, 500):
+                marks = ",".join("?" * len(chunk))
+                out.update((k, decode(v)) for k, v in db.execute(
+                    f"SELECT key, value FROM kv WHERE user_id=? AND agent_id=? AND key IN ({marks})",
+                    (*partition, *chunk)))
+        return out
 
     def sample_ids(self, partition: Partition, k: int, rng: np.random.Generator,
                    exclude: AbstractSet[str] = frozenset()) -> list[str]:

@@ -150,10 +150,29 @@ class SQLiteTransaction:
                 [(encode(st), st.get("due_at"), mid, *partition) for mid, st in states.items()])
 
     @guarded("recording accesses")
-    def record_access(self, partition: Partition, ids: Sequence[str], now: float) -> None:
+    def record_access(self, partition: Partition, ids: Sequence[str], now: float, *,
+                      states: Mapping[str, Mapping[str, Any]] | None = None, **columns: Sequence[Any]) -> None:
+        if not ids:
+            return
+        bad = set(columns) - UPDATABLE
+        if bad:
+            raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
+        names = list(columns)
+        n = len(ids)
+        cols = [column_values(columns[c], n, archived=c == "archived") for c in names]
+        sets = "".join(f", {c}=?" for c in names)
+        extra: list[tuple[Any, ...]] = [tuple(vals) for vals in zip(*cols)] if names else [()] * n
+        if states is not None:
+            missing = [mid for mid in ids if mid not in states]
+            if missing:
+                raise StorageError(f"no state given for {missing[:3]}")
+            sets += ", state=?, due_at=?"
+            extra = [(*vals, encode(states[mid]), states[mid].get("due_at")) for vals, mid in zip(extra, ids)]
         self._db.executemany(
-            "UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?) "
-            "WHERE id=? AND user_id=? AND agent_id=?", [(now, mid, *partition) for mid in ids])
+            f"UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?){sets} "
+            "WHERE id=? AND user_id=? AND agent_id=?", [(now, *vals, mid, *partition) for vals, mid in zip(extra, ids)])
+        if INDEXED.intersection(names):
+            self._changed(partition, ids)
 
     @guarded("erasing a memory")
     def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
