@@ -27,6 +27,10 @@ UPDATABLE = frozenset(COLUMNS) - {"id", "user_id", "agent_id", "content", "conte
 INDEXED = frozenset({"layer", "context", "session_id", "archived", "kind", "event_time", "created_at", "position",
                      "valid_until"})
 EDGE_COLUMNS = "src, dst, relation, weight, variance, activations, updated_at"  # Edge's fields in order
+# vector_key is NULL when the vector is the content's own (most memories): the key in SQL,
+# and the test "this memory uses the vector of key ?" (arguments: the key twice).
+VECTOR_KEY = "COALESCE(vector_key, content_hash)"
+USES_VECTOR = "(vector_key=? OR (vector_key IS NULL AND content_hash=?))"
 
 _DUE_AT = COLUMNS.index("due_at")
 # MemoryItem's fields are COLUMNS without due_at (which mirrors state["due_at"] for the index).
@@ -46,8 +50,8 @@ def _json_default(value: Any) -> Any:
 
 
 def encode(value: Any) -> str:
-    """JSON text of a metadata, state, history detail or kv value."""
-    return json.dumps(value, sort_keys=True, default=_json_default)
+    """JSON text of a metadata, state, history detail or kv value (compact: no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
 
 
 def decode(text: str) -> Any:
@@ -62,7 +66,8 @@ def item_row(item: MemoryItem) -> tuple[Any, ...]:
         item.created_at, item.updated_at, item.event_time, item.last_access, item.access_count,
         item.importance, item.valence, item.arousal, item.stability, item.strength, item.conf_alpha,
         item.conf_beta, int(item.archived), item.version, item.state.get("due_at"), encode(item.state),
-        item.speaker, item.position, item.index_text, item.vector_key or item.content_hash,
+        item.speaker, item.position, item.index_text,
+        item.vector_key if item.vector_key and item.vector_key != item.content_hash else None,
         item.valid_until, item.superseded_by,
     )
 
@@ -77,7 +82,7 @@ def item_from_row(row: Sequence[Any]) -> MemoryItem:
     vals[22] = bool(vals[22])
     vals[24] = decode(vals[24])
     if vals[28] == vals[8]:
-        vals[28] = None  # the vector is its content's: the default
+        vals[28] = None  # the vector is its content's: the default (stored as NULL since 0010)
     return MemoryItem(*vals)
 
 
