@@ -10,8 +10,8 @@ from core_helpers import DIM, T0
 from zenbrain import Scope, SimulatedClock
 from zenbrain.api import open_memory
 from zenbrain.config import Config, RecallParams
-from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.mechanisms import emotional, two_factor
+from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.pipeline import monitor_log
 from zenbrain.pma import hyperagent, metacognition
 from zenbrain.providers.hashing import HashingEmbedder
