@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from index_helpers import DIM, clustered_vectors, make_rows
 
-from zenbrain.index.vectors import AnnParams, VectorPartition
+from zenbrain.index.vectors import AnnParams, VectorPartition, stored
 from zenbrain.storage.base import Filter
 
 ANN = AnnParams(ann_min_rows=500, exact_max_allowed=150, exact_ratio=1.0, tail_max=256)
@@ -28,7 +28,8 @@ def ids_to_rows(result: list[tuple[str, float]]) -> list[int]:
 
 @pytest.fixture(scope="module")
 def data() -> tuple[np.ndarray, np.ndarray]:
-    return clustered_vectors(4000, seed=1), clustered_vectors(60, seed=2)
+    # Stored vectors at the precision the index keeps them (float16), so exact results are comparable.
+    return stored(clustered_vectors(4000, seed=1)), clustered_vectors(60, seed=2)
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,7 @@ def test_deletes_updates_and_tail(data: tuple[np.ndarray, np.ndarray]) -> None:
     target = rows[10]
     part.upsert(replace(target, content_hash="f" * 40, vector=q))
     top = part.search(q, 1)
-    assert top[0][0] == target.id and top[0][1] == pytest.approx(float(q @ q))
+    assert top[0][0] == target.id and top[0][1] == pytest.approx(float(stored(q) @ q))
     assert sum(m == target.id for m, _ in part.search(q, 600)) == 1
     # Rows added after the graph are searched exactly, then join it.
     assert part.graph_rows == 600
@@ -166,3 +167,28 @@ def test_wrong_width_is_rejected() -> None:
     row = make_rows(1)[0]
     with pytest.raises(ValueError):
         part.upsert(replace(row, vector=np.ones(DIM + 1, dtype=np.float32)))
+
+
+def test_a_float32_matrix_of_format_2_is_converted_not_rebuilt(data: tuple[np.ndarray, np.ndarray], tmp_path) -> None:
+    import json
+
+    vecs, queries = data
+    part = VectorPartition(DIM, ANN)
+    for row in make_rows(len(vecs), vectors=vecs):
+        part.upsert(row)
+    part.maintain()
+    stem = tmp_path / "p"
+    part.save(stem)
+    before = [part.search(q, 10) for q in queries[:10]]
+    # The files as format 2 wrote them: a float32 matrix, "format": 2 in the columns' meta.
+    np.save(f"{stem}.vec.npy", np.load(f"{stem}.vec.npy").astype(np.float32))
+    with np.load(f"{stem}.cols.npz") as z:
+        arrays = {name: z[name] for name in z.files}
+    meta = json.loads(arrays["meta"].tobytes())
+    arrays["meta"] = np.frombuffer(json.dumps({**meta, "format": 2}).encode(), np.uint8)
+    np.savez(f"{stem}.cols.npz", **arrays)
+
+    loaded = VectorPartition.load(stem, DIM, ANN)
+    assert loaded.graph is not None and loaded.graph_rows == part.graph_rows  # the graph kept
+    assert np.load(f"{stem}.vec.npy", mmap_mode="r").dtype == np.float16  # the matrix converted
+    assert [loaded.search(q, 10) for q in queries[:10]] == before

@@ -50,8 +50,10 @@ def make_item(partition=P1, content: str = "some content", **kw: Any) -> MemoryI
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
+    """Random unit vectors, rounded to float16: the SQLite store keeps vectors at float16
+    precision, so values float16 can hold make exact comparisons hold on every backend."""
     v = rng.standard_normal((n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float16).astype(np.float32)
 
 
 def put(store, items: Sequence[MemoryItem], vectors: np.ndarray | None = None) -> None:

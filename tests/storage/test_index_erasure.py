@@ -8,6 +8,7 @@ import numpy as np
 from storage_helpers import DIM, MODEL, P1, make_item, put, unit_rows
 
 from zenbrain.index import AnnParams
+from zenbrain.index.vectors import vector_blob
 from zenbrain.storage.sqlite import SQLiteStore
 
 ANN = AnnParams(ann_min_rows=1)  # a graph at once: the saved vectors are mapped from their file
@@ -18,7 +19,7 @@ def _open(path):
 
 
 def _in_index_files(path, vector: np.ndarray) -> bool:
-    needle = np.asarray(vector, dtype=np.float32).tobytes()
+    needle = vector_blob(vector)  # the bytes the index files keep (float16)
     return any(needle in f.read_bytes() for f in (path.parent / (path.name + ".idx")).rglob("*.npy"))
 
 

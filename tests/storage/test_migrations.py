@@ -21,3 +21,97 @@ def test_the_topic_vector_keeps_its_values_under_its_new_name(tmp_path):
     assert s.kv_get(("u", "a"), "topic_vector") == "00ff" and s.kv_get(("u", "a"), "context_vector") is None
     assert s.get(("u", "a"), ["i"])[0].state == {"fsrs": {"reps": 1}, "review_topic": "00ff"}
     s.close()
+
+
+def test_float32_vectors_become_float16_in_a_table_without_rowid(tmp_path):
+    import numpy as np
+    from storage_helpers import P1, make_item, put
+
+    path = str(tmp_path / "old.db")
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    items = [make_item(P1, f"memory {i}") for i in range(3)]
+    vecs = np.random.default_rng(3).standard_normal((3, 4)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    put(s, items)
+    con = s.raw_connection()
+    # The vectors table as 0008 left it: float32 blobs in a rowid table with a unique index.
+    con.execute("DROP TABLE embeddings")
+    con.execute("CREATE TABLE embeddings (model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL)")
+    con.execute("CREATE UNIQUE INDEX embeddings_key ON embeddings(model, hash)")
+    con.executemany("INSERT INTO embeddings VALUES ('m', ?, ?)",
+                    [(i.content_hash, v.astype("<f4").tobytes()) for i, v in zip(items, vecs)])
+    con.execute("DELETE FROM schema_migrations WHERE name='0009_float16_vectors'")
+    s.close()
+
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    con = s.raw_connection()
+    sql = con.execute("SELECT sql FROM sqlite_master WHERE name='embeddings'").fetchone()[0]
+    assert "WITHOUT ROWID" in sql
+    assert con.execute("SELECT 1 FROM sqlite_master WHERE name='embeddings_key'").fetchone() is None
+    assert {len(b) for (b,) in con.execute("SELECT vector FROM embeddings")} == {4 * 2}
+    got = s.cached_embeddings("m", [i.content_hash for i in items])
+    for i, v in zip(items, vecs):
+        np.testing.assert_array_equal(got[i.content_hash], v.astype(np.float16).astype(np.float32))
+        assert abs(got[i.content_hash] - v).max() < 1e-3
+    # Search reads the converted vectors: each memory is its own vector's best match.
+    for i, v in zip(items, vecs):
+        assert s.vector_search(P1, v, 1)[0][0] == i.id
+    s.close()
+    s = SQLiteStore(path, embedder_name="m", dim=4)  # once: reopening runs nothing again
+    assert s.raw_connection().execute(
+        "SELECT COUNT(*) FROM schema_migrations WHERE name='0009_float16_vectors'").fetchone()[0] == 1
+    s.close()
+
+
+def test_lean_rows_keep_one_copy_of_the_content_hash_and_compact_json(tmp_path):
+    from dataclasses import replace
+
+    import numpy as np
+    from storage_helpers import P1, make_item, put
+
+    path = str(tmp_path / "old.db")
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    own = make_item(P1, "a fact", state={"fsrs": {"reps": 1}, "priority": 0.5}, metadata={"source": "chat"})
+    turn = replace(make_item(P1, "a turn"), vector_key="k" * 64)
+    put(s, [own, turn], np.eye(4, dtype=np.float32)[:2])
+    with s.transaction() as tx:
+        tx.put_embeddings("m", ["k" * 64], np.eye(4, dtype=np.float32)[2:3])
+    con = s.raw_connection()
+    # As 0009 left a store: every row names its vector key, JSON with spaces.
+    con.execute("UPDATE memories SET vector_key = content_hash WHERE vector_key IS NULL")
+    con.execute("UPDATE memories SET state = '{\"fsrs\": {\"reps\": 1}, \"priority\": 0.5}' WHERE id = ?", (own.id,))
+    con.execute("DROP INDEX memories_vector_key")
+    con.execute("CREATE INDEX memories_vector_key ON memories(vector_key)")
+    con.execute("DELETE FROM schema_migrations WHERE name='0010_lean_rows'")
+    s.close()
+
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    con = s.raw_connection()
+    rows = dict(con.execute("SELECT id, vector_key FROM memories"))
+    assert rows == {own.id: None, turn.id: "k" * 64}
+    assert con.execute("SELECT state FROM memories WHERE id=?", (own.id,)).fetchone()[0] == \
+        '{"fsrs":{"reps":1},"priority":0.5}'
+    assert "WHERE vector_key IS NOT NULL" in con.execute(
+        "SELECT sql FROM sqlite_master WHERE name='memories_vector_key'").fetchone()[0]
+    got = {i.id: i for i in s.get(P1, [own.id, turn.id])}
+    assert got[own.id].vector_key is None and got[turn.id].vector_key == "k" * 64
+    assert got[own.id].state == {"fsrs": {"reps": 1}, "priority": 0.5}
+    # Each memory is still found by its own vector (the one of its key).
+    assert s.vector_search(P1, np.eye(4, dtype=np.float32)[0], 1)[0][0] == own.id
+    assert s.vector_search(P1, np.eye(4, dtype=np.float32)[2], 1)[0][0] == turn.id
+    # Erasing a memory erases the vector it alone used, found through either column.
+    with s.transaction() as tx:
+        assert tx.delete_memory(P1, own.id)["vectors"] == 1
+        assert tx.delete_memory(P1, turn.id)["vectors"] == 1
+    assert s.cached_embeddings("m", [own.content_hash, "k" * 64]) == {}
+    s.close()
+
+
+def test_the_vector_in_use_test_is_answered_by_indexes(tmp_path):
+    from zenbrain.storage.sqlite.codec import USES_VECTOR
+
+    s = SQLiteStore(str(tmp_path / "s.db"), embedder_name="m", dim=4)
+    plan = [r[3] for r in s.raw_connection().execute(
+        f"EXPLAIN QUERY PLAN SELECT 1 FROM memories WHERE {USES_VECTOR} LIMIT 1", ("k", "k"))]
+    assert not any(step.startswith("SCAN") for step in plan), plan
+    s.close()

@@ -4,7 +4,8 @@ The SQLite store feeds its indexes through it (on a read connection of its own, 
 only ever sees committed rows); given a path it opens the file read-only, to build or
 check indexes from outside the store. Rows are read as the store indexes them: the
 lexical text is the memory's index text (a turn with the turns before it) or its
-content, plus ``metadata["lexical_extra"]``; the vector is the one of its ``vector_key``.
+content, plus ``metadata["lexical_extra"]``; the vector is the one of its ``vector_key``
+(NULL when it is its content hash).
 Each method reads in one transaction (one snapshot).
 """
 
@@ -18,15 +19,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
-
 from .source import ChangeBatch, IndexRow, Partition
+from .vectors import blob_vector
 
 LEXICAL_EXTRA = "lexical_extra"  # metadata key: words indexed beside the content
 _ROW = (
-    "m.id, COALESCE(m.index_text, m.content), m.vector_key, m.metadata, m.layer, m.context, m.session_id, "
-    "m.archived, m.kind, COALESCE(m.event_time, m.created_at), m.position, m.valid_until, e.vector "
-    "FROM memories m LEFT JOIN embeddings e ON e.model=? AND e.hash=m.vector_key"
+    "m.id, COALESCE(m.index_text, m.content), COALESCE(m.vector_key, m.content_hash), m.metadata, m.layer, "
+    "m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at), m.position, m.valid_until, "
+    "e.vector FROM memories m LEFT JOIN embeddings e ON e.model=? AND e.hash=COALESCE(m.vector_key, m.content_hash)"
 )
 
 
@@ -92,7 +92,7 @@ class SQLiteIndexSource:
         mid, text, vkey, metadata, layer, context, session, archived, kind, t, position, until, blob = r
         return IndexRow(
             id=mid, content=lexical_text(text, metadata), content_hash=vkey,
-            vector=None if blob is None else np.frombuffer(blob, dtype=np.float32),
+            vector=None if blob is None else blob_vector(blob),
             layer=layer, context=context, session_id=session, archived=bool(archived), kind=kind,
             event_time=float(t), position=None if position is None else int(position),
             valid_until=None if until is None else float(until),

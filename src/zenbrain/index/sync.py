@@ -36,7 +36,7 @@ import numpy as np
 from .columns import FilterLike
 from .lexical import KeyTable, LexicalIndex, text_key
 from .source import IndexRow, IndexSource, Partition
-from .vectors import AnnParams, VectorPartition, content_key
+from .vectors import AnnParams, VectorPartition, content_key, stored
 
 FORMAT = 2
 VERIFY_SAMPLE = 16
@@ -200,7 +200,7 @@ class IndexSet:
             mine = part.vector(mid)
             if (mine is None) != (row.vector is None):
                 return False
-            if mine is not None and not np.array_equal(mine, np.asarray(row.vector, dtype=np.float32)):
+            if mine is not None and row.vector is not None and not np.array_equal(mine, stored(row.vector)):
                 return False
             if partition not in self._lex_parts:
                 continue

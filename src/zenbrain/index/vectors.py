@@ -1,12 +1,16 @@
 """Dense top-k of one partition: exact below a size, HNSW with exact re-ranking above.
 
 Rows are append-only: a memory whose vector changes gets a new row and its old row dies;
-a change of its filter columns (layer, archived, ...) is made in place. Vectors live in
-a float32 matrix (the persisted part memory-mapped, new rows in memory). From
+a change of its filter columns (layer, archived, ...) is made in place. Vectors are held
+at float16 precision, as the store keeps them: the persisted matrix is float16 and
+memory-mapped (768 bytes a MiniLM vector), new rows are float32 in memory holding
+float16-rounded values. Scores are float32 dot products of the float32 query with those
+values, so a search gives the same scores before and after a save. From
 ``ann_min_rows`` live rows on, a usearch HNSW graph (int8 by default) holds the rows
 up to ``graph_rows``; rows after it are scored exactly, and are added to the graph once
 there are ``tail_max`` of them. The graph only proposes candidates: they are re-ranked
-by their float32 vectors, so returned scores are exact dot products.
+by their stored vectors, so returned scores are exact dot products (in float32) of the
+query with the stored vectors.
 
 Filters: a filter's mask is applied to the graph's candidates, which are oversampled by
 the inverse of the share of rows the filter keeps; when it keeps few rows (see
@@ -31,7 +35,44 @@ import numpy as np
 from .columns import Columns, FilterLike
 from .source import IndexRow
 
-FORMAT = 2  # 2: turn positions and validity columns
+FORMAT = 3  # 2: turn positions and validity columns; 3: the matrix in float16
+STORED_DTYPE = np.float16  # how vectors are persisted, in the store and in the index files
+_SCORE_BLOCK = 65_536  # rows of a float16 matrix converted to float32 at a time when scoring them all
+
+
+_READABLE_FORMATS = (2, FORMAT)  # format 2's float32 matrix is converted on loading
+
+
+def _float16_matrix(path: Path) -> None:
+    """Rewrite a float32 matrix file (index format 2) as float16, atomically and a block at
+    a time: an upgraded store keeps its graph instead of rebuilding it. The graph's int8
+    vectors hardly move, and candidates are re-ranked by the float16 values anyway."""
+    old = np.load(path, mmap_mode="r")
+    if old.dtype == STORED_DTYPE or old.ndim != 2 or not old.shape[0]:
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    new = np.lib.format.open_memmap(tmp, mode="w+", dtype=STORED_DTYPE, shape=old.shape)
+    for i in range(0, old.shape[0], _SCORE_BLOCK):
+        new[i: i + _SCORE_BLOCK] = old[i: i + _SCORE_BLOCK]
+    new.flush()
+    del new, old
+    os.replace(tmp, path)
+
+
+def stored(vector: np.ndarray) -> np.ndarray:
+    """``vector`` at the precision vectors are stored with, as float32."""
+    return np.asarray(vector, dtype=np.float32).astype(STORED_DTYPE).astype(np.float32)
+
+
+def vector_blob(vector: np.ndarray) -> bytes:
+    """The bytes a store keeps of a vector: little-endian float16 (half of float32's; the
+    top 10 over float16-rounded MiniLM vectors equals float32's, docs/scale.md)."""
+    return np.asarray(vector, dtype=np.float32).astype("<f2").tobytes()
+
+
+def blob_vector(blob: bytes) -> np.ndarray:
+    """A vector from ``vector_blob``'s bytes, as float32."""
+    return np.frombuffer(blob, dtype="<f2").astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -115,7 +156,7 @@ class VectorPartition:
         if r is None or self.cols.chash[r] != key or (row.vector is not None and not self.cols.dense[r]):
             if r is not None:
                 self._kill(r)
-            vec = np.zeros(self.dim, np.float32) if row.vector is None else np.asarray(row.vector, np.float32).ravel()
+            vec = np.zeros(self.dim, np.float32) if row.vector is None else stored(row.vector).ravel()
             if vec.shape[0] != self.dim:
                 raise ValueError(f"vector of {row.id} has {vec.shape[0]} dimensions, expected {self.dim}")
             r = self._append_vector(vec)
@@ -150,7 +191,7 @@ class VectorPartition:
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
         nb = len(self._base)
         if len(rows) and rows.max() < nb:
-            return np.asarray(self._base[rows])
+            return np.asarray(self._base[rows], dtype=np.float32)
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         low = rows < nb
         out[low] = self._base[rows[low]]
@@ -193,7 +234,11 @@ class VectorPartition:
         nb = len(self._base)
         if not nb:
             return self._tail[: self.n] @ q
-        head = self._base @ q
+        if self._base.dtype == np.float32:
+            head = self._base @ q
+        else:  # float16 rows converted a block at a time (fixed blocks: a row's score never depends on the query's rows)
+            head = np.concatenate([np.asarray(self._base[i: i + _SCORE_BLOCK], dtype=np.float32) @ q
+                                   for i in range(0, nb, _SCORE_BLOCK)])
         if self.n == nb:
             return head
         return np.concatenate([head, self._tail[: self.n - nb] @ q])
@@ -315,11 +360,18 @@ class VectorPartition:
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, stem: Path) -> None:
-        """Write ``stem``.vec.npy, .cols.npz and, with a graph, .usearch (each atomically)."""
+        """Write ``stem``.vec.npy (float16), .cols.npz and, with a graph, .usearch (each atomically)."""
         tmp = f".{os.getpid()}.tmp"
-        vecs = self.vectors_of(np.arange(self.n))
-        with open(f"{stem}.vec.npy{tmp}", "wb") as fh:
-            np.save(fh, vecs)
+        if self.n:
+            out = np.lib.format.open_memmap(f"{stem}.vec.npy{tmp}", mode="w+", dtype=STORED_DTYPE,
+                                            shape=(self.n, self.dim))
+            for i in range(0, self.n, _SCORE_BLOCK):  # in blocks: no float32 copy of the whole matrix
+                out[i: i + _SCORE_BLOCK] = self.vectors_of(np.arange(i, min(self.n, i + _SCORE_BLOCK)))
+            out.flush()
+            del out
+        else:
+            with open(f"{stem}.vec.npy{tmp}", "wb") as fh:
+                np.save(fh, np.zeros((0, self.dim), dtype=STORED_DTYPE))
         state = self.cols.state()
         codes = sorted(self.cols.codes, key=self.cols.codes.__getitem__)
         meta = {"format": FORMAT, "dim": self.dim, "graph_rows": self.graph_rows if self.graph is not None else 0,
@@ -345,18 +397,19 @@ class VectorPartition:
         part = cls(dim, params)
         with np.load(f"{stem}.cols.npz") as z:
             meta = json.loads(z["meta"].tobytes())
-            if meta.get("format") != FORMAT or meta.get("dim") != dim:
+            if meta.get("format") not in _READABLE_FORMATS or meta.get("dim") != dim:
                 raise ValueError("index file of another format or width")
             state = {name: z[name] for name, _ in Columns._ARRAYS}
             ids = z["ids"].tobytes().decode().split("\n")
         n = len(state["alive"])
         if n == 0:
             ids = []
+        _float16_matrix(Path(f"{stem}.vec.npy"))
         try:
             vecs = np.load(f"{stem}.vec.npy", mmap_mode="r+")  # writable: dead rows are zeroed in place
         except PermissionError:
             vecs = np.load(f"{stem}.vec.npy", mmap_mode="r")
-        if vecs.shape != (n, dim) or vecs.dtype != np.float32 or len(ids) != n:
+        if vecs.shape != (n, dim) or vecs.dtype != STORED_DTYPE or len(ids) != n:
             raise ValueError("index files disagree on the number of rows")
         part.cols = Columns.from_state(state, meta["codes"])
         part.ids = ids
@@ -367,8 +420,8 @@ class VectorPartition:
             raise ValueError("index file lists a memory twice")
         if int(meta["graph_rows"]):
             part._base = vecs
-        else:  # no graph: one matrix in memory (see _exact), as a partition built here has
-            part._tail = np.array(vecs)
+        else:  # no graph: one float32 matrix in memory (see _exact), as a partition built here has
+            part._tail = np.array(vecs, dtype=np.float32)
         part.dead = int(meta.get("dead", n - len(part.pos)))
         graph_rows = int(meta["graph_rows"])
         if graph_rows:

@@ -28,6 +28,10 @@ UPDATABLE = frozenset(COLUMNS) - {"id", "user_id", "agent_id", "content", "conte
 INDEXED = frozenset({"layer", "context", "session_id", "archived", "kind", "event_time", "created_at", "position",
                      "valid_until"})
 EDGE_COLUMNS = "src, dst, relation, weight, variance, activations, updated_at"  # Edge's fields in order
+# vector_key is NULL when the vector is the content's own (most memories): the key in SQL,
+# and the test "this memory uses the vector of key ?" (arguments: the key twice).
+VECTOR_KEY = "COALESCE(vector_key, content_hash)"
+USES_VECTOR = "(vector_key=? OR (vector_key IS NULL AND content_hash=?))"
 
 _DUE_AT = COLUMNS.index("due_at")
 _LAYERS = {layer.value: layer for layer in Layer}
@@ -51,8 +55,8 @@ def _json_default(value: Any) -> Any:
 
 
 def encode(value: Any) -> str:
-    """JSON text of a metadata, state, history detail or kv value."""
-    return json.dumps(value, sort_keys=True, default=_json_default)
+    """JSON text of a metadata, state, history detail or kv value (compact: no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
 
 
 def decode(text: str) -> Any:
@@ -74,7 +78,8 @@ def item_row(item: MemoryItem) -> tuple[Any, ...]:
         item.created_at, item.updated_at, item.event_time, item.last_access, item.access_count,
         item.importance, item.valence, item.arousal, item.stability, item.strength, item.conf_alpha,
         item.conf_beta, int(item.archived), item.version, item.state.get("due_at"), encode(item.state),
-        item.speaker, item.position, item.index_text, item.vector_key or item.content_hash,
+        item.speaker, item.position, item.index_text,
+        item.vector_key if item.vector_key and item.vector_key != item.content_hash else None,
         item.valid_until, item.superseded_by,
     )
 
@@ -87,7 +92,7 @@ def item_from_row(row: Sequence[Any]) -> MemoryItem:
         r[0], r[1], r[2], r[3], r[4], _LAYERS.get(r[5]) or Layer(r[5]), _KINDS.get(r[6]) or Kind(r[6]), r[7],
         r[8], decode(r[9]), r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], r[21],
         bool(r[22]), r[23], decode(r[25]), r[26], r[27], r[28],
-        None if r[29] == r[8] else r[29],  # a vector of its own content is the default (None)
+        None if r[29] == r[8] else r[29],  # its content's vector: the default (stored as NULL since 0010)
         r[30], r[31])
 
 

@@ -144,7 +144,7 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
         if embedder_name is not None:
             run("a vector for every memory", counted(
                 "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
-                "(SELECT 1 FROM embeddings e WHERE e.model=? AND e.hash=m.vector_key)",
+                "(SELECT 1 FROM embeddings e WHERE e.model=? AND e.hash=COALESCE(m.vector_key, m.content_hash))",
                 "memories without a vector", embedder_name))
         run("both ends of every edge", counted(
             "SELECT COUNT(*) FROM edges g WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id=g.src) "

@@ -4,10 +4,28 @@ that has shipped. Each runs in its own transaction and is recorded in schema_mig
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+
+import numpy as np
 
 from ...errors import StorageError
+from ...index.vectors import vector_blob
 
-MIGRATIONS: list[tuple[str, str]] = [
+
+def _float16_blob(blob: bytes | None) -> bytes | None:
+    """A float32 vector blob (every vector before 0009) as the store keeps vectors now."""
+    return None if blob is None else vector_blob(np.frombuffer(blob, dtype="<f4"))
+
+
+def _prepare_0009(db: sqlite3.Connection) -> None:
+    db.create_function("zb_float16", 1, _float16_blob, deterministic=True)
+
+
+# A migration is SQL, run statement by statement, after an optional Python step that
+# prepares the connection (e.g. registers the SQL functions the statements call).
+Migration = tuple[str, str] | tuple[str, str, Callable[[sqlite3.Connection], None]]
+
+MIGRATIONS: list[Migration] = [
     (
         "0001_initial",
         """
@@ -216,6 +234,40 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE UNIQUE INDEX embeddings_key ON embeddings(model, hash);
         """,
     ),
+    (
+        "0009_float16_vectors",
+        """
+        -- Vectors as float16 (768 bytes a MiniLM vector instead of 1,536): a row fits its
+        -- b-tree page, so the table is keyed by (hash, model) without a rowid and without a
+        -- second index (erasing a vector looks it up by hash alone). The search indexes keep
+        -- float16 too, and the top 10 over float16-rounded vectors equals float32's
+        -- (docs/scale.md, "Memory and disk").
+        CREATE TABLE embeddings_f16 (
+            model TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (hash, model)
+        ) WITHOUT ROWID;
+        INSERT INTO embeddings_f16 (model, hash, vector) SELECT model, hash, zb_float16(vector) FROM embeddings;
+        DROP TABLE embeddings;
+        ALTER TABLE embeddings_f16 RENAME TO embeddings;
+        """,
+        _prepare_0009,
+    ),
+    (
+        "0010_lean_rows",
+        """
+        -- A memory whose vector is its content's (most) keeps vector_key NULL instead of a
+        -- second copy of its content hash, and the index on vector_key holds only the
+        -- others. JSON of states, metadata and history details without spaces (json()
+        -- minifies and keeps keys in order). The search indexes key vectors as before.
+        UPDATE memories SET vector_key = NULL WHERE vector_key = content_hash;
+        DROP INDEX memories_vector_key;
+        CREATE INDEX memories_vector_key ON memories(vector_key) WHERE vector_key IS NOT NULL;
+        UPDATE memories SET state = json(state), metadata = json(metadata);
+        UPDATE history SET detail = json(detail);
+        """,
+    ),
 ]
 
 
@@ -229,18 +281,20 @@ def missing(db: sqlite3.Connection, path: str) -> list[str]:
     zenbrain (migrations this one does not know) is refused."""
     table = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'").fetchone()
     done = {r[0] for r in db.execute("SELECT name FROM schema_migrations")} if table else set()
-    unknown = done - {name for name, _ in MIGRATIONS}
+    unknown = done - {m[0] for m in MIGRATIONS}
     if unknown:
         raise StorageError(f"{path} was written by a newer zenbrain (migrations {sorted(unknown)}); upgrade zenbrain")
-    return [name for name, _ in MIGRATIONS if name not in done]
+    return [m[0] for m in MIGRATIONS if m[0] not in done]
 
 
 def apply(db: sqlite3.Connection, path: str) -> None:
     """Apply the missing migrations, inside the caller's write transaction."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)")
     todo = set(missing(db, path))
-    for version, (name, sql) in enumerate(MIGRATIONS, start=1):
+    for version, (name, sql, *prepare) in enumerate(MIGRATIONS, start=1):
         if name in todo:
+            for step in prepare:
+                step(db)
             for stmt in _split_sql(sql):
                 db.execute(stmt)
             db.execute("INSERT INTO schema_migrations (version, name) VALUES (?,?)", (version, name))

@@ -40,10 +40,11 @@ from ...errors import (
 )
 from ...index import AnnParams, IndexSet
 from ...index.sqlite_source import LEXICAL_EXTRA, SQLiteIndexSource, new_store_id
+from ...index.vectors import blob_vector
 from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
 from . import health, migrations, opening
-from .codec import EDGE_COLUMNS, SELECT, decode, item_from_row
+from .codec import EDGE_COLUMNS, SELECT, VECTOR_KEY, decode, item_from_row
 from .connections import Connections, connect
 from .filters import turn_runs, where
 from .guard import TRANSLATED, recovery_hint
@@ -556,7 +557,7 @@ class SQLiteStore:
                 marks = ",".join("?" * len(chunk))
                 for h, blob in db.execute(
                         f"SELECT hash, vector FROM embeddings WHERE model=? AND hash IN ({marks})", (model, *chunk)):
-                    out[h] = np.frombuffer(blob, dtype=np.float32)
+                    out[h] = blob_vector(blob)
         return out
 
     # -- graph, history, records -------------------------------------------------------------
@@ -678,10 +679,10 @@ class SQLiteStore:
                     f"SELECT COUNT(*) FROM edges WHERE user_id=? AND agent_id=? "
                     f"AND src IN (SELECT id FROM memories WHERE {clause})", [*partition, *args]).fetchone()[0]
                 vectors, text_bytes = db.execute(
-                    f"SELECT COUNT(DISTINCT vector_key), COALESCE(SUM(length(CAST(content AS BLOB)) "
+                    f"SELECT COUNT(DISTINCT {VECTOR_KEY}), COALESCE(SUM(length(CAST(content AS BLOB)) "
                     f"+ length(metadata) + length(state)), 0) FROM memories WHERE {clause}", args).fetchone()
                 s.cached_embeddings = int(vectors)
-                s.stored_bytes = int(text_bytes) + int(vectors) * self.dim * 4
+                s.stored_bytes = int(text_bytes) + int(vectors) * self.dim * 2  # float16 vectors
         if self._shared and partition is None:
             s.file_bytes = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
         return s

@@ -11,6 +11,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import numpy as np
 
 from ...errors import StorageError, ZenBrainError
+from ...index.vectors import vector_blob
 from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import Partition
 from .codec import (
@@ -18,6 +19,8 @@ from .codec import (
     INDEXED,
     SELECT,
     UPDATABLE,
+    USES_VECTOR,
+    VECTOR_KEY,
     column_values,
     edge_row,
     encode,
@@ -107,7 +110,7 @@ class SQLiteTransaction:
             for chunk in _chunks(ids):
                 marks = ",".join("?" * len(chunk))
                 old_hashes.update(self._db.execute(
-                    f"SELECT id, vector_key FROM memories WHERE user_id=? AND agent_id=? AND id IN ({marks})",
+                    f"SELECT id, {VECTOR_KEY} FROM memories WHERE user_id=? AND agent_id=? AND id IN ({marks})",
                     (user, agent, *chunk)).fetchall())
                 lo, hi = entry_range(self.part_number((user, agent)))
                 self._db.executemany(_DELETE_FTS, [(lo, hi, mid, user, agent) for mid in chunk if mid in old_hashes])
@@ -178,7 +181,7 @@ class SQLiteTransaction:
     def delete_memory(self, partition: Partition, memory_id: str) -> dict[str, int]:
         user, agent = partition
         db = self._db
-        row = db.execute("SELECT vector_key FROM memories WHERE id=? AND user_id=? AND agent_id=?",
+        row = db.execute(f"SELECT {VECTOR_KEY} FROM memories WHERE id=? AND user_id=? AND agent_id=?",
                          (memory_id, user, agent)).fetchone()
         out = {"memories": db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?",
                                       (memory_id, user, agent)).rowcount}
@@ -199,8 +202,8 @@ class SQLiteTransaction:
         if row is not None:
             # Counted for the partition only: whether another partition holds the same text
             # (and so keeps the vector) must not show.
-            if db.execute("SELECT 1 FROM memories WHERE vector_key=? AND user_id=? AND agent_id=? LIMIT 1",
-                          (row[0], user, agent)).fetchone() is None:
+            if db.execute(f"SELECT 1 FROM memories WHERE {USES_VECTOR} AND user_id=? AND agent_id=? LIMIT 1",
+                          (row[0], row[0], user, agent)).fetchone() is None:
                 out["vectors"] = 1
             self._drop_orphan_embedding(row[0])
         self._changed(partition, [memory_id])
@@ -209,7 +212,7 @@ class SQLiteTransaction:
 
     def _drop_orphan_embedding(self, key: str) -> None:
         """A vector no memory refers to any more is erased with the last memory it served."""
-        if self._db.execute("SELECT 1 FROM memories WHERE vector_key=? LIMIT 1", (key,)).fetchone() is None:
+        if self._db.execute(f"SELECT 1 FROM memories WHERE {USES_VECTOR} LIMIT 1", (key, key)).fetchone() is None:
             self._db.execute("DELETE FROM embeddings WHERE hash=?", (key,))
             self.erased = True
 
@@ -217,7 +220,7 @@ class SQLiteTransaction:
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
         self._db.executemany("INSERT OR IGNORE INTO embeddings (model, hash, vector) VALUES (?,?,?)",
-                             [(model, h, vectors[i].tobytes()) for i, h in enumerate(hashes)])
+                             [(model, h, vector_blob(vectors[i])) for i, h in enumerate(hashes)])
 
     @guarded("writing edges")
     def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
