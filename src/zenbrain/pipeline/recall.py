@@ -221,6 +221,7 @@ def recall(
     hits.sort(key=lambda h: (-h.score, h.item.id))
     if only_current:
         hits = ranking.drop_superseded(engine, part, hits, query)
+        hits = ranking.order_versions(engine, part, hits, query, info, k)
 
     # 4. De-duplicate near-identical content, keep the better one.
     out: list[RecallHit] = []
