@@ -4,6 +4,7 @@ time it stopped holding; recall answers with current facts unless asked for anot
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -158,3 +159,19 @@ def test_without_imad_the_better_match_of_two_versions_stays_first(tmp_path, clo
     hits = mem.recall(KENJI_ASKS, ALICE, k=4, touch=False)
     assert _texts(hits)[:2] == [KENJI_OLD, KENJI_NEW]
     assert all("version_order" not in h.why.other for h in hits)
+
+
+def test_keywords_of_a_note_about_someone_else_weigh_little(tmp_path, clock):
+    def first(config=None):
+        mem = _open(tmp_path, clock, name=f"n{id(config)}", config=config)
+        mem.store("These days Sofia is hooked on kayaking", ALICE, layer="semantic")
+        mem.store("Rosa always orders green tea", ALICE, layer="semantic")
+        mem.store("Rosa sent photos from the weekend", ALICE, layer="semantic")
+        hits = mem.recall("What does Rosa like to drink these days?", ALICE, k=3, touch=False)
+        mem.close()
+        return _texts(hits)[0]
+
+    assert first() == "Rosa always orders green tea"
+    cfg = Config()
+    off = replace(cfg, recall=replace(cfg.recall, foreign_lexical_weight=1.0))
+    assert first(off) == "These days Sofia is hooked on kayaking"

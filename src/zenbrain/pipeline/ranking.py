@@ -107,6 +107,30 @@ def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], quer
     return [h for h in hits if h.item.id not in drop]
 
 
+def subject_lexical(engine: Engine, query: str, pool: list[MemoryItem], lexical: np.ndarray) -> np.ndarray:
+    """Keyword evidence about a named subject counts where the subject is: when the query
+    names someone or something (``text.entities``), a note (a memory without a speaker)
+    that names others but none of them keeps ``RecallParams.foreign_lexical_weight`` of its
+    BM25 score. Its words then match the question's wording, not its subject ("What does
+    Rosa like to drink these days?" against "These days Sofia is hooked on kayaking").
+    A conversation turn keeps its score: it may speak of the subject as "you" or "I"."""
+    weight = engine.config.recall.foreign_lexical_weight
+    if weight >= 1.0 or not lexical.any():
+        return lexical
+    asked = frozenset(entities(query))
+    if not asked:
+        return lexical
+    out = lexical.copy()
+    for j, item in enumerate(pool):
+        if out[j] <= 0.0 or item.speaker is not None:
+            continue
+        named = item.metadata.get(META_ENTITIES)
+        names = frozenset(named if isinstance(named, list) else entities(item.content))
+        if names and not asked & names:
+            out[j] *= weight
+    return out
+
+
 def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query: str, info: QueryInfo,
                    k: int) -> list[RecallHit]:
     """Current recall among versions of one fact: the newest version takes the best place.

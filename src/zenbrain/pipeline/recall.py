@@ -167,7 +167,7 @@ def recall(
     total = recipe.dense_weight + recipe.lexical_weight
     weighted = recipe.with_(dense_weight=(1.0 - share) * total, lexical_weight=share * total)
     d = np.array([dense.get(c, 0.0) for c in cand_ids])
-    lx = np.array([lexical.get(c, 0.0) for c in cand_ids])
+    lx = ranking.subject_lexical(engine, query, pool, np.array([lexical.get(c, 0.0) for c in cand_ids]))
     base = fusion.nonnegative(fusion.fuse(d, lx, weighted))
     lex_method = weighted.lexical_normalization or weighted.normalization
     lex_norm = fusion.normalize(lx, lex_method if lex_method != "rrf" else "max", present=lx > 0)
