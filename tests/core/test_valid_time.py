@@ -175,3 +175,13 @@ def test_keywords_of_a_note_about_someone_else_weigh_little(tmp_path, clock):
     cfg = Config()
     off = replace(cfg, recall=replace(cfg.recall, foreign_lexical_weight=1.0))
     assert first(off) == "These days Sofia is hooked on kayaking"
+
+
+def test_turns_of_a_conversation_are_no_versions_of_each_other(tmp_path, clock):
+    mem = _open(tmp_path, clock)
+    mem.store(KENJI_OLD, ALICE, layer="semantic", metadata={"speaker": "Mira"})
+    mem.store("Kenji went hiking in the hills on Sunday", ALICE, layer="semantic", metadata={"speaker": "Mira"})
+    clock.advance(days=20)
+    mem.store(KENJI_NEW, ALICE, layer="semantic", metadata={"speaker": "Mira"})
+    mem.store("Kenji lent his bike to a neighbour", ALICE, layer="semantic", metadata={"speaker": "Mira"})
+    assert _texts(mem.recall(KENJI_ASKS, ALICE, k=4, touch=False))[:2] == [KENJI_OLD, KENJI_NEW]

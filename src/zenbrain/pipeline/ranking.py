@@ -137,7 +137,8 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
 
     Among the best hits, those that name a subject the query names are compared with what
     they say about it: their vectors less their mean direction (what every memory about
-    the subject shares, its name above all). Two facts (semantic layer) are taken for
+    the subject shares, its name above all). Two facts (semantic layer, notes: a turn of a
+    conversation has a speaker and a later turn does not replace an earlier one) are taken for
     versions of one fact when these residuals agree (cosine >= ``version_similarity``)
     and both answer the query about equally well (the lower query similarity at least
     ``version_relevance`` of the higher). A change store time did not detect ("Kenji's
@@ -160,7 +161,7 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
         if subj:
             about.append(h)
             subjects.append(subj)
-    facts = [i for i, h in enumerate(about) if h.item.layer is Layer.SEMANTIC]
+    facts = [i for i, h in enumerate(about) if h.item.layer is Layer.SEMANTIC and h.item.speaker is None]
     if len(facts) < 2 or len(about) < 3:
         return hits
     vecs = engine.store.vectors(part, [h.item.id for h in about]).astype(np.float64)
