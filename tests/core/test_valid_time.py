@@ -165,13 +165,13 @@ def test_keywords_of_a_note_about_someone_else_weigh_little(tmp_path, clock):
     def first(config=None):
         mem = _open(tmp_path, clock, name=f"n{id(config)}", config=config)
         mem.store("These days Sofia is hooked on kayaking", ALICE, layer="semantic")
-        mem.store("Rosa always orders green tea", ALICE, layer="semantic")
+        mem.store("Rosa drinks green tea", ALICE, layer="semantic")
         mem.store("Rosa sent photos from the weekend", ALICE, layer="semantic")
         hits = mem.recall("What does Rosa like to drink these days?", ALICE, k=3, touch=False)
         mem.close()
         return _texts(hits)[0]
 
-    assert first() == "Rosa always orders green tea"
+    assert first() == "Rosa drinks green tea"
     cfg = Config()
     off = replace(cfg, recall=replace(cfg.recall, foreign_lexical_weight=1.0))
     assert first(off) == "These days Sofia is hooked on kayaking"

@@ -111,24 +111,25 @@ def subject_lexical(engine: Engine, query: str, pool: list[MemoryItem], lexical:
     """Keyword evidence about a named subject counts where the subject is: when the query
     names someone or something (``text.entities``), a note (a memory without a speaker)
     that names others but none of them keeps ``RecallParams.foreign_lexical_weight`` of its
-    BM25 score. Its words then match the question's wording, not its subject ("What does
-    Rosa like to drink these days?" against "These days Sofia is hooked on kayaking").
-    A conversation turn keeps its score: it may speak of the subject as "you" or "I"."""
+    normalised BM25 evidence. Its words then match the question's wording, not its subject
+    ("What does Rosa like to drink these days?" against "These days Sofia is hooked on
+    kayaking"). A conversation turn keeps its evidence: it may speak of the subject as "you"
+    or "I". Returns the factor of each candidate's lexical evidence (1 where it counts)."""
+    factor = np.ones(len(pool))
     weight = engine.config.recall.foreign_lexical_weight
     if weight >= 1.0 or not lexical.any():
-        return lexical
+        return factor
     asked = frozenset(entities(query))
     if not asked:
-        return lexical
-    out = lexical.copy()
+        return factor
     for j, item in enumerate(pool):
-        if out[j] <= 0.0 or item.speaker is not None:
+        if lexical[j] <= 0.0 or item.speaker is not None:
             continue
         named = item.metadata.get(META_ENTITIES)
         names = frozenset(named if isinstance(named, list) else entities(item.content))
         if names and not asked & names:
-            out[j] *= weight
-    return out
+            factor[j] = weight
+    return factor
 
 
 def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query: str, info: QueryInfo,

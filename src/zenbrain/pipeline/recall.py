@@ -167,10 +167,11 @@ def recall(
     total = recipe.dense_weight + recipe.lexical_weight
     weighted = recipe.with_(dense_weight=(1.0 - share) * total, lexical_weight=share * total)
     d = np.array([dense.get(c, 0.0) for c in cand_ids])
-    lx = ranking.subject_lexical(engine, query, pool, np.array([lexical.get(c, 0.0) for c in cand_ids]))
-    base = fusion.nonnegative(fusion.fuse(d, lx, weighted))
+    lx = np.array([lexical.get(c, 0.0) for c in cand_ids])
+    lex_factor = ranking.subject_lexical(engine, query, pool, lx)
+    base = fusion.nonnegative(fusion.fuse(d, lx, weighted, lex_factor))
     lex_method = weighted.lexical_normalization or weighted.normalization
-    lex_norm = fusion.normalize(lx, lex_method if lex_method != "rrf" else "max", present=lx > 0)
+    lex_norm = fusion.normalize(lx, lex_method if lex_method != "rrf" else "max", present=lx > 0) * lex_factor
     scores = base
     parts: dict[str, np.ndarray] = {}
     if recipe.neighbour_weight > 0:
