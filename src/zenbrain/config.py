@@ -66,6 +66,8 @@ class RecallParams(Params):
     candidate_factor: int = bounded(3, 1, 50, "candidates per layer are at least factor x k")
     lexical_k: int = bounded(50, 0, 5000, "candidates taken from the BM25 index")
     lexical_weight: float = bounded(0.5, 0.0, 1.0, "share of the BM25 score in the hybrid similarity")
+    foreign_lexical_weight: float = bounded(0.0, 0.0, 1.0, "share of its BM25 score a note keeps when it names "
+                                            "others but none of the names the query asks about")
     # Priors from stored state reorder near-ties only: relevance decides. A faded memory loses
     # at most (1 - floor) of its score (the paper multiplies by R, which on a timeline of months
     # buries old but relevant memories below fresh chatter), and the query type's layer weight

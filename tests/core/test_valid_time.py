@@ -4,6 +4,7 @@ time it stopped holding; recall answers with current facts unless asked for anot
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -123,3 +124,64 @@ def test_a_query_naming_the_old_version_still_finds_it(tmp_path, clock):
     hits = mem.recall("did Alice work at Acme", ALICE, k=3, touch=False)
     assert OLD in _texts(hits)
     assert next(h for h in hits if h.item.id == old.id).why.other["superseded"] == 1.0
+
+
+KENJI_OLD = "Kenji orders chai with his lunch at the office"
+KENJI_NEW = "Kenji orders lemon water with lunch at the office"
+KENJI_ASKS = "what does Kenji order with his lunch at the office"
+
+
+def _kenji(tmp_path, clock, config=None):
+    mem = _open(tmp_path, clock, config=config)
+    old = mem.store(KENJI_OLD, ALICE, layer="semantic")
+    mem.store("Kenji went hiking in the hills on Sunday", ALICE, layer="semantic")
+    clock.advance(days=20)
+    new = mem.store(KENJI_NEW, ALICE, layer="semantic")
+    mem.store("Kenji lent his bike to a neighbour", ALICE, layer="semantic")
+    # No conflict cue (no value word changed after a one-value predicate): store time sees no change.
+    assert mem.get(old.id, ALICE).superseded_by is None and mem.get(new.id, ALICE).superseded_by is None
+    return mem
+
+
+def test_recall_puts_the_newest_version_of_a_fact_first(tmp_path, clock):
+    mem = _kenji(tmp_path, clock)
+    hits = mem.recall(KENJI_ASKS, ALICE, k=4, touch=False)
+    assert _texts(hits)[:2] == [KENJI_NEW, KENJI_OLD]
+    assert hits[0].why.other["version_order"] > 0 > hits[1].why.other["version_order"]
+    # A question about the earliest, or about a past time, is not about the current version.
+    assert _texts(mem.recall("what did Kenji first order with his lunch at the office", ALICE, k=4,
+                             touch=False))[0] == KENJI_OLD
+    assert _texts(mem.recall(KENJI_ASKS, ALICE, k=4, touch=False, as_of=T0 + DAY))[0] == KENJI_OLD
+
+
+def test_without_imad_the_better_match_of_two_versions_stays_first(tmp_path, clock):
+    mem = _kenji(tmp_path, clock, config=Config().without("imad_debate"))
+    hits = mem.recall(KENJI_ASKS, ALICE, k=4, touch=False)
+    assert _texts(hits)[:2] == [KENJI_OLD, KENJI_NEW]
+    assert all("version_order" not in h.why.other for h in hits)
+
+
+def test_keywords_of_a_note_about_someone_else_weigh_little(tmp_path, clock):
+    def first(config=None):
+        mem = _open(tmp_path, clock, name=f"n{id(config)}", config=config)
+        mem.store("These days Sofia is hooked on kayaking", ALICE, layer="semantic")
+        mem.store("Rosa drinks green tea", ALICE, layer="semantic")
+        mem.store("Rosa sent photos from the weekend", ALICE, layer="semantic")
+        hits = mem.recall("What does Rosa like to drink these days?", ALICE, k=3, touch=False)
+        mem.close()
+        return _texts(hits)[0]
+
+    assert first() == "Rosa drinks green tea"
+    cfg = Config()
+    off = replace(cfg, recall=replace(cfg.recall, foreign_lexical_weight=1.0))
+    assert first(off) == "These days Sofia is hooked on kayaking"
+
+
+def test_turns_of_a_conversation_are_no_versions_of_each_other(tmp_path, clock):
+    mem = _open(tmp_path, clock)
+    mem.store(KENJI_OLD, ALICE, layer="semantic", metadata={"speaker": "Mira"})
+    mem.store("Kenji went hiking in the hills on Sunday", ALICE, layer="semantic", metadata={"speaker": "Mira"})
+    clock.advance(days=20)
+    mem.store(KENJI_NEW, ALICE, layer="semantic", metadata={"speaker": "Mira"})
+    mem.store("Kenji lent his bike to a neighbour", ALICE, layer="semantic", metadata={"speaker": "Mira"})
+    assert _texts(mem.recall(KENJI_ASKS, ALICE, k=4, touch=False))[:2] == [KENJI_OLD, KENJI_NEW]

@@ -66,6 +66,17 @@ def test_fuse_refuses_unaligned_inputs_and_handles_empty():
     assert fuse(np.zeros(0), np.zeros(0), get_recipe("minmax")).size == 0
 
 
+def test_a_lexical_factor_discounts_one_match_and_leaves_the_others_scale():
+    recipe = get_recipe("today")  # 0.5 cosine + 0.5 BM25 / best BM25
+    d, lx = np.array([0.5, 0.5, 0.5]), np.array([4.0, 1.0, 0.0])
+    plain = fuse(d, lx, recipe)
+    assert plain.tolist() == pytest.approx([0.75, 0.375, 0.25])
+    discounted = fuse(d, lx, recipe, np.array([0.0, 1.0, 1.0]))
+    assert discounted.tolist() == pytest.approx([0.25, 0.375, 0.25])  # the second keeps 1/4, not 1
+    with pytest.raises(ValidationError):
+        fuse(d, lx, recipe, np.ones(2))
+
+
 def test_rrf_recipe_ignores_score_magnitudes():
     a = fuse(np.array([0.9, 0.1]), np.array([0.0, 1.0]), get_recipe("rrf"))
     b = fuse(np.array([0.2, 0.1]), np.array([0.0, 100.0]), get_recipe("rrf"))

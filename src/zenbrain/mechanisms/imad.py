@@ -72,6 +72,11 @@ class IMADParams(Params):
     llm_max_tokens: int = bounded(200, 16, 4_096, "token budget of each debate turn")
     llm_temperature: float = bounded(0.0, 0.0, 2.0, "sampling temperature of the debate turns")
     loser_penalty: float = bounded(1.0, 0.0, 100.0, "contradicting pseudo-observations added to each loser's Beta")
+    version_similarity: float = bounded(0.2, -1.0, 1.0, "cosine of two recalled facts about the query's subject, "
+                                        "once what the subject's memories share is taken out, at or above which "
+                                        "they are versions of one fact")
+    version_relevance: float = bounded(0.8, 0.0, 1.0, "share of the better version's query similarity the other "
+                                       "needs to count as an answer to the same question")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -12,9 +12,15 @@ from ..engine import Engine
 from ..mechanisms import compositional, imad, two_factor
 from ..model import Layer, MemoryItem, RecallHit
 from ..retrieval.query import QueryInfo
-from ..state import KV_COMPOSITIONAL, META_DISPUTED, PRIORITY, RELATION_CONTRADICTS
+from ..state import (
+    KV_COMPOSITIONAL,
+    META_DISPUTED,
+    META_ENTITIES,
+    PRIORITY,
+    RELATION_CONTRADICTS,
+)
 from ..storage.base import Partition
-from ..text import token_set
+from ..text import entities, token_set
 from .retrievability import retrievability
 from .tuned import tuned
 
@@ -99,6 +105,108 @@ def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], quer
         else:
             drop.add(h.item.id)
     return [h for h in hits if h.item.id not in drop]
+
+
+def subject_lexical(engine: Engine, query: str, pool: list[MemoryItem], lexical: np.ndarray) -> np.ndarray:
+    """Keyword evidence about a named subject counts where the subject is: when the query
+    names someone or something (``text.entities``), a note (a memory without a speaker)
+    that names others but none of them keeps ``RecallParams.foreign_lexical_weight`` of its
+    normalised BM25 evidence. Its words then match the question's wording, not its subject
+    ("What does Rosa like to drink these days?" against "These days Sofia is hooked on
+    kayaking"). A conversation turn keeps its evidence: it may speak of the subject as "you"
+    or "I". Returns the factor of each candidate's lexical evidence (1 where it counts)."""
+    factor = np.ones(len(pool))
+    weight = engine.config.recall.foreign_lexical_weight
+    if weight >= 1.0 or not lexical.any():
+        return factor
+    asked = frozenset(entities(query))
+    if not asked:
+        return factor
+    for j, item in enumerate(pool):
+        if lexical[j] <= 0.0 or item.speaker is not None:
+            continue
+        named = item.metadata.get(META_ENTITIES)
+        names = frozenset(named if isinstance(named, list) else entities(item.content))
+        if names and not asked & names:
+            factor[j] = weight
+    return factor
+
+
+def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query: str, info: QueryInfo,
+                   k: int) -> list[RecallHit]:
+    """Current recall among versions of one fact: the newest version takes the best place.
+
+    Among the best hits, those that name a subject the query names are compared with what
+    they say about it: their vectors less their mean direction (what every memory about
+    the subject shares, its name above all). Two facts (semantic layer, notes: a turn of a
+    conversation has a speaker and a later turn does not replace an earlier one) are taken for
+    versions of one fact when these residuals agree (cosine >= ``version_similarity``)
+    and both answer the query about equally well (the lower query similarity at least
+    ``version_relevance`` of the higher). A change store time did not detect ("Kenji's
+    usual drink is chai", later "Kenji switched to lemon water") then ranks as iMAD decides
+    a change: within each group of versions the scores are handed out by valid time, the
+    newest getting the best (``why.other["version_order"]``: the score it gained or lost).
+    A query naming a time window or asking for the earliest keeps the ranking, as does
+    ``as_of`` (not called then). ``hits`` are sorted by score; returns them re-sorted."""
+    if not engine.on("imad_debate") or info.window is not None or info.direction == "early" or len(hits) < 3:
+        return hits
+    asked = frozenset(entities(query))
+    if not asked:
+        return hits
+    ip = engine.config.params.imad_debate
+    about: list[RecallHit] = []
+    subjects: list[frozenset[str]] = []
+    for h in hits[: max(engine.config.recall.boost_pool * k, 10)]:
+        named = h.item.metadata.get(META_ENTITIES)
+        subj = asked & frozenset(named if isinstance(named, list) else entities(h.item.content))
+        if subj:
+            about.append(h)
+            subjects.append(subj)
+    facts = [i for i, h in enumerate(about) if h.item.layer is Layer.SEMANTIC and h.item.speaker is None]
+    if len(facts) < 2 or len(about) < 3:
+        return hits
+    vecs = engine.store.vectors(part, [h.item.id for h in about]).astype(np.float64)
+    mean = vecs.mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    if norm == 0.0:
+        return hits
+    mean /= norm
+    resid = vecs - np.outer(vecs @ mean, mean)
+    resid /= np.maximum(np.linalg.norm(resid, axis=1, keepdims=True), 1e-12)
+    close = resid @ resid.T
+    rel = np.array([max(0.0, h.why.dense) for h in about])
+    parent = {i: i for i in facts}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for x, i in enumerate(facts):
+        for j in facts[x + 1:]:
+            hi = max(rel[i], rel[j])
+            if (subjects[i] & subjects[j] and close[i, j] >= ip.version_similarity and hi > 0
+                    and min(rel[i], rel[j]) >= ip.version_relevance * hi
+                    and about[i].item.valid_from != about[j].item.valid_from):
+                parent[root(i)] = root(j)
+    groups: dict[int, list[RecallHit]] = {}
+    for i in facts:
+        groups.setdefault(root(i), []).append(about[i])
+    moved = False
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        scores = sorted((h.score for h in members), reverse=True)
+        by_time = sorted(members, key=lambda h: (-h.item.valid_from, h.item.id))
+        for h, s in zip(by_time, scores):
+            if s != h.score:
+                h.why.other["version_order"] = s - h.score
+                h.score = h.why.final = s
+                moved = True
+    if moved:
+        hits.sort(key=lambda h: (-h.score, h.item.id))
+    return hits
 
 
 def retrievability_weight(engine: Engine, part: Partition, hits: list[RecallHit], now: float) -> None:

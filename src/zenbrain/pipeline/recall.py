@@ -172,9 +172,10 @@ def recall(
     weighted = recipe.with_(dense_weight=(1.0 - share) * total, lexical_weight=share * total)
     d = np.array([dense.get(c, 0.0) for c in cand_ids])
     lx = np.array([lexical.get(c, 0.0) for c in cand_ids])
-    base = fusion.nonnegative(fusion.fuse(d, lx, weighted))
+    lex_factor = ranking.subject_lexical(engine, query, pool, lx)
+    base = fusion.nonnegative(fusion.fuse(d, lx, weighted, lex_factor))
     lex_method = weighted.lexical_normalization or weighted.normalization
-    lex_norm = fusion.normalize(lx, lex_method if lex_method != "rrf" else "max", present=lx > 0)
+    lex_norm = fusion.normalize(lx, lex_method if lex_method != "rrf" else "max", present=lx > 0) * lex_factor
     scores = base
     parts: dict[str, np.ndarray] = {}
     if recipe.neighbour_weight > 0:
@@ -225,6 +226,7 @@ def recall(
     hits.sort(key=lambda h: (-h.score, h.item.id))
     if only_current:
         hits = ranking.drop_superseded(engine, part, hits, query)
+        hits = ranking.order_versions(engine, part, hits, query, info, k)
 
     # 4. De-duplicate near-identical content, keep the better one.
     out: list[RecallHit] = []

@@ -190,27 +190,30 @@ def candidate_union(dense: np.ndarray, lexical: np.ndarray, recipe: FusionRecipe
     return np.asarray(list(dict.fromkeys([*top_d.tolist(), *top_l])), dtype=np.int64)
 
 
-def fuse(dense: np.ndarray, lexical: np.ndarray, recipe: FusionRecipe) -> np.ndarray:
+def fuse(dense: np.ndarray, lexical: np.ndarray, recipe: FusionRecipe,
+         lexical_factor: np.ndarray | None = None) -> np.ndarray:
     """Fused score of every candidate (higher is better) from its dense similarity and its
-    BM25 score (0 = no keyword match), both aligned over the same candidates."""
+    BM25 score (0 = no keyword match), both aligned over the same candidates.
+    ``lexical_factor``: per candidate, the share of its normalised lexical evidence that
+    counts (applied after normalisation, so discounting one match leaves the others' scale)."""
     d = _f64(dense)
     lx = _f64(lexical)
-    if d.shape != lx.shape:
+    if d.shape != lx.shape or (lexical_factor is not None and np.shape(lexical_factor) != lx.shape):
         raise ValidationError("dense and lexical scores must be aligned over the same candidates")
+    factor = 1.0 if lexical_factor is None else _f64(lexical_factor)
     if d.size == 0:
         return d
     matched = lx > 0
     method = recipe.normalization
     if method == "rrf":
         lex_rank = [i for i in _order(lx) if matched[i]]
-        return recipe.dense_weight * rrf_scores([_order(d)], d.size, recipe.rrf_k) + recipe.lexical_weight * rrf_scores(
-            [np.asarray(lex_rank, dtype=np.int64)], d.size, recipe.rrf_k
-        )
+        return recipe.dense_weight * rrf_scores([_order(d)], d.size, recipe.rrf_k) + recipe.lexical_weight * factor * \
+            rrf_scores([np.asarray(lex_rank, dtype=np.int64)], d.size, recipe.rrf_k)
     if method == "max":
         dn = np.maximum(d, 0.0)
     else:
         dn = normalize(d, method)
-    ln = normalize(lx, recipe.lexical_normalization or method, present=matched)
+    ln = normalize(lx, recipe.lexical_normalization or method, present=matched) * factor
     return recipe.dense_weight * dn + recipe.lexical_weight * ln
 
 
