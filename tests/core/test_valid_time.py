@@ -65,6 +65,16 @@ def test_statements_differing_in_two_places_speak_of_different_things(tmp_path, 
     assert mem.get(a.id, ALICE).valid_until is None
 
 
+def test_a_statement_of_another_relation_supersedes_nothing(tmp_path, clock):
+    """"lives with her sister" says whom Alice lives with, not where: Berlin stays current."""
+    mem = _open(tmp_path, clock)
+    berlin = mem.store("Alice lives in Berlin", ALICE, layer="semantic")
+    clock.advance(days=3)
+    mem.store("Alice lives with her sister Carol", ALICE, layer="semantic")
+    assert mem.get(berlin.id, ALICE).valid_until is None
+    assert "Alice lives in Berlin" in _texts(mem.recall("where does Alice live", ALICE, k=3, touch=False))
+
+
 def test_a_fact_told_later_about_an_earlier_time_ends_where_the_stored_one_begins(tmp_path, clock):
     mem = _open(tmp_path, clock)
     current = mem.store(NEW, ALICE, layer="semantic", event_time=T0 - 10 * DAY)

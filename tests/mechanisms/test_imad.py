@@ -73,6 +73,8 @@ def test_conflict_cues_fire(a, b, kind):
         ("Alice does not dislike coffee", "Alice likes coffee"),  # double negation agrees
         ("Alice lives in Berlin", "Alice lives in Berlin since 2019"),  # more detail, no conflict
         ("Alice works at Google", "Bob works at Google"),
+        ("Alice lives in Berlin", "Alice lives with her sister Carol"),  # another relation
+        ("Alice lives in Berlin", "Alice lives near Hamburg"),
     ],
 )
 def test_conflict_cues_stay_quiet(a, b):

@@ -167,6 +167,12 @@ _FUNCTIONAL = frozenset(
     """favourite favorite name named age birthday born live lives living email phone address job
     works work capital colour color height weight salary title role boss wife husband partner""".split()
 )
+# A stretch that begins with another preposition states another relation, not another value:
+# "lives with her sister" does not replace "lives in Berlin".
+_PREPOSITIONS = frozenset(
+    """in at on with near from to for by of into onto under over behind beside besides without within
+    inside outside around across along among between beyond toward towards through via against""".split()
+)
 _TOKEN = re.compile(r"\d+(?:[.,:/\-]\d+)*(?:st|nd|rd|th|am|pm|%|k|kg|km|m|h)?|[A-Za-z][A-Za-z'\-]*")
 
 
@@ -257,6 +263,8 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
                     functional = functional or any(s in _FUNCTIONAL_STEMS for s in pa.tokens[i1:i2])
                     continue
                 if tag != "replace" or not seen_equal:
+                    continue
+                if pa.words[i1] in _PREPOSITIONS and pb.words[j1] in _PREPOSITIONS and pa.words[i1] != pb.words[j1]:
                     continue
                 side_a = [k for k in range(i1, i2) if pa.values[k] or (functional and pa.tokens[k] not in _AUX_STEMS)]
                 side_b = [k for k in range(j1, j2) if pb.values[k] or (functional and pb.tokens[k] not in _AUX_STEMS)]
