@@ -314,7 +314,9 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
             raw = http("POST", f"/v1/recall?user_id={user}", {"query": rng.choice(questions), "k": 10, "touch": touch})
         else:
             kind = "store"
-            raw = http("POST", f"/v1/memories?user_id={user}", {"content": rng.choice(new_texts)},
+            # Numbered, so no two stores repeat a text: an exact repeat is answered with the
+            # memory already stored (no new row), which would blur "acknowledged = added".
+            raw = http("POST", f"/v1/memories?user_id={user}", {"content": f"{rng.choice(new_texts)} (note {i})"},
                        {"Idempotency-Key": uuid.uuid4().hex})  # unique in every run: a replay would not write
         # Tasks are created a little ahead of their time and sleep until it.
         while at - time.perf_counter() > 0.05:
