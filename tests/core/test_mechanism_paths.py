@@ -10,8 +10,8 @@ from core_helpers import DIM, T0
 from zenbrain import Scope, SimulatedClock
 from zenbrain.api import open_memory
 from zenbrain.config import Config, RecallParams
-from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.mechanisms import emotional, two_factor
+from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.pipeline import monitor_log
 from zenbrain.pma import hyperagent, metacognition
 from zenbrain.providers.hashing import HashingEmbedder
@@ -145,7 +145,7 @@ def _sleep_scene(mem, clock):
 
 # Archive every faded memory (the paper's rule): by default decay keeps faded memories that
 # say more than the store's median, and these scenes are about when, not whether.
-PAPER_DECAY = Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_share=0.0)})
+PAPER_DECAY = Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_words=0.0)})
 
 
 def _archive_day(mem, clock, mid, days=40):
