@@ -11,6 +11,7 @@ from zenbrain.mechanisms.information import (
     InformationReference,
     information,
     information_words,
+    rehearses,
     relative_information,
     word_unit,
 )
@@ -71,4 +72,6 @@ def test_a_reference_prices_other_texts_and_what_two_texts_share():
     ref = InformationReference.of(sets + [token_set(t) for t in MORE_CHATTER * 3])
     assert ref.shared_words(token_set("Thanks, that's nice!"), sets[len(FACTS)]) < 1.0
     assert ref.shared_words(token_set("Where did Melanie paint the lake?"), sets[2]) >= 1.0
+    assert not rehearses(ref, token_set("Thanks!"), sets[len(FACTS)], min_shared=1.0)
+    assert rehearses(ref, token_set("Where did Melanie paint the lake?"), sets[2], min_shared=1.0)
     assert InformationReference(0).words({"a"}) == 0.0

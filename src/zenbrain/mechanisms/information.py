@@ -83,14 +83,12 @@ class InformationReference:
 
 
 def rehearses(reference: InformationReference, query: Iterable[str], memory: Iterable[str], *,
-               min_shared: float, low: float) -> bool:
+               min_shared: float) -> bool:
     """Whether a recall with words ``query`` that found a memory with words ``memory`` is
-    practice of that memory: they share at least ``min_shared`` words said once, and not
-    both say less than ``low`` (small talk finding small talk)."""
-    q, m = frozenset(query), frozenset(memory)
-    if reference.shared_words(q, m) < min_shared:
-        return False
-    return low <= 0 or reference.words(q) >= low or reference.words(m) >= low
+    practice of that memory: what their common words say reaches ``min_shared`` words said
+    once. Small talk finding small talk shares words every piece of small talk uses and
+    falls short; a question sharing a memory's rare words reaches it, however short."""
+    return reference.shared_words(query, memory) >= min_shared
 
 
 def information(token_sets: Sequence[Iterable[str]], reference: InformationReference | None = None) -> np.ndarray:

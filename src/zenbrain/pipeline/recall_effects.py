@@ -160,22 +160,22 @@ def rehearsed(engine: Engine, part: Partition, query: str, hits: Sequence[Recall
     """Which hits this recall rehearses. Retrieval practice strengthens what a recall
     carried, priced in words said once (``mechanisms.information``) with the frequencies
     the last decay saved: a hit is rehearsed when the query and it share at least
-    ``rehearsal_min_words`` (a hit found by chatter words alone, or by meaning without a
-    shared word, is no practice of it), and never when both say less than
-    ``low_information_words`` (small talk finding small talk: "Thanks, so nice!" and
-    "Thanks so much, so nice of you!"). Small talk then fades on schedule instead of being
-    kept fresh by the agent's own look-ups. Every hit is rehearsed (the paper) when
-    value-aware forgetting is off (``ebbinghaus_decay`` off or ``rehearsal_min_words`` 0)
-    and before the first decay."""
+    ``rehearsal_min_words``. "Thanks, so nice!" finding "Thanks so much, so nice of you!"
+    shares words every piece of small talk uses and is no practice of it, nor is a hit
+    found by meaning alone; so small talk fades on schedule instead of being kept fresh by
+    the agent's own look-ups. Every hit is rehearsed (the paper) when value-aware
+    forgetting is off (``ebbinghaus_decay`` off or ``rehearsal_min_words`` 0) and before
+    the first decay."""
     ebb = engine.config.params.ebbinghaus_decay
     if not hits or not engine.on("ebbinghaus_decay") or ebb.rehearsal_min_words <= 0:
         return [True] * len(hits)
     raw = engine.store.kv_get(part, KV_INFORMATION)
     if not raw:
         return [True] * len(hits)
-    return [information.rehearses(information.InformationReference.from_dict(raw), token_set(query),
-                                  token_set(h.item.content), min_shared=ebb.rehearsal_min_words,
-                                  low=ebb.low_information_words) for h in hits]
+    ref = information.InformationReference.from_dict(raw)
+    q = token_set(query)
+    return [information.rehearses(ref, q, token_set(h.item.content), min_shared=ebb.rehearsal_min_words)
+            for h in hits]
 
 
 def state_after_use(engine: Engine, item: MemoryItem, now: float, *, rank: int, similarity: float,
