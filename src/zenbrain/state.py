@@ -32,7 +32,6 @@ class MemoryState(TypedDict, total=False):
     outcomes: dict[str, int]  # procedural use: {"ok": n, "fail": n}
     rescued: int  # STC rescue count
     rescued_at: float  # time of the last STC rescue (epoch seconds)
-    replayed_uses: int  # the access count when replay last strengthened the memory (LTP)
     archived_by: str  # which stage archived the memory: "decay" or "ib_budget"
     consolidated_into: str  # id of the schema that carries this episode's gist
     conf_local: list[float]  # [alpha, beta]: local Beta evidence, the unary factor of propagation
@@ -53,7 +52,6 @@ LABILE_UNTIL: Final = "labile_until"
 OUTCOMES: Final = "outcomes"
 RESCUED: Final = "rescued"
 RESCUED_AT: Final = "rescued_at"
-REPLAYED_USES: Final = "replayed_uses"
 ARCHIVED_BY: Final = "archived_by"
 CONSOLIDATED_INTO: Final = "consolidated_into"
 CONF_LOCAL: Final = "conf_local"

@@ -132,39 +132,6 @@ def test_sleep_selection_is_deterministic_for_a_seed(world):
     assert mixes[0] == mixes[1] and mixes[0]
 
 
-def test_replay_consolidates_each_use_once(world):
-    """Usage is the reward of an episode without recorded outcomes: five recalls earn LTP on
-    the next night, and the same five recalls earn nothing more on the nights after (the
-    episode is depressed like any unused one) until it is used again. Replay switched off:
-    no LTP at all."""
-
-    def scene(*off):
-        w = world(*off)
-        used = w.store("I went running in the park with Sam and set a new record", kind="episode")
-        w.store("The printer on the third floor was out of toner", kind="episode")
-        w.clear_edges()
-        with w.mem.storage.transaction() as tx:
-            tx.update_columns(w.part, [used.id], access_count=[5])
-        return w, used.id
-
-    w, used = scene()
-    nights = []
-    for _ in range(3):
-        w.clock.advance(days=1)
-        sel = _sleep_detailed(w).stages["simulation_selection_sleep"]
-        nights.append("ltp" if used in sel["ltp"] else "ltd" if used in sel["ltd"] else "skip")
-    assert nights == ["ltp", "ltd", "ltd"]
-    assert w.get(used).state[keys.REPLAYED_USES] == 5
-    with w.mem.storage.transaction() as tx:
-        tx.update_columns(w.part, [used], access_count=[10])
-    w.clock.advance(days=1)
-    assert used in _sleep_detailed(w).stages["simulation_selection_sleep"]["ltp"]  # five new uses
-
-    w_off, used_off = scene("simulation_selection_sleep")
-    assert w_off.mem.sleep(w_off.scope).stages["simulation_selection_sleep"] == OFF
-    assert keys.REPLAYED_USES not in w_off.get(used_off).state
-
-
 # ---------------------------------------------------------------------------- TripleCopy promotion
 def test_replayed_memories_consolidate_into_the_deep_copy(world):
     def run(*off):

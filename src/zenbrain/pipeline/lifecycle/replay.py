@@ -21,7 +21,6 @@ from ...state import (
     OUTCOMES,
     PROVENANCE,
     RELATION_COUNTERFACTUAL,
-    REPLAYED_USES,
     MemoryState,
 )
 from ..retrievability import copy_state
@@ -37,11 +36,7 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
     """(reward, |delta_TD|) per episode.
 
     reward: ``metadata.reward`` if set, else the success rate of recorded outcomes
-    (state ``outcomes``), else usage, ``min(1, new recalls / reward_saturation)``, where
-    new recalls are those since replay last strengthened the episode (state
-    ``replayed_uses``): each use is consolidated once. Counting every recall ever would
-    strengthen an episode used in its first week again every night for good, so the
-    deep copies of what was used early outlast everything used since.
+    (state ``outcomes``), else usage, ``min(1, recalls / reward_saturation)``.
     |delta_TD|: ``metadata.td_error`` if set, else the gap between the reward and what the
     memory predicted. Without outcomes that prediction is its confidence,
     ``alpha / (alpha + beta)``. Once outcomes are recorded, being recalled again and again
@@ -59,7 +54,7 @@ def episode_signals(items: list[MemoryItem], limits: LifecycleLimits) -> tuple[n
         meta = it.metadata
         r = meta.get(META_REWARD)
         out = it.state.get(OUTCOMES)
-        usage = min(1.0, max(0, it.access_count - int(it.state.get(REPLAYED_USES, 0))) / saturation)
+        usage = min(1.0, it.access_count / saturation)
         predicted = it.confidence
         if isinstance(r, (int, float)) and not isinstance(r, bool):
             rv = float(r)
@@ -225,11 +220,6 @@ def selection_stage(
     changed_ids = list(plan.strengths)
     columns, states = _traces_after_replay(engine, [eps[index[m]] for m in changed_ids],
                                            [plan.strengths[m] for m in changed_ids], now, moved)
-    for mid in plan.ltp_ids:  # the uses replay consolidated tonight are spent
-        it = eps[index[mid]]
-        if int(it.state.get(REPLAYED_USES, 0)) != it.access_count:
-            it.state[REPLAYED_USES] = it.access_count
-            states[mid] = it.state
     with engine.store.transaction() as tx:
         tx.update_columns(part, changed_ids, **columns)
         tx.update_states(part, states)
