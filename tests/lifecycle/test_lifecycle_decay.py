@@ -259,3 +259,19 @@ def test_recall_rehearses_every_hit_without_value_aware_forgetting(world):
     _, talk = _live_with_recalls(w, "Thanks!", "When is the dentist in Clifton?", days=3)
     assert w.kv(KV_INFORMATION)["n"] >= len(LONGER_FACTS) + len(SMALL_TALK)
     assert max(w.get(t.id).access_count for t in talk) >= 3
+
+
+def test_recall_reads_the_frequencies_of_the_last_decay(world):
+    """The saved frequencies are decoded once per decay and replaced by the next one."""
+    from zenbrain.pipeline.recall_effects import saved_reference
+
+    w = world()
+    assert saved_reference(w.mem.engine, w.part) is None
+    for t in LONGER_FACTS[:3]:
+        w.store(t)
+    w.mem.decay(w.scope)
+    first = saved_reference(w.mem.engine, w.part)
+    assert first is not None and first.n == 3 and saved_reference(w.mem.engine, w.part) is first
+    w.store(LONGER_FACTS[3])
+    w.mem.decay(w.scope)  # same clock time, one memory more
+    assert saved_reference(w.mem.engine, w.part).n == 4

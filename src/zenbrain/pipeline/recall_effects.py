@@ -13,6 +13,8 @@ the queries.
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +37,7 @@ from ..state import (
     DUE_AT,
     FSRS,
     KV_INFORMATION,
+    KV_INFORMATION_VERSION,
     KV_NEURO,
     KV_TOPIC,
     LABILE_UNTIL,
@@ -169,13 +172,39 @@ def rehearsed(engine: Engine, part: Partition, query: str, hits: Sequence[Recall
     ebb = engine.config.params.ebbinghaus_decay
     if not hits or not engine.on("ebbinghaus_decay") or ebb.rehearsal_min_words <= 0:
         return [True] * len(hits)
-    raw = engine.store.kv_get(part, KV_INFORMATION)
-    if not raw:
+    ref = saved_reference(engine, part)
+    if ref is None:
         return [True] * len(hits)
-    ref = information.InformationReference.from_dict(raw)
     q = token_set(query)
     return [information.rehearses(ref, q, token_set(h.item.content), min_shared=ebb.rehearsal_min_words)
             for h in hits]
+
+
+# The frequencies decay saved, decoded once per version: (store, version, reference) per
+# store and partition (a recall reads the small version key; the frequencies are ~60 kB).
+_REFERENCES: OrderedDict[tuple[int, Partition], tuple[weakref.ref[Any], Any, information.InformationReference]] = \
+    OrderedDict()
+_REFERENCES_KEPT = 64
+
+
+def saved_reference(engine: Engine, part: Partition) -> information.InformationReference | None:
+    """The word frequencies the last ``decay()`` saved for the partition (None before it)."""
+    version = engine.store.kv_get(part, KV_INFORMATION_VERSION)
+    if version is None:
+        return None
+    key = (id(engine.store), part)
+    hit = _REFERENCES.get(key)
+    if hit is not None and hit[0]() is engine.store and hit[1] == version:
+        _REFERENCES.move_to_end(key)
+        return hit[2]
+    raw = engine.store.kv_get(part, KV_INFORMATION)
+    if not raw:
+        return None
+    ref = information.InformationReference.from_dict(raw)
+    _REFERENCES[key] = (weakref.ref(engine.store), version, ref)
+    while len(_REFERENCES) > _REFERENCES_KEPT:
+        _REFERENCES.popitem(last=False)
+    return ref
 
 
 def state_after_use(engine: Engine, item: MemoryItem, now: float, *, rank: int, similarity: float,

@@ -47,6 +47,7 @@ from ...state import (
     ARCHIVED_BY,
     COPIES,
     KV_INFORMATION,
+    KV_INFORMATION_VERSION,
     RELATION_CONTRADICTS,
     RESCUED,
     RESCUED_AT,
@@ -99,7 +100,8 @@ def decay_stages(
         else:
             stages["stc_rescue"] = skipped()
         if reference is not None:  # recall prices its rehearsals with the same frequencies
-            tx.kv_put(part, {KV_INFORMATION: reference.to_dict()})
+            tx.kv_put(part, {KV_INFORMATION: reference.to_dict(),
+                             KV_INFORMATION_VERSION: [now, reference.n, sum(reference.df.values())]})
         status = np.asarray(
             ebbinghaus.status(retrievability=r, archived=archived, core=core, low_value=low_value, params=ebb),
             dtype=np.int8,
