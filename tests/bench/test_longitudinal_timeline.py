@@ -113,7 +113,7 @@ def test_context_recall_is_use_and_touches_memories(emb):
 
 
 FACTS = ["The library on Elm Street opens at nine", "The train to Leeds leaves from platform four",
-         "Granite is an igneous rock", "Melanie painted a lake at sunrise in Oregon",
+         "Granite is an igneous rock formed from cooling magma", "Melanie painted a lake at sunrise in Oregon",
          "Caroline moved to Sweden in 2022 to study counseling", "The adoption agency in Portland approved the application"]
 SMALL_TALK = ["So nice, thanks!", "That is so nice!", "Thanks, so nice!"]
 

@@ -145,7 +145,7 @@ def _sleep_scene(mem, clock):
 
 # Archive every faded memory (the paper's rule): by default decay keeps faded memories that
 # say more than the store's median, and these scenes are about when, not whether.
-PAPER_DECAY = Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_share=0.0)})
+PAPER_DECAY = Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_words=0.0)})
 
 
 def _archive_day(mem, clock, mid, days=40):

@@ -77,10 +77,13 @@ def world(tmp_path: Path) -> Callable[..., World]:
     """``world()`` with every mechanism on; ``world("name", ...)`` with those switched off."""
     made: list[World] = []
 
-    def make(*off: str, seed: int = 0, name: str | None = None, value_aware: bool = True) -> World:
-        """``value_aware=False``: decay archives every faded memory (the paper's rule)."""
+    def make(*off: str, seed: int = 0, name: str | None = None, value_aware: bool = True,
+             ebbinghaus: EbbinghausParams | None = None) -> World:
+        """``value_aware=False``: decay archives every faded memory (the paper's rule);
+        ``ebbinghaus``: other decay parameters."""
         clock = SimulatedClock(T0)
-        params = {} if value_aware else {"ebbinghaus_decay": EbbinghausParams(low_information_share=0.0)}
+        ebb = ebbinghaus or (EbbinghausParams() if value_aware else EbbinghausParams(low_information_words=0.0))
+        params = {"ebbinghaus_decay": ebb}
         config = Config(mechanisms=Mechanisms().without(*off), seed=seed, params=params)
         path = tmp_path / f"{name or ('on' if not off else 'off')}-{len(made)}.db"
         mem = open_memory(path, embedder=HashingEmbedder(DIM), clock=clock, config=config)

@@ -9,9 +9,10 @@ import math
 import pytest
 
 from zenbrain import state as keys
+from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.model import Edge, Layer
 from zenbrain.pma import triple_copy
-from zenbrain.state import ARCHIVED_BY, RESCUED_AT
+from zenbrain.state import ARCHIVED_BY, KV_INFORMATION, RESCUED_AT
 
 NEUTRAL = [
     "The library on Elm Street opens at nine",
@@ -184,13 +185,13 @@ SMALL_TALK = ["So nice, thanks!", "That is so nice!", "Thanks, so nice!"]
 
 
 def test_value_aware_forgetting_archives_small_talk_and_keeps_what_the_store_knows(world):
-    """By default decay archives a faded memory only when it says little (below half the
-    store's median information): after sixty days the small talk is archived, the facts
-    stay, however faded. The paper's rule (share 0) archives both."""
+    """By default decay archives a faded memory only when it says little (fewer than six
+    words said once in the store): after sixty days the small talk is archived, the facts
+    stay, however faded. The paper's rule (0) archives both."""
 
     def run(value_aware):
         w = world(value_aware=value_aware)
-        facts = [w.store(t) for t in NEUTRAL + MORE_FACTS]
+        facts = [w.store(t) for t in NEUTRAL[:2] + MORE_FACTS]
         talk = [w.store(t) for t in SMALL_TALK]
         w.clock.advance(days=60)
         rep = w.mem.decay(w.scope)
@@ -205,3 +206,72 @@ def test_value_aware_forgetting_archives_small_talk_and_keeps_what_the_store_kno
     _, facts_p, talk_p, rep_p = run(False)
     assert set(rep_p.stages["archive"]["ids"]) == {m.id for m in facts_p + talk_p}
 
+
+
+LONGER_FACTS = NEUTRAL[:2] + MORE_FACTS[:2] + [
+    "Ada booked the dentist in Clifton for the second Tuesday of March",
+    "The boiler in the cellar was serviced by Hughes and Sons last winter",
+    "Bruno keeps the spare key to the allotment shed under the blue flowerpot",
+]
+
+
+def _live_with_recalls(w, talk_query: str, fact_query: str, days: int = 12):
+    """Every day the agent looks up context with small talk and with a question, then the
+    night's decay runs (the first decay saves the store's word frequencies)."""
+    facts = [w.store(t) for t in LONGER_FACTS]
+    talk = [w.store(t) for t in SMALL_TALK + ["Thanks so much!", "Aww, thanks!", "Thanks, that is sweet of you!"]]
+    w.mem.decay(w.scope)
+    talk_ids = {t.id for t in talk}
+    found: set[str] = set()
+    for _ in range(days):
+        w.clock.advance(days=1)
+        found |= {h.item.id for h in w.mem.recall(talk_query, w.scope, k=5)} & talk_ids
+        w.mem.recall(fact_query, w.scope, k=1)
+        w.mem.decay(w.scope)
+    return facts, [t for t in talk if t.id in found]
+
+
+def test_a_recall_rehearses_only_the_hits_it_carried_so_small_talk_fades(world):
+    """"Thanks!" finds the other thanks every day, but shares a word that says less than
+    one said once: no rehearsal, so the small talk fades and is archived. A question that
+    shares the dentist's rare words rehearses that memory. With every hit rehearsed (the
+    paper: ``rehearsal_min_words`` 0) the daily look-ups keep the small talk fresh and
+    nothing they find is archived."""
+    query, question = "Thanks!", "When is the dentist in Clifton?"
+    w = world()
+    facts, talk = _live_with_recalls(w, query, question)
+    assert len(talk) >= 2 and all(w.get(t.id).archived for t in talk)
+    assert all(w.get(t.id).access_count == 0 for t in talk)
+    dentist = w.get(facts[4].id)
+    assert dentist.access_count >= 12 and not dentist.archived
+    assert all(not w.get(f.id).archived for f in facts)
+
+    w0 = world(name="every-hit", ebbinghaus=EbbinghausParams(rehearsal_min_words=0.0))
+    _, talk0 = _live_with_recalls(w0, query, question)
+    assert len(talk0) >= 2 and not any(w0.get(t.id).archived for t in talk0)
+    assert max(w0.get(t.id).access_count for t in talk0) >= 12
+
+
+def test_recall_rehearses_every_hit_without_value_aware_forgetting(world):
+    """``ebbinghaus_decay`` off: every hit is rehearsed (the frequencies are still saved
+    while TripleCopy decays)."""
+    w = world("ebbinghaus_decay")
+    _, talk = _live_with_recalls(w, "Thanks!", "When is the dentist in Clifton?", days=3)
+    assert w.kv(KV_INFORMATION)["n"] >= len(LONGER_FACTS) + len(SMALL_TALK)
+    assert max(w.get(t.id).access_count for t in talk) >= 3
+
+
+def test_recall_reads_the_frequencies_of_the_last_decay(world):
+    """The saved frequencies are decoded once per decay and replaced by the next one."""
+    from zenbrain.pipeline.recall_effects import saved_reference
+
+    w = world()
+    assert saved_reference(w.mem.engine, w.part) is None
+    for t in LONGER_FACTS[:3]:
+        w.store(t)
+    w.mem.decay(w.scope)
+    first = saved_reference(w.mem.engine, w.part)
+    assert first is not None and first.n == 3 and saved_reference(w.mem.engine, w.part) is first
+    w.store(LONGER_FACTS[3])
+    w.mem.decay(w.scope)  # same clock time, one memory more
+    assert saved_reference(w.mem.engine, w.part).n == 4

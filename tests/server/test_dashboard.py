@@ -68,7 +68,7 @@ def clock() -> SimulatedClock:
 @pytest.fixture(scope="module")
 def open_server(tmp_path_factory: pytest.TempPathFactory, clock: SimulatedClock) -> Iterator[tuple[LiveServer, Any]]:
     # Decay archives every faded memory (the paper's rule), so the lifecycle view has rows.
-    config = Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_share=0.0)})
+    config = Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_words=0.0)})
     mem = open_memory(tmp_path_factory.mktemp("ui") / "open.db", embedder="hashing:64", clock=clock, config=config)
     seed(mem, "default")
     server = LiveServer(create_app(mem))

@@ -48,9 +48,13 @@ class EbbinghausParams(Params):
     archive_threshold: float = bounded(0.1, 0.0, 1.0, "R at or below which an active memory is archived")
     growth_factor: float = bounded(1.3, 1.0, 10.0, "S multiplier on a successful review (paper table: 1.3x)")
     lapse_factor: float = bounded(0.5, 0.01, 1.0, "S multiplier on a failed review")
-    low_information_share: float = bounded(
-        0.5, 0.0, 10.0, "decay archives only memories below this share of the store's median information, once R "
-        "falls to review_threshold; 0 archives every memory at archive_threshold (the paper)")
+    low_information_words: float = bounded(
+        6.0, 0.0, 1000.0, "decay archives only memories that say less than this many words said once in the store "
+        "(mechanisms.information), once R falls to review_threshold; 0 archives every memory at archive_threshold "
+        "(the paper)")
+    rehearsal_min_words: float = bounded(
+        1.0, 0.0, 1000.0, "a recall rehearses a hit only when the words they share say at least this many words "
+        "said once; 0 rehearses every hit (the paper)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -1,7 +1,8 @@
 """What being recalled changes: the side effects that keep memory alive.
 
 After ``recall`` has ranked its hits (and unless it was asked not to touch them), one
-transaction writes: access counts and times; spaced recalls grow Ebbinghaus stability
+transaction writes, for each hit the recall rehearsed (``rehearsed``: the query and the
+hit share words that say something): access counts and times; spaced recalls grow Ebbinghaus stability
 and count as FSRS reviews graded by rank and similarity (with the vmPFC interval
 factor of the topic's drift since the memory's last review, and the HyperAgent's
 interval factor); TripleCopy reinforcement; the reconsolidation window; Hebbian
@@ -12,6 +13,8 @@ the queries.
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,7 +22,7 @@ import numpy as np
 
 from ..clock import HOUR
 from ..engine import Engine
-from ..mechanisms import ebbinghaus, fsrs_schedule, two_factor, vmpfc
+from ..mechanisms import ebbinghaus, fsrs_schedule, information, two_factor, vmpfc
 from ..model import Edge, Layer, MemoryItem, RecallHit, Scope
 from ..pma import (
     metacognition,
@@ -34,6 +37,8 @@ from ..state import (
     DUE_AT,
     FSRS,
     KV_HYPER,
+    KV_INFORMATION,
+    KV_INFORMATION_VERSION,
     KV_NEURO,
     KV_TOPIC,
     LABILE_UNTIL,
@@ -46,6 +51,7 @@ from ..state import (
     intentions_key,
 )
 from ..storage.base import Partition
+from ..text import token_set
 from . import monitor_log
 from .tuned import tuned_from
 
@@ -108,7 +114,11 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
     topic_text = encode_vec(topic)
     states: dict[str, MemoryState] = {}
     stability: list[float] = []
+    credited = rehearsed(engine, part, query, hits)
+    used = [h for h, ok in zip(hits, credited) if ok]
     for rank, h in enumerate(hits, start=1):
+        if not credited[rank - 1]:
+            continue
         st, s = state_after_use(engine, h.item, now, rank=rank, similarity=h.why.dense, topic=topic,
                                 topic_text=topic_text, interval_factor=interval_factor)
         states[h.item.id] = st
@@ -149,19 +159,67 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
                 info["intentions"] = [f.to_dict() for f in firings]
             kv[key] = [i.to_dict() for i in kept]
 
-    ids = [h.item.id for h in hits]
+    ids = [h.item.id for h in used]
     with engine.store.transaction(durable=False) as tx:
         if ids:  # one statement per memory: its access, stability and state
             tx.record_access(part, ids, now, states=states, stability=stability)
         if new_edges:
             tx.put_edges(part, new_edges)
         tx.kv_put(part, kv)
-    for h, s in zip(hits, stability):
+    for h, s in zip(used, stability):
         h.item.access_count += 1
         h.item.last_access = now
         h.item.stability = s
         h.item.state = states[h.item.id]
     return info
+
+
+def rehearsed(engine: Engine, part: Partition, query: str, hits: Sequence[RecallHit]) -> list[bool]:
+    """Which hits this recall rehearses. Retrieval practice strengthens what a recall
+    carried, priced in words said once (``mechanisms.information``) with the frequencies
+    the last decay saved: a hit is rehearsed when the query and it share at least
+    ``rehearsal_min_words``. "Thanks, so nice!" finding "Thanks so much, so nice of you!"
+    shares words every piece of small talk uses and is no practice of it, nor is a hit
+    found by meaning alone; so small talk fades on schedule instead of being kept fresh by
+    the agent's own look-ups. Every hit is rehearsed (the paper) when value-aware
+    forgetting is off (``ebbinghaus_decay`` off or ``rehearsal_min_words`` 0) and before
+    the first decay."""
+    ebb = engine.config.params.ebbinghaus_decay
+    if not hits or not engine.on("ebbinghaus_decay") or ebb.rehearsal_min_words <= 0:
+        return [True] * len(hits)
+    ref = saved_reference(engine, part)
+    if ref is None:
+        return [True] * len(hits)
+    q = token_set(query)
+    return [information.rehearses(ref, q, token_set(h.item.content), min_shared=ebb.rehearsal_min_words)
+            for h in hits]
+
+
+# The frequencies decay saved, decoded once per version: (store, version, reference) per
+# store and partition (a recall reads the small version key; the frequencies are ~60 kB).
+_REFERENCES: OrderedDict[tuple[int, Partition], tuple[weakref.ref[Any], Any, information.InformationReference]] = \
+    OrderedDict()
+_REFERENCES_KEPT = 64
+
+
+def saved_reference(engine: Engine, part: Partition) -> information.InformationReference | None:
+    """The word frequencies the last ``decay()`` saved for the partition (None before it)."""
+    version = engine.store.kv_get(part, KV_INFORMATION_VERSION)
+    if version is None:
+        return None
+    key = (id(engine.store), part)
+    hit = _REFERENCES.get(key)
+    if hit is not None and hit[0]() is engine.store and hit[1] == version:
+        _REFERENCES.move_to_end(key)
+        return hit[2]
+    raw = engine.store.kv_get(part, KV_INFORMATION)
+    if not raw:
+        return None
+    ref = information.InformationReference.from_dict(raw)
+    _REFERENCES[key] = (weakref.ref(engine.store), version, ref)
+    while len(_REFERENCES) > _REFERENCES_KEPT:
+        _REFERENCES.popitem(last=False)
+    return ref
 
 
 def state_after_use(engine: Engine, item: MemoryItem, now: float, *, rank: int, similarity: float,

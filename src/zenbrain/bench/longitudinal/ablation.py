@@ -196,7 +196,8 @@ def _workload(plan: Plan, workload: str, unit: str, convs: list[Any] | None = No
     conv = next(c for c in convs if c.sample_id == unit)
     if workload == "timeline":
         sessions, probes = locomo_workload(conv)
-        return sessions, probes + locomo_update_probes(conv), {}
+        _, _, classes = noise_workload(conv, [], per_day=0)  # evidence, low_value, other: no chatter
+        return sessions, probes + locomo_update_probes(conv), {"classes": classes}
     if workload == "noise":
         pool = noise_pool(convs)[unit]
         sessions, probes, classes = noise_workload(conv, pool, per_day=plan.noise_per_day, seed=plan.seed)
@@ -260,7 +261,7 @@ def _job(workload: str, row: str, unit: str, plan: dict[str, Any]) -> dict[str, 
             with seeded_ids(p.seed):
                 out = run_unit(system, sessions, probes, k=max(KS), uses=extra.get("uses", ()),
                                score=_score(workload), end_time=extra.get("end_time"),
-                               after_end=_states if workload == "noise" else None)
+                               after_end=_states if "classes" in extra else None)
         finally:
             system.close()
     finally:
@@ -274,8 +275,9 @@ def _job(workload: str, row: str, unit: str, plan: dict[str, Any]) -> dict[str, 
     compact["totals"] = {c: (life.get("totals") or {}).get(c, 0.0) for c in COUNTERS} if r.kind == "zenbrain" else {}
     compact["seconds"] = life.get("seconds")
     result: dict[str, Any] = {"records": records, "lifecycle": compact, "wall_seconds": time.perf_counter() - t0}
-    if workload == "noise" and "doc_states" in out:
+    if "doc_states" in out:
         result["shares"] = class_shares(out["doc_states"], extra["classes"])
+    if workload == "noise" and "doc_states" in out:
         trace = life.get("trace") or []
         result["active_trace"] = [[round(n["t"]), n["active"], n["archived_total"]] for n in trace[::7]]
     return result
@@ -369,7 +371,7 @@ def summarize(results: dict[Hashable, Any], plan: Plan, workloads: Sequence[str]
                         revs[k] = revs.get(k, 0) + int(v)
                 if revs:
                     entry["revisions"] = revs
-            if w == "noise":
+            if w in ("noise", "timeline"):
                 entry["shares"] = _merge_shares([results[(w, r.name, u)].get("shares") or {} for u in units
                                                  if (w, r.name, u) in results])
             if seconds is not None:

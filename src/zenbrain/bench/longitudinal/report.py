@@ -224,7 +224,7 @@ def mechanisms_markdown(summary: dict[str, Any], *, title: str = "Mechanisms thr
                 did += f", monitor hit rate {e['monitor_hit_rate']:.2f}"
             if e.get("revisions"):
                 did += ", revisions " + ", ".join(f"{k} {v}" for k, v in e["revisions"].items())
-            if w == "noise" and e.get("shares"):
+            if e.get("shares"):
                 sh = e["shares"]
                 did = "archived: " + ", ".join(f"{c} {_f((sh.get(c) or {}).get('share'), 2)}"
                                                for c in ("noise", "low_value", "evidence", "other") if c in sh) + \

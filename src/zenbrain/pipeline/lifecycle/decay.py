@@ -6,7 +6,8 @@ and agent; working and short-term memory belong to sessions and are left to
 
 1. ``retrievability``: R of every memory with ``dynamics.retrievability`` (Ebbinghaus
    and TripleCopy combined, one vectorised pass).
-2. ``stc_rescue``: memories whose R fell below the tag threshold and that have a
+2. ``stc_rescue``: memories whose R fell below the tag threshold (with value-aware
+   forgetting: and that do not say little; small talk sets no tag) and that have a
    strongly consolidated partner (R >= donor threshold; related by an edge or by vector
    similarity) accessed within the STC window of their own last access are rescued by
    ``pma.stc.find_rescues``. The rescue lifts the memory to the rescued level now and
@@ -16,12 +17,14 @@ and agent; working and short-term memory belong to sessions and are left to
    (so a multiplier of 0.5 keeps half of the rescue for good). Its strength gains the
    boost. Each memory is rescued at most once per tag (per last access).
 3. ``archive`` / ``restore`` / ``review``: ``ebbinghaus.status`` on the (post-rescue) R.
-   Forgetting is value-aware (``EbbinghausParams.low_information_share``, default 0.5): a
-   memory that says less than half of what the partition's median memory says
-   (``mechanisms.information``: summed idf of its words) is archived once it needs review;
-   any other memory is never archived by decay, recall's bounded retrievability prior
-   only down-weights it (share 0: every memory archived at ``archive_threshold``, the
-   paper). ARCHIVE archives (recoverable, logged "archived"); RESTORE brings back a memory
+   Forgetting is value-aware (``EbbinghausParams.low_information_words``, default 6): a
+   memory that says less than six words said once in the partition
+   (``mechanisms.information``: summed idf of its words in units of a once-said word's
+   idf) is archived once it needs review; any other memory is never archived by decay,
+   recall's bounded retrievability prior only down-weights it (0: every memory archived
+   at ``archive_threshold``, the paper). The document frequencies are saved in kv
+   ``information`` for recall, which rehearses only the hits a recall carried
+   (``pipeline.recall_effects``). ARCHIVE archives (recoverable, logged "archived"); RESTORE brings back a memory
    that *decay* archived (one archived by the IB budget or by hand stays archived);
    memories in the review band are reported.
 
@@ -43,6 +46,8 @@ from ...pma import stc, triple_copy
 from ...state import (
     ARCHIVED_BY,
     COPIES,
+    KV_INFORMATION,
+    KV_INFORMATION_VERSION,
     RELATION_CONTRADICTS,
     RESCUED,
     RESCUED_AT,
@@ -87,12 +92,16 @@ def decay_stages(
     }
 
     ebb = engine.config.params.ebbinghaus_decay
+    low_value, reference = _low_value(items, ebb)
     with engine.store.transaction() as tx:
         if engine.on("stc_rescue"):
-            stages["stc_rescue"] = _rescue(engine, tx, snap, items, r, archived, core, now, limits)
+            stages["stc_rescue"] = _rescue(engine, tx, snap, items, r, archived, core, now, limits,
+                                           untagged=low_value)
         else:
             stages["stc_rescue"] = skipped()
-        low_value = _low_value(items, ebb)
+        if reference is not None:  # recall prices its rehearsals with the same frequencies
+            tx.kv_put(part, {KV_INFORMATION: reference.to_dict(),
+                             KV_INFORMATION_VERSION: [now, reference.n, sum(reference.df.values())]})
         status = np.asarray(
             ebbinghaus.status(retrievability=r, archived=archived, core=core, low_value=low_value, params=ebb),
             dtype=np.int8,
@@ -141,13 +150,17 @@ def decay_stages(
     return stages
 
 
-def _low_value(items: list[MemoryItem], params: ebbinghaus.EbbinghausParams) -> np.ndarray | None:
-    """Which memories say little: information below ``low_information_share`` of the
-    store's median (``mechanisms.information``); None when forgetting is not value-aware."""
-    if params.low_information_share <= 0:
-        return None
-    rel = information.relative_information([token_set(i.content) for i in items])
-    return rel < params.low_information_share
+def _low_value(
+    items: list[MemoryItem], params: ebbinghaus.EbbinghausParams
+) -> tuple[np.ndarray | None, information.InformationReference | None]:
+    """Which memories say little: fewer than ``low_information_words`` words said once in
+    the partition (``mechanisms.information``), and the document frequencies that measured
+    it; (None, None) when forgetting is not value-aware."""
+    if params.low_information_words <= 0:
+        return None, None
+    sets = [token_set(i.content) for i in items]
+    reference = information.InformationReference.of(sets)
+    return information.information_words(sets, reference) < params.low_information_words, reference
 
 
 def _rescue(
@@ -160,8 +173,12 @@ def _rescue(
     core: np.ndarray,
     now: float,
     limits: LifecycleLimits,
+    untagged: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Find and apply STC rescues; updates ``items`` and ``r`` in place for the later stages."""
+    """Find and apply STC rescues; updates ``items`` and ``r`` in place for the later stages.
+    ``untagged``: memories that set no tag (value-aware forgetting: what says little
+    captures no plasticity from its neighbours, so small talk is not rescued by the turns
+    around it)."""
     params = engine.config.params.stc_rescue
     part = snap.part
     n = len(items)
@@ -169,7 +186,8 @@ def _rescue(
     rescued_at = np.fromiter((float(i.state.get(RESCUED_AT, math.nan)) for i in items), dtype=float, count=n)
     fresh = np.isnan(rescued_at) | (rescued_at < last)
     eligible = ~archived
-    tagged = np.flatnonzero(eligible & ~core & (r < params.tag_threshold) & fresh)
+    can_tag = eligible & ~core & fresh if untagged is None else eligible & ~core & fresh & ~untagged
+    tagged = np.flatnonzero(can_tag & (r < params.tag_threshold))
     donors = np.flatnonzero(eligible & (r >= params.donor_threshold))
     donors = donors[~np.isin(donors, tagged)]
     report: dict[str, Any] = {"tagged": int(tagged.size), "donors": int(donors.size), "rescued": 0, "rescues": {}}
