@@ -80,8 +80,11 @@ def test_episodes_and_sessions_use_the_clock(mem, clock):
 
 
 def test_decay_after_sixty_simulated_days_archives_and_restore_brings_back(make_mem, clock):
-    # Every faded memory is archived (the paper's rule; by default only those that say little).
-    mem = make_mem(Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_words=0.0)}))
+    # The paper's rules: every faded memory is archived (by default only those that say
+    # little) and archived memories are recalled only when asked for (by default also by a
+    # query sharing their specific words).
+    mem = make_mem(Config(params={"ebbinghaus_decay": EbbinghausParams(low_information_words=0.0,
+                                                                         archive_cue_words=0.0)}))
     fact = mem.store("the boiler was serviced by Tom", S)
     core = mem.store("My name is Zed Quorum", S)
     note = mem.store("scratch", Scope("alice", "a1", "s1"), kind="note")

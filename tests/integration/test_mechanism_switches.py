@@ -685,7 +685,9 @@ def test_bayesian_confidence_near_duplicate_fact_supports_and_raises_confidence(
 
     assert on["cos"] >= 0.9
     assert on["supports"] == [(on["new"].id, on["old"].id)]
-    assert on["new"].conf_alpha == pytest.approx(1.0 + on["cos"], rel=1e-5)
+    # The store computed the cosine from the new vector in float32; the test reads both back
+    # from storage, in float16 (about three significant digits).
+    assert on["new"].conf_alpha == pytest.approx(1.0 + on["cos"], rel=1e-3)
     assert on["new"].conf_beta == 1.0
     assert on["new"].confidence > 0.6
 

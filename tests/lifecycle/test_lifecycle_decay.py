@@ -43,8 +43,11 @@ def test_sixty_days_archive_neutral_memories_but_never_core(world, off):
         assert item.archived and item.state[ARCHIVED_BY] == "decay"
         assert [e.action for e in w.mem.history(f.id, w.scope)][-1] == "archived"
         assert rep.stages["archive"]["retrievability"][f.id] <= 0.1
-    # archived memories are out of recall, and still recoverable
-    assert all(h.id not in archived for h in w.mem.recall("library train granite", w.scope, touch=False))
+    # archived memories are out of ordinary recall (a query without their specific words:
+    # the cue that brings one back is tested below), and still recoverable
+    assert all(h.id not in archived for h in w.mem.recall("anything new?", w.scope, touch=False))
+    found = w.mem.recall("anything new?", w.scope, touch=False, include_archived=True)
+    assert archived & {h.id for h in found}
     json.dumps(rep.as_dict())  # the report is plain JSON
 
 
@@ -275,3 +278,36 @@ def test_recall_reads_the_frequencies_of_the_last_decay(world):
     w.store(LONGER_FACTS[3])
     w.mem.decay(w.scope)  # same clock time, one memory more
     assert saved_reference(w.mem.engine, w.part).n == 4
+
+
+def _archive_all(w):
+    """Sixty days without use under the paper's archive rule: everything is archived."""
+    mems = [w.store(t) for t in NEUTRAL[:2] + MORE_FACTS + SMALL_TALK]
+    w.clock.advance(days=60)
+    w.mem.decay(w.scope)
+    assert all(w.get(m.id).archived for m in mems)
+    return mems
+
+
+def test_a_specific_cue_recalls_an_archived_memory_and_its_use_restores_it(world):
+    """Cue-dependent forgetting: ordinary recall no longer finds archived memories, but a
+    query sharing a memory's specific words (at least one word said once) does; small talk
+    finding small talk is no such cue. The use that follows lets the next decay restore it."""
+    w = world(ebbinghaus=EbbinghausParams(low_information_words=0.0))
+    mems = _archive_all(w)
+    oregon = mems[2]
+    hits = w.mem.recall("Who painted a lake in Oregon?", w.scope, k=3)
+    assert [h.item.id for h in hits][:1] == [oregon.id]
+    assert not w.mem.recall("Thanks!", w.scope, k=3)  # shares only what small talk says
+    w.clock.advance(days=1)
+    rep = w.mem.decay(w.scope)
+    assert oregon.id in rep.stages["restore"]["ids"] and not w.get(oregon.id).archived
+
+
+def test_without_the_cue_archived_memories_stay_out_of_recall(world):
+    """``archive_cue_words`` 0 (the paper): archived memories come back only when asked for."""
+    w = world(ebbinghaus=EbbinghausParams(low_information_words=0.0, archive_cue_words=0.0))
+    mems = _archive_all(w)
+    assert not w.mem.recall("Who painted a lake in Oregon?", w.scope, k=3)
+    hits = w.mem.recall("Who painted a lake in Oregon?", w.scope, k=3, include_archived=True)
+    assert hits[0].item.id == mems[2].id

@@ -55,6 +55,10 @@ class EbbinghausParams(Params):
     rehearsal_min_words: float = bounded(
         1.0, 0.0, 1000.0, "a recall rehearses a hit only when the words they share say at least this many words "
         "said once; 0 rehearses every hit (the paper)")
+    archive_cue_words: float = bounded(
+        1.0, 0.0, 1000.0, "recall reaches an archived memory when the query shares at least this many words said "
+        "once with it (a specific cue brings a forgotten memory back); 0: archived memories are recalled only when "
+        "asked for (the paper)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -16,7 +16,7 @@ read-only) let being recalled change the memories.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 from ..clock import DAY
 from ..engine import Engine
 from ..errors import ValidationError
+from ..mechanisms import information
 from ..model import Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
 from ..results import RecallResult
 from ..retrieval import fusion
@@ -37,7 +38,7 @@ from ..text import jaccard, token_set
 from ..validation import check_content, check_k, check_number
 from . import ranking, turns
 from .access import partition_of, read_filter
-from .recall_effects import after_recall, records_read
+from .recall_effects import after_recall, records_read, saved_reference
 from .tuned import tuned_from
 
 
@@ -90,6 +91,22 @@ def _in_window(item: MemoryItem, window: TimeWindow) -> bool:
     return any(window.overlaps(TimeWindow(a, b)) for a, b in item.state.get(MENTIONED, ()))
 
 
+def archive_cue(engine: Engine, part: Partition, query: str) -> Callable[[MemoryItem], bool] | None:
+    """Cue-dependent forgetting: an archived memory is out of reach of ordinary recall, but a
+    query that shares its specific words (``archive_cue_words`` words said once, priced with
+    the frequencies the last decay saved) brings it back, and the use that follows lets
+    decay restore it. None when no cue can reach the archive (``ebbinghaus_decay`` off, the
+    parameter 0, or no decay yet)."""
+    words = engine.config.params.ebbinghaus_decay.archive_cue_words
+    if words <= 0 or not engine.on("ebbinghaus_decay"):
+        return None
+    ref = saved_reference(engine, part)
+    if ref is None:
+        return None
+    q = token_set(query)
+    return lambda m: information.rehearses(ref, q, token_set(m.content), min_shared=words)
+
+
 def recall(
     engine: Engine,
     scope: Scope,
@@ -119,8 +136,9 @@ def recall(
         as_of = check_number("as_of", as_of)
         before = as_of if before is None else min(before, as_of)
     only_current = as_of is None and not include_superseded
-    flt = read_filter(engine, scope, layers=layer_set, include_archived=include_archived, event_after=after,
-                      event_before=before, current_at=as_of)
+    cue = None if include_archived else archive_cue(engine, part, query)
+    flt = read_filter(engine, scope, layers=layer_set, include_archived=include_archived or cue is not None,
+                      event_after=after, event_before=before, current_at=as_of)
     qvec = engine.embed_query(query)
     rp = engine.config.recall
     recipe = turns.recipe(engine)
@@ -152,6 +170,8 @@ def recall(
     if recipe.neighbour_weight > 0:
         for m in _neighbours(engine, part, items, flt, recipe.neighbour_radius):
             items[m.id] = m
+    if cue is not None:  # archived memories the query does not cue stay forgotten
+        items = {i: m for i, m in items.items() if not m.archived or cue(m)}
     cand_ids = [c for c in cand_ids if c in items] + [m for m in items if m not in dense and m not in lexical
                                                       and m not in cand_ids]
     missing = [c for c in cand_ids if c not in dense]  # their dense similarity, from the index

@@ -155,11 +155,15 @@ def _low_value(
 ) -> tuple[np.ndarray | None, information.InformationReference | None]:
     """Which memories say little: fewer than ``low_information_words`` words said once in
     the partition (``mechanisms.information``), and the document frequencies that measured
-    it; (None, None) when forgetting is not value-aware."""
-    if params.low_information_words <= 0:
+    it, which recall also prices rehearsals and cues of archived memories with. None for
+    either when nothing uses it."""
+    need_reference = max(params.low_information_words, params.rehearsal_min_words, params.archive_cue_words) > 0
+    if not need_reference:
         return None, None
     sets = [token_set(i.content) for i in items]
     reference = information.InformationReference.of(sets)
+    if params.low_information_words <= 0:
+        return None, reference
     return information.information_words(sets, reference) < params.low_information_words, reference
 
 
