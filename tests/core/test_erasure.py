@@ -14,6 +14,7 @@ from core_helpers import (
 from zenbrain import Layer, NotFoundError, Scope
 from zenbrain.config import Config
 from zenbrain.model import Edge
+from zenbrain.state import KV_INFORMATION
 from zenbrain.storage.base import Filter
 from zenbrain.text import content_hash
 
@@ -81,6 +82,37 @@ def test_forget_leaves_nothing_readable(mem, make_mem, scope, db_path, clock):
     assert (others[0].id, others[1].id, "related") in edges_after
     with pytest.raises(NotFoundError):
         mem.forget(secret.id, scope)
+
+
+def test_forget_takes_the_words_out_of_the_frequencies_decay_saved(mem, scope, db_path, clock):
+    """Decay saves the store's word frequencies (value-aware forgetting, rehearsal, the
+    archive cue): an erased memory's words leave them too, and the others' counts stay."""
+    others = _fill(mem, scope)
+    secret = mem.store(SECRET, scope, kind="episode")
+    clock.advance(hours=1)
+    mem.decay(scope)
+    part = (scope.user_id, scope.agent_id)
+    before = mem.storage.kv_get(part, KV_INFORMATION)
+    assert before["df"][MARKER] == 1 and before["n"] == len(others) + 1
+
+    mem.forget(secret.id, scope)
+
+    after = mem.storage.kv_get(part, KV_INFORMATION)
+    assert MARKER not in after["df"] and after["n"] == len(others)
+    assert after["df"]["weather"] == before["df"]["weather"] == len(others)
+    _assert_unreadable(mem, scope, secret, db_path)
+
+
+def test_forget_of_an_edited_memory_drops_the_saved_frequencies(mem, scope, clock):
+    """The frequencies may hold words an edited memory no longer says: they go entirely."""
+    _fill(mem, scope, n=4)
+    secret = mem.store(SECRET, scope, kind="episode")
+    clock.advance(hours=1)
+    mem.decay(scope)
+    mem.update(secret.id, scope, content="my locker code changed")
+    mem.forget(secret.id, scope)
+    assert not mem.storage.kv_get((scope.user_id, scope.agent_id), KV_INFORMATION)
+    assert tables_containing(mem.storage, MARKER) == {}
 
 
 def test_forget_keeps_a_vector_that_another_memory_shares(mem, scope):

@@ -76,6 +76,19 @@ class InformationReference:
         df = raw.get("df")
         return cls(int(raw.get("n", 0)), df if isinstance(df, Mapping) else {})
 
+    def without(self, token_sets: Sequence[Iterable[str]]) -> InformationReference:
+        """The frequencies with these memories' words taken out (an erased memory's words
+        must not outlive it, not even as a count)."""
+        df = dict(self.df)
+        for s in token_sets:
+            for w in frozenset(s):
+                left = df.get(w, 0) - 1
+                if left > 0:
+                    df[w] = left
+                else:
+                    df.pop(w, None)
+        return InformationReference(max(0, self.n - len(token_sets)), df)
+
     def shared_words(self, a: Iterable[str], b: Iterable[str]) -> float:
         """What two texts' common words say, in words said once: how much a recall with
         words ``a`` carried to a memory with words ``b``."""

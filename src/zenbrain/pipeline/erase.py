@@ -18,14 +18,23 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from ..engine import Engine
 from ..errors import ErasurePendingError
-from ..model import Scope
-from ..state import CONSOLIDATED_INTO, KV_DEBATES, RELATION_EVIDENCE_OF
+from ..mechanisms import information
+from ..model import MemoryItem, Scope
+from ..state import (
+    CONSOLIDATED_INTO,
+    KV_DEBATES,
+    KV_INFORMATION,
+    KV_INFORMATION_VERSION,
+    RELATION_EVIDENCE_OF,
+)
 from ..storage.base import Filter, Partition, Transaction
+from ..text import token_set
 from . import turns
 from .access import get_own, partition_of
 
@@ -98,7 +107,8 @@ def forget(engine: Engine, scope: Scope, memory_id: str) -> ErasureReceipt:
     kept = [d for d in debates if not isinstance(d, dict) or not erased & _named(d)]
     counts = dict.fromkeys(_COUNTS, 0)
     # The turns after an erased one were indexed with its words: re-indexed without them.
-    successors = turns.successor_updates(engine, part, engine.store.get(part, sorted(erased)), erased)
+    erased_items = engine.store.get(part, sorted(erased))
+    successors = turns.successor_updates(engine, part, erased_items, erased)
     fresh = turns.embed(engine, successors).fresh if successors else {}
     with engine.store.transaction() as tx:
         for mid in (item.id, *derived):
@@ -111,7 +121,29 @@ def forget(engine: Engine, scope: Scope, memory_id: str) -> ErasureReceipt:
             tx.put_memories(successors)
         if len(kept) != len(debates):
             tx.kv_put(part, {KV_DEBATES: kept})
+        frequencies = _frequencies_without(engine, part, erased_items)
+        if frequencies:
+            tx.kv_put(part, frequencies)
     return _finish(tx, _receipt((item.id,), tuple(derived), counts, len(debates) - len(kept)))
+
+
+def _frequencies_without(engine: Engine, part: Partition, items: list[MemoryItem]) -> dict[str, Any]:
+    """The word frequencies decay saved (``mechanisms.information``), with the words of the
+    erased memories that were counted in them taken out; {} when there are none."""
+    raw = engine.store.kv_get(part, KV_INFORMATION)
+    version = engine.store.kv_get(part, KV_INFORMATION_VERSION)
+    if not raw or not version:
+        return {}
+    counted_items = [i for i in items if i.created_at <= float(version[0])]
+    if not counted_items:
+        return {}
+    if any(i.version > 1 for i in counted_items):
+        # An edited memory may have been counted with words it no longer holds: the
+        # frequencies go (recall then rehearses every hit until the next decay saves new ones).
+        return {KV_INFORMATION: None, KV_INFORMATION_VERSION: None}
+    counted = [token_set(i.content) for i in counted_items]
+    ref = information.InformationReference.from_dict(raw).without(counted)
+    return {KV_INFORMATION: ref.to_dict(), KV_INFORMATION_VERSION: [version[0], ref.n, sum(ref.df.values())]}
 
 
 def forget_scope(engine: Engine, scope: Scope) -> ErasureReceipt:
