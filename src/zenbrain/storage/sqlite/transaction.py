@@ -56,6 +56,16 @@ def guarded(doing: str) -> Callable[[Callable[Concatenate[SQLiteTransaction, P],
     return wrap
 
 
+
+def _column_rows(ids: Sequence[str], columns: Mapping[str, Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """The values of bulk-updatable ``columns`` to write, one tuple per id (in the order of ``ids``)."""
+    bad = set(columns) - UPDATABLE
+    if bad:
+        raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
+    n = len(ids)
+    cols = [column_values(columns[c], n, archived=c == "archived") for c in columns]
+    return [tuple(vals) for vals in zip(*cols)] if cols else [()] * n
+
 class SQLiteTransaction:
     def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str], fail: Failure,
                  part_numbers: dict[Partition, int]) -> None:
@@ -133,15 +143,10 @@ class SQLiteTransaction:
     def update_columns(self, partition: Partition, ids: Sequence[str], **columns: Sequence[Any]) -> None:
         if not ids:
             return
-        bad = set(columns) - UPDATABLE
-        if bad:
-            raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
         names = list(columns)
-        n = len(ids)
-        cols = [column_values(columns[c], n, archived=c == "archived") for c in names]
         sets = ",".join(f"{c}=?" for c in names)
         self._db.executemany(f"UPDATE memories SET {sets} WHERE id=? AND user_id=? AND agent_id=?",
-                             [(*vals, mid, *partition) for *vals, mid in zip(*cols, ids)])
+                             [(*vals, mid, *partition) for vals, mid in zip(_column_rows(ids, columns), ids)])
         if INDEXED.intersection(names):
             self._changed(partition, ids)
 
@@ -157,14 +162,8 @@ class SQLiteTransaction:
                       states: Mapping[str, Mapping[str, Any]] | None = None, **columns: Sequence[Any]) -> None:
         if not ids:
             return
-        bad = set(columns) - UPDATABLE
-        if bad:
-            raise StorageError(f"columns not updatable in bulk: {sorted(bad)}")
-        names = list(columns)
-        n = len(ids)
-        cols = [column_values(columns[c], n, archived=c == "archived") for c in names]
-        sets = "".join(f", {c}=?" for c in names)
-        extra: list[tuple[Any, ...]] = [tuple(vals) for vals in zip(*cols)] if names else [()] * n
+        sets = "".join(f", {c}=?" for c in columns)
+        extra = _column_rows(ids, columns)
         if states is not None:
             missing = [mid for mid in ids if mid not in states]
             if missing:
@@ -174,7 +173,7 @@ class SQLiteTransaction:
         self._db.executemany(
             f"UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?){sets} "
             "WHERE id=? AND user_id=? AND agent_id=?", [(now, *vals, mid, *partition) for vals, mid in zip(extra, ids)])
-        if INDEXED.intersection(names):
+        if INDEXED.intersection(columns):
             self._changed(partition, ids)
 
     @guarded("erasing a memory")
