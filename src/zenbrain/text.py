@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 _CAP = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
@@ -13,6 +15,13 @@ _SENTENCE_START_COMMON = frozenset(
     "Nice Really Sounds Today Yesterday Tomorrow Last Next Did Do Does Is Are Was Were Have Has Had Can Could "
     "Would Should Will Let Lets Maybe Absolutely Definitely Awesome Cool Okay Ok Haha Congrats Congratulations".split()
 )
+
+
+_LOWER_WORD = re.compile(r"\b[a-z][a-z'\-]*")
+# A capitalised word after another word of the same sentence (not after ". ", "! ", "? ", ": "
+# or the start of the text).
+_CAPITALISED_INSIDE = re.compile(r"(?<=[A-Za-z0-9,;'\)]\s)([A-Z][a-z]+)\b")
+_DIGIT = re.compile(r"\d")
 
 
 def content_hash(text: str) -> str:
@@ -43,3 +52,35 @@ def entities(text: str) -> list[str]:
             continue
         out[" ".join(parts).lower()] = None
     return list(out)
+
+
+@dataclass(frozen=True)
+class NameVocabulary:
+    """How a collection of texts writes its words: which it writes in lower case somewhere,
+    and which it capitalises inside a sentence (where English capitalises names)."""
+
+    lower_case: frozenset[str]
+    capitalised_inside: frozenset[str]
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> NameVocabulary:
+        lower: set[str] = set()
+        inside: set[str] = set()
+        for t in texts:
+            lower.update(_LOWER_WORD.findall(t))
+            inside.update(m.group(1).lower() for m in _CAPITALISED_INSIDE.finditer(t))
+        return cls(frozenset(lower), frozenset(inside))
+
+    def is_name(self, word: str) -> bool:
+        """A lower-cased word the texts capitalise inside a sentence and never write in lower case."""
+        return word in self.capitalised_inside and word not in self.lower_case
+
+
+def names_something(text: str, vocabulary: NameVocabulary, *, known: Collection[str] = ()) -> bool:
+    """Whether ``text`` names someone or something, or gives a number: it holds a digit, or a
+    word that ``vocabulary`` knows as a name and that is not in ``known`` (for example the
+    speakers of a conversation). A sentence-initial "Wow" or "Aww" is never capitalised
+    inside a sentence and names nothing; "Lisbon" or "Priya" is a name."""
+    if _DIGIT.search(text):
+        return True
+    return any(w not in known and vocabulary.is_name(w) for w in words(text))

@@ -13,6 +13,7 @@ from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
 from zenbrain.model import Edge, Layer
 from zenbrain.pma import triple_copy
 from zenbrain.state import ARCHIVED_BY, KV_INFORMATION, RESCUED_AT
+from zenbrain.text import NameVocabulary, names_something
 
 NEUTRAL = [
     "The library on Elm Street opens at nine",
@@ -209,6 +210,46 @@ def test_value_aware_forgetting_archives_small_talk_and_keeps_what_the_store_kno
     _, facts_p, talk_p, rep_p = run(False)
     assert set(rep_p.stages["archive"]["ids"]) == {m.id for m in facts_p + talk_p}
 
+
+
+UPDATE_NOTES = ["Priya moved to Lisbon", "Kenji joined Acme", "Amara drives a Volvo", "Lucas lives at No. 12"]
+ABOUT_THE_SAME_PEOPLE = ["Priya had a long walk", "Kenji had a long walk", "Amara had a long lunch",
+                         "Lucas had a long lunch", "Priya had lunch with Kenji", "Amara had a walk with Lucas"]
+
+
+def test_value_aware_forgetting_spares_short_statements_that_name_something(world):
+    """A short note naming a place, a firm or a number says few words said once in a store
+    that mentions the same people every day, yet it is a fact: ``spare_named`` keeps it from
+    being archived, while small talk (its sentence-initial words written in lower case
+    elsewhere) is still archived. Without it the notes go with the small talk."""
+
+    def run(spare):
+        w = world(name=f"spare-{spare}", ebbinghaus=EbbinghausParams(spare_named=spare))
+        notes = [w.store(t) for t in UPDATE_NOTES]
+        for t in ABOUT_THE_SAME_PEOPLE:
+            w.store(t)
+            w.store(t + " again")
+        talk = [w.store(t) for t in SMALL_TALK]
+        w.clock.advance(days=60)
+        archived = set(w.mem.decay(w.scope).stages["archive"]["ids"])
+        return notes, talk, archived
+
+    notes, talk, archived = run(True)
+    assert {t.id for t in talk} <= archived
+    assert not archived & {n.id for n in notes}
+    notes, talk, archived = run(False)
+    assert {t.id for t in talk} | {n.id for n in notes} <= archived
+
+
+def test_names_something_tells_names_from_sentence_initial_words():
+    texts = ["wow, that is great", "Bye for now, see you soon", "Melanie: Wow, thanks Caroline!",
+             "Priya moved to Lisbon", "I had lunch with Priya. Aww, thanks!"]
+    vocabulary = NameVocabulary.of(texts)
+    known = {"caroline", "melanie"}
+    assert names_something("Priya moved to Lisbon", vocabulary, known=known)
+    assert names_something("I ran 5 miles", vocabulary, known=known)
+    assert not names_something("Melanie: Wow, thanks Caroline!", vocabulary, known=known)
+    assert not names_something("Aww! Bye, see you", vocabulary, known=known)
 
 
 LONGER_FACTS = NEUTRAL[:2] + MORE_FACTS[:2] + [

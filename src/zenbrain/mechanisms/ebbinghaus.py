@@ -18,7 +18,7 @@ simulated day is one call.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,8 +60,14 @@ class EbbinghausParams(Params):
         "once with it (a specific cue brings a forgotten memory back); 0: archived memories are recalled only when "
         "asked for (the paper)")
 
+    spare_named: bool = field(default=True, metadata={
+        "doc": "value-aware forgetting never archives a memory that names someone or something beyond the "
+               "partition's speakers or gives a number (text.names_something), however few words it says"})
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not isinstance(self.spare_named, bool):
+            raise ConfigError(f"EbbinghausParams.spare_named must be True or False, got {self.spare_named!r}")
         if self.min_stability > self.max_stability:
             raise ConfigError("EbbinghausParams.min_stability must not exceed max_stability")
         if not self.min_stability <= self.default_stability <= self.max_stability:

@@ -20,7 +20,10 @@ and agent; working and short-term memory belong to sessions and are left to
    Forgetting is value-aware (``EbbinghausParams.low_information_words``, default 6): a
    memory that says less than six words said once in the partition
    (``mechanisms.information``: summed idf of its words in units of a once-said word's
-   idf) is archived once it needs review; any other memory is never archived by decay,
+   idf) and names nobody and nothing beyond the partition's speakers (``spare_named``:
+   no number, no word the partition capitalises inside sentences and never writes in lower
+   case) is archived
+   once it needs review; any other memory is never archived by decay,
    recall's bounded retrievability prior only down-weights it (0: every memory archived
    at ``archive_threshold``, the paper). The document frequencies are saved in kv
    ``information`` for recall, which rehearses only the hits a recall carried
@@ -53,7 +56,7 @@ from ...state import (
     RESCUED_AT,
     SIGNIFICANCE,
 )
-from ...text import token_set
+from ...text import NameVocabulary, names_something, token_set, words
 from ..access import get_own, partition_of
 from ..retrievability import copy_state, retrievability
 from .common import Snapshot, col, num, skipped, vectors
@@ -164,7 +167,17 @@ def _low_value(
     reference = information.InformationReference.of(sets)
     if params.low_information_words <= 0:
         return None, reference
-    return information.information_words(sets, reference) < params.low_information_words, reference
+    low = information.information_words(sets, reference) < params.low_information_words
+    if params.spare_named and low.any():
+        # A short statement that names a person, place or number ("Priya moved to Lisbon") is
+        # a fact, not small talk: names are what the words-said-once measure cannot see in a
+        # partition that mentions the same people every day.
+        vocabulary = NameVocabulary.of(i.content for i in items)
+        known = {w for i in items if i.speaker for w in words(i.speaker)}
+        for j in np.flatnonzero(low):
+            if names_something(items[j].content, vocabulary, known=known):
+                low[j] = False
+    return low, reference
 
 
 def _rescue(
