@@ -29,6 +29,10 @@ they do not depend on the scale or sign of the fusion):
   spread of the fused scores; the other speaker's turns stay in the ranking.
 * time preference: turns whose time (when said, or a time they mention) meets the window
   the query names gain ``time_bonus`` x the spread.
+
+:func:`spread_exchanges` re-ranks final scores for a question whose answer gathers several
+turns: neighbour expansion lifts a strong turn's neighbours with it, so one exchange can
+fill the top places; each turn next to one already placed counts ``1 - penalty`` as much.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ __all__ = [
     "normalize",
     "rank_pool",
     "rrf_scores",
+    "spread_exchanges",
 ]
 
 NORMALIZATIONS = ("max", "ratio", "minmax", "dbsf", "zscore", "rrf")
@@ -264,6 +269,35 @@ def boost(scores: np.ndarray, where: np.ndarray, bonus: float) -> np.ndarray:
     spread = float(t.max() - t.min())
     return t + bonus * (spread if spread > 0 else 1.0) * mask
 
+
+def spread_exchanges(scores: np.ndarray, sessions: Sequence[Any], positions: Sequence[int], penalty: float,
+                     radius: int = 1, places: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A greedy re-ranking that spreads the top places over exchanges: take the best
+    candidate, multiply the score of every candidate within ``radius`` turns of it in its
+    session by ``1 - penalty``, take the best again, for ``places`` places (all when None);
+    the rest follow by their lowered scores. ``scores`` best first or not; ties go to the
+    earlier candidate. A candidate without a session or position (-1) has no neighbours.
+    Returns (candidate indices in the new order, the lowered scores in candidate order)."""
+    s = _f64(scores).copy()
+    n = s.size
+    if n == 0 or penalty <= 0:
+        return _order(s), s
+    pos = np.asarray(positions, dtype=np.int64).reshape(-1)
+    codes = {key: i for i, key in enumerate(dict.fromkeys(sessions))}
+    sess = np.array([codes[x] if x is not None else -1 for x in sessions], dtype=np.int64)
+    placed = np.zeros(n, dtype=bool)
+    order: list[int] = []
+    keep = 1.0 - penalty
+    for _ in range(n if places is None else min(places, n)):
+        i = int(np.argmax(np.where(placed, -np.inf, s)))
+        placed[i] = True
+        order.append(i)
+        if sess[i] >= 0 and pos[i] >= 0:
+            near = ~placed & (sess == sess[i]) & (pos >= 0) & (np.abs(pos - pos[i]) <= radius)
+            s[near] *= keep
+    rest = np.flatnonzero(~placed)
+    order.extend(rest[np.argsort(-s[rest], kind="stable")].tolist())
+    return np.asarray(order, dtype=np.int64), s
 
 
 def rank_pool(
