@@ -101,6 +101,23 @@ def test_time_windows_and_directions_are_parsed():
     assert classify("anything during 2022?").window.start == ts(2022, 1, 1)
     assert classify("the last concert").direction == "recent"
     assert classify("my first car").direction == "early"
+
+
+@pytest.mark.parametrize("query", [
+    "How many times has Melanie gone to the beach?", "What do Jon and Gina both have in common?",
+    "What has Melanie painted?", "Where have they camped?", "Which books did Tim read?",
+    "Would Caroline pursue writing as a career?", "What job might Maria pursue?", "Is he likely to move?",
+])
+def test_a_query_whose_answer_gathers_several_memories_is_broad(query):
+    assert classify(query).broad
+
+
+@pytest.mark.parametrize("query", [
+    "What did Melanie paint with her kids?", "When did Caroline go to the support group?",
+    "Where did Joanna go for a road trip?", "What is Caroline's identity?", "Who is Caroline a fan of?",
+])
+def test_a_query_one_memory_answers_is_not_broad(query):
+    assert not classify(query).broad
     assert classify("a car").window is None and classify("a car").direction is None
 
 

@@ -93,3 +93,41 @@ def test_an_erased_turns_words_leave_every_table_and_file(mem):
     mem.forget(a.id, S1)
     assert tables_containing(mem.storage, "quetzalcoatl") == {}
     assert files_containing(mem.storage.path, "quetzalcoatl") == {}
+
+
+def _painting_chat(tmp_path, diversity: float | None):
+    from dataclasses import replace
+
+    cfg = Config()  # None: the default spread
+    if diversity is not None:
+        cfg = replace(cfg, recall=replace(cfg.recall, exchange_diversity=diversity))
+    m = open_memory(tmp_path / f"paint-{diversity}.db", embedder=HashingEmbedder(384), config=cfg)
+    m.store_many([{"content": t, "layer": "episodic"} for t in [
+        "Caroline: Have you painted anything lately?", "Melanie: Yes, I painted a sunset over the lake.",
+        "Caroline: A painted sunset, lovely!", "Melanie: I painted it with my kids."]], S1)
+    m.store_many([{"content": t, "layer": "episodic"} for t in [
+        "Melanie: We went to the beach today.", "Caroline: Fun! Did the kids like it?",
+        "Melanie: Later I painted a horse in the studio.", "Caroline: Nice."]], Scope("alice", session_id="s2"))
+    return m
+
+
+def test_a_broad_question_spreads_its_hits_over_exchanges(tmp_path):
+    spread, packed = _painting_chat(tmp_path, None), _painting_chat(tmp_path, 0.0)
+    try:
+        for m in (spread, packed):
+            specific = m.recall("What did Melanie paint with her kids?", Scope("alice"), k=3, touch=False)
+            assert all("exchange_spread" not in h.why.other for h in specific)  # one exchange may answer it
+        broad = spread.recall("What has Melanie painted?", Scope("alice"), k=3, touch=False)
+        assert any("horse" in h.item.content for h in broad)  # the other session's painting
+        near = sorted(h.item.position for h in broad if h.item.session_id == "s1")
+        assert len(near) == 2 and near[1] - near[0] > 1  # no two neighbours of one exchange
+        assert [h.score for h in broad] == sorted((h.score for h in broad), reverse=True)
+        below = spread.recall("What has Melanie painted?", Scope("alice"), k=8, touch=False)
+        assert any(h.why.other.get("exchange_spread", 0.0) < 0 for h in below)  # the score it gave up
+        # Without the spread, the neighbours of the best exchange fill the places.
+        plain = packed.recall("What has Melanie painted?", Scope("alice"), k=3, touch=False)
+        assert not any("horse" in h.item.content for h in plain)
+        assert all(h.item.session_id == "s1" for h in plain)
+    finally:
+        spread.close()
+        packed.close()

@@ -19,6 +19,7 @@ from zenbrain.retrieval.fusion import (
     normalize,
     rank_pool,
     rrf_scores,
+    spread_exchanges,
 )
 
 
@@ -167,3 +168,30 @@ def test_rank_pool_applies_the_speaker_and_time_preferences_only_with_masks():
     assert by_time.tolist() == [0, 1, 2]  # a bonus, not a filter: the far weaker turn stays last
     by_time, _ = rank_pool(recipe, dense, lexical, in_window=np.array([False, True, False]))
     assert by_time.tolist() == [1, 0, 2]
+
+
+def test_spread_exchanges_lowers_the_neighbours_of_placed_turns():
+    # Session a: turns 0-2 all strong (one exchange); session b: turn 5, weaker; a note.
+    scores = np.array([1.0, 0.95, 0.9, 0.8, 0.3])
+    sessions = ["a", "a", "a", "b", None]
+    positions = [4, 5, 6, 5, -1]
+    order, lowered = spread_exchanges(scores, sessions, positions, 0.25)
+    assert order.tolist() == [0, 2, 3, 1, 4]
+    # a's turn 5 neighbours both placed turns (4, then 6): x 0.75 twice; turn 6 was placed
+    # before its neighbour 5: x 1; b's turn 5 is another session: x 1.
+    assert lowered.tolist() == pytest.approx([1.0, 0.95 * 0.75 ** 2, 0.9, 0.8, 0.3])
+    assert np.diff(lowered[order]).max() <= 0  # the new order is by the lowered scores
+    plain, same = spread_exchanges(scores, sessions, positions, 0.0)
+    assert plain.tolist() == [0, 1, 2, 3, 4] and same.tolist() == scores.tolist()
+
+
+def test_spread_exchanges_counts_every_placed_neighbour_and_stops_at_places():
+    scores = np.array([1.0, 0.9, 0.99, 0.5])
+    sessions = ["a", "a", "a", "b"]
+    positions = [0, 1, 2, 0]
+    order, lowered = spread_exchanges(scores, sessions, positions, 0.5, places=2)
+    # 0 placed -> 1 x 0.5; 2 placed -> 1 x 0.5 again (0.225); b's turn is next.
+    assert order.tolist() == [0, 2, 3, 1]
+    assert lowered[1] == pytest.approx(0.225)
+    wide, _ = spread_exchanges(np.array([1.0, 0.9, 0.8]), ["a", "a", "b"], [0, 2, 0], 0.5, radius=2)
+    assert wide.tolist() == [0, 2, 1]

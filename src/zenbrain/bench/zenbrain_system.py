@@ -11,6 +11,7 @@ from typing import Any
 from ..clock import SimulatedClock
 from ..config import Config
 from ..coordinator import MemoryCoordinator
+from ..ids import seeded_ids
 from ..model import Kind, Layer, Scope
 from ..providers.base import Embedder
 from ..storage.locations import is_postgres, open_store
@@ -58,6 +59,7 @@ class ZenBrainSystem:
         store = open_store(location, embedder_name=self.embedder.name, dim=self.embedder.dim)
         self.memory = MemoryCoordinator(store, self.embedder, config=self.config, clock=self.clock)
         self._doc_of: dict[str, str] = {}
+        self._adds = 0
 
     def _drop_schema(self) -> None:
         if self.store_url is not None and self._schema is not None:
@@ -88,6 +90,14 @@ class ZenBrainSystem:
         sessions: dict[str | None, list[Doc]] = {}
         for d in docs:
             sessions.setdefault(d.session, []).append(d)
+        # Ids from a generator seeded by the config's seed, the store and the batch: a rerun
+        # stores the same ids, so every tie broken by id falls the same way (which memories
+        # of equal last access a new one links to, and what recall makes of those links).
+        self._adds += 1
+        with seeded_ids(hash((self.config.seed, self._n, self._adds))):  # ints hash alike in every run
+            self._add_sessions(sessions)
+
+    def _add_sessions(self, sessions: dict[str | None, list[Doc]]) -> None:
         for session, part in sessions.items():
             records = []
             for d in part:

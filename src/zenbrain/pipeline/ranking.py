@@ -11,6 +11,7 @@ import numpy as np
 from ..engine import Engine
 from ..mechanisms import compositional, imad, two_factor
 from ..model import Layer, MemoryItem, RecallHit
+from ..retrieval import fusion
 from ..retrieval.query import QueryInfo
 from ..state import (
     KV_COMPOSITIONAL,
@@ -45,6 +46,28 @@ def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, w
                 rel = 1.0 - rel
             for h, r in zip(hits, rel):
                 h.why.temporal *= 1.0 + rp.recency_boost * float(r)
+
+
+def spread_exchanges(engine: Engine, hits: list[RecallHit], info: QueryInfo, radius: int, places: int) -> list[RecallHit]:
+    """A broad query (its answer gathers several memories: a count, a list, a judgement
+    about someone) spreads its top ``places`` over exchanges: a conversation turn within
+    ``radius`` turns of a better-placed one keeps ``1 - RecallParams.exchange_diversity``
+    of its score for each (``why.other["exchange_spread"]``: the score it gave up).
+    Neighbour expansion lifts a strong turn's neighbours with it, which suits a question
+    one exchange answers, while a broad one needs the other exchanges too. Memories
+    without a session position are unaffected. ``hits`` sorted by score; returns them
+    re-sorted."""
+    penalty = engine.config.recall.exchange_diversity
+    if not info.broad or penalty <= 0 or len(hits) < 2:
+        return hits
+    order, lowered = fusion.spread_exchanges(
+        np.fromiter((h.score for h in hits), float, len(hits)), [h.item.session_id for h in hits],
+        [-1 if h.item.position is None else h.item.position for h in hits], penalty, radius, places)
+    for h, s in zip(hits, lowered.tolist()):
+        if s != h.score:
+            h.why.other["exchange_spread"] = s - h.score
+            h.score = h.why.final = s
+    return [hits[i] for i in order.tolist()]
 
 
 def cross_context_dense(engine: Engine, part: Partition, qvec: np.ndarray, items: list[MemoryItem],

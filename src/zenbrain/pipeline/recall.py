@@ -8,7 +8,8 @@ read-only) let being recalled change the memories.
    a preference for the speakers the query names and for memories of the time it names;
    then the query type's layer weight (and the cross-context weight).
 3. Ranking factors (``ranking``): recency direction, the Two-Factor boost,
-   retrievability, priority, and the belief in contested facts.
+   retrievability, priority, and the belief in contested facts; a broad query's top
+   places spread over exchanges.
 4. De-duplication of near-identical content, the top k kept.
 5. Side effects (``recall_effects``), in one transaction.
 """
@@ -247,6 +248,8 @@ def recall(
     if only_current:
         hits = ranking.drop_superseded(engine, part, hits, query)
         hits = ranking.order_versions(engine, part, hits, query, info, k)
+    # Room for the de-duplication below to drop some.
+    hits = ranking.spread_exchanges(engine, hits, info, recipe.neighbour_radius, places=2 * k)
 
     # 4. De-duplicate near-identical content, keep the better one.
     out: list[RecallHit] = []

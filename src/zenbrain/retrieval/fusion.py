@@ -29,6 +29,10 @@ they do not depend on the scale or sign of the fusion):
   spread of the fused scores; the other speaker's turns stay in the ranking.
 * time preference: turns whose time (when said, or a time they mention) meets the window
   the query names gain ``time_bonus`` x the spread.
+
+:func:`spread_exchanges` re-ranks final scores for a question whose answer gathers several
+turns: neighbour expansion lifts a strong turn's neighbours with it, so one exchange can
+fill the top places; each turn next to one already placed counts ``1 - penalty`` as much.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ __all__ = [
     "normalize",
     "rank_pool",
     "rrf_scores",
+    "spread_exchanges",
 ]
 
 NORMALIZATIONS = ("max", "ratio", "minmax", "dbsf", "zscore", "rrf")
@@ -265,6 +270,35 @@ def boost(scores: np.ndarray, where: np.ndarray, bonus: float) -> np.ndarray:
     return t + bonus * (spread if spread > 0 else 1.0) * mask
 
 
+def spread_exchanges(scores: np.ndarray, sessions: Sequence[Any], positions: Sequence[int], penalty: float,
+                     radius: int = 1, places: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A greedy re-ranking that spreads the top places over exchanges: take the best
+    candidate, multiply the score of every candidate within ``radius`` turns of it in its
+    session by ``1 - penalty``, take the best again, for ``places`` places (all when None);
+    the rest follow by their lowered scores. ``scores`` best first or not; ties go to the
+    earlier candidate. A candidate without a session or position (-1) has no neighbours.
+    Returns (candidate indices in the new order, the lowered scores in candidate order)."""
+    s = _f64(scores).copy()
+    n = s.size
+    if n == 0 or penalty <= 0:
+        return _order(s), s
+    pos = np.asarray(positions, dtype=np.int64).reshape(-1)
+    codes = {key: i for i, key in enumerate(dict.fromkeys(sessions))}
+    sess = np.array([codes[x] if x is not None else -1 for x in sessions], dtype=np.int64)
+    placed = np.zeros(n, dtype=bool)
+    order: list[int] = []
+    keep = 1.0 - penalty
+    for _ in range(n if places is None else min(places, n)):
+        i = int(np.argmax(np.where(placed, -np.inf, s)))
+        placed[i] = True
+        order.append(i)
+        if sess[i] >= 0 and pos[i] >= 0:
+            near = ~placed & (sess == sess[i]) & (pos >= 0) & (np.abs(pos - pos[i]) <= radius)
+            s[near] *= keep
+    rest = np.flatnonzero(~placed)
+    order.extend(rest[np.argsort(-s[rest], kind="stable")].tolist())
+    return np.asarray(order, dtype=np.int64), s
+
 
 def rank_pool(
     recipe: FusionRecipe,
@@ -323,7 +357,12 @@ RECIPES: dict[str, FusionRecipe] = {
             index_window=1,
             dense_view="mean",
             neighbour_weight=0.5,
-            speaker_bonus=0.1,
+            # A question naming a person asks mostly about what that person said: on LoCoMo
+            # dev 94-100% of the evidence turns of the questions naming one speaker are
+            # theirs (adversarial questions, which ask one person about the other's words,
+            # 25%), against 63% of the top five with 0.1. With 0.2: R@5 0.728 against
+            # 0.725; multi-hop +0.03, open-domain +0.06, adversarial -0.06.
+            speaker_bonus=0.2,
             # A question that names a time: a memory of that time gains the whole spread of
             # relevance, so it ranks with the best match outside the window (LoCoMo dev R@5
             # 0.719 with 1.0, 0.718 with 0.5, 0.710 with 0.25).

@@ -5,6 +5,12 @@ time window (from "in May 2023", "on October 13, 2023", "in 2022", "the week bef
 August 3, 2023"; see :mod:`zenbrain.retrieval.dates`) and a time direction
 ("last"/"latest"/"recently" → prefer recent, "first"/"earliest" → prefer early).
 "before X"/"after X" open the window only where the word governs the date.
+
+A query is *broad* when its answer gathers several memories rather than one: a count
+("how many"), what two share ("both", "in common"), what someone has done over time
+("what has she painted?", "where have they camped?"), a plural it lists ("which books
+did he read?"), or a judgement drawn from what is known of someone ("would she...",
+"what might he...", "likely"). Recall spreads such a query's hits over more exchanges.
 """
 
 from __future__ import annotations
@@ -42,6 +48,13 @@ _FACTUAL = re.compile(
     r"\b(what|which|who|where|whose|is|are|does|do|did|how many|how much|name|list)\b", re.IGNORECASE
 )
 
+_BROAD = re.compile(
+    r"\b(?:how many|both|in common|would|might|could|likely|probably)\b"
+    r"|^\s*(?:what|which|where|who|how)\b[^?]*?\b(?:has|have)\b"
+    r"|^\s*(?:what|which)\s+(?:\w+\s+)?\w+s\s+(?:has|have|does|do|did|are|were)\b",
+    re.IGNORECASE,
+)
+
 _RECENT = re.compile(r"\b(last|latest|most recent(?:ly)?|recently|newest)\b", re.IGNORECASE)
 _EARLY = re.compile(r"\b(first|earliest|oldest|initially|originally)\b", re.IGNORECASE)
 
@@ -51,6 +64,7 @@ class QueryInfo:
     type: str
     window: TimeWindow | None = None
     direction: str | None = None  # "recent" | "early" | None
+    broad: bool = False  # the answer gathers several memories (a count, a list, a judgement)
 
 
 def parse_window(query: str, reference: float | None = None) -> TimeWindow | None:
@@ -86,4 +100,4 @@ def _classify(query: str, reference: float | None = None) -> QueryInfo:
         direction = "recent"
     elif _EARLY.search(query):
         direction = "early"
-    return QueryInfo(qtype, window, direction)
+    return QueryInfo(qtype, window, direction, broad=_BROAD.search(query) is not None)
