@@ -75,6 +75,10 @@ def test_conflict_cues_fire(a, b, kind):
         ("Alice works at Google", "Bob works at Google"),
         ("Alice lives in Berlin", "Alice lives with her sister Carol"),  # another relation
         ("Alice lives in Berlin", "Alice lives near Hamburg"),
+        ("Henrik has a home in Lyon", "Jakob has a home in Ljubljana"),  # other subject, other value
+        ("You can reach Aisha on +1 555 839 7546", "You can reach Henrik on +1 555 350 3160"),
+        ("The billing team's weekly sync is on Wednesday at 15:00",
+         "The data team's weekly sync is on Wednesday at 10:00"),
     ],
 )
 def test_conflict_cues_stay_quiet(a, b):

@@ -254,7 +254,11 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
         sm = difflib.SequenceMatcher(None, pa.tokens, pb.tokens, autojunk=False)
         ops = sm.get_opcodes()
         aligned = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
-        if aligned / min(len(pa.tokens), len(pb.tokens)) >= params.value_alignment:
+        # Statements whose first words differ, or that differ in more than one stretch, speak
+        # of different subjects ("Henrik has a home in Lyon" / "Jakob has a home in Ljubljana",
+        # "You can reach Aisha on ..." / "You can reach Henrik on ..."): no value conflict.
+        other_subject = ops[0][0] == "replace" or sum(1 for op in ops if op[0] == "replace") > 1
+        if not other_subject and aligned / min(len(pa.tokens), len(pb.tokens)) >= params.value_alignment:
             seen_equal = False
             functional = False
             for tag, i1, i2, j1, j2 in ops:
