@@ -252,7 +252,7 @@ def states_after_use(engine: Engine, items: Sequence[MemoryItem], now: float, *,
                 stability[j] = s
     if engine.on("fsrs"):
         fsrs_p = engine.config.params.fsrs
-        vmpfc_on = engine.on("vmpfc_fsrs") and topic is not None
+        vmpfc_on = engine.on("vmpfc_fsrs")
         if topic is not None and topic_text is None:
             topic_text = encode_vec(topic)
         for j, item in enumerate(items):
@@ -261,7 +261,7 @@ def states_after_use(engine: Engine, items: Sequence[MemoryItem], now: float, *,
             st = states[j]
             rating = fsrs_schedule.grade_from_recall(ranks[j], similarities[j], params=fsrs_p)
             card, due = fsrs_schedule.review(st.get(FSRS), rating, now, params=fsrs_p)
-            if vmpfc_on:
+            if vmpfc_on and topic is not None:
                 card, due = vmpfc_adjust(st, card, due, topic, now, engine.config.params.vmpfc_fsrs)
             card, due = scaled_due(card, due, now, interval_factor)
             st[FSRS] = card

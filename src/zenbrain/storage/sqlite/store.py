@@ -472,6 +472,14 @@ class SQLiteStore:
 
     def query(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
               descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
+        return [item_from_row(r) for r in self._query(SELECT, partition, flt, order_by, descending, limit)]
+
+    def query_metadata(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
+                       descending: bool = False, limit: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+        return [(r[0], decode(r[1])) for r in self._query("id, metadata", partition, flt, order_by, descending, limit)]
+
+    def _query(self, columns: str, partition: Partition, flt: Filter, order_by: str, descending: bool,
+               limit: int | None) -> list[tuple[Any, ...]]:
         if order_by not in ORDERABLE:
             raise StorageError(f"cannot order by {order_by}")
         order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
@@ -486,11 +494,11 @@ class SQLiteStore:
                 args: list[Any] = [json.dumps(rowids)]
             else:
                 clause, args = where(partition, flt)
-            sql = f"SELECT {SELECT} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
+            sql = f"SELECT {columns} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
             if limit is not None:
                 sql += " LIMIT ?"
                 args.append(int(limit))
-            return [item_from_row(r) for r in db.execute(sql, args)]
+            return db.execute(sql, args).fetchall()
 
     # -- search indexes ----------------------------------------------------------------------
     def _index_set(self) -> IndexSet:
