@@ -211,3 +211,39 @@ def test_emit_stored_refuses_what_emit_refuses():
         nm.emit_stored(data, event="nope", now=1.0)
     with pytest.raises(ValidationError):
         nm.emit_stored(data, event="novelty", magnitude=float("nan"), now=1.0)
+
+
+def test_a_channel_keeps_one_burst_whose_level_is_the_sum_of_every_faded_burst():
+    """A stream of events (a busy server's recalls) leaves one burst per channel, and the
+    levels are those of one burst per event, each faded since its own event."""
+    rng = np.random.default_rng(8)
+    events = list(nm.EVENTS)
+    state, now, each = nm.initial_state(now=T0), T0, []
+    for _ in range(400):
+        now += float(rng.uniform(0.0, 3.0))
+        ev, mag = events[int(rng.integers(len(events)))], float(rng.uniform(0.0, 0.1))
+        state = emit(state, event=ev, magnitude=mag, now=now)
+        deltas = nm.event_deltas(ev)
+        each += [(c, nm.DEFAULT_PARAMS.phasic_gain * deltas[c] * mag, now) for c in CHANNELS if deltas[c] * mag != 0.0]
+    assert len(state.bursts) <= len(CHANNELS) == len({b.channel for b in state.bursts})
+    assert len(json.dumps(state.to_dict())) < 600
+    for later in (now, now + 60.0, now + 20 * 60.0):
+        relaxed = homeostasis(state, now=later)
+        expect = {c: relaxed.tonic[c] + sum(a * 2 ** (-(later - t) / nm.DEFAULT_PARAMS.phasic_half_life_s)
+                                            for ch, a, t in each if ch == c) for c in CHANNELS}
+        got = levels(state, now=later)
+        for c in CHANNELS:
+            assert got[c] == pytest.approx(min(1.0, max(0.0, expect[c])), abs=1e-12)
+
+
+def test_a_stored_state_with_many_bursts_of_a_channel_folds_them_at_its_next_event():
+    data = {"tonic": {c: 0.5 for c in CHANNELS}, "updated_at": T0,
+            "bursts": [["NE", 0.002, T0 - 60.0 * i] for i in range(50)] + [["DA", 0.2, T0]]}
+    before = levels(nm.NeuromodulatorState.from_dict(data), now=T0 + 1.0)
+    after = emit(nm.NeuromodulatorState.from_dict(data), event="confirmation", magnitude=0.0, now=T0 + 1.0)
+    assert after.bursts == nm.NeuromodulatorState.from_dict(data).bursts  # no burst: nothing to fold
+    state = emit(nm.NeuromodulatorState.from_dict(data), event="prediction_error", magnitude=0.01, now=T0 + 1.0)
+    assert [b.channel for b in state.bursts] == ["DA", "NE"]
+    # the event's burst (phasic_gain 0.5 x 0.01) and tonic step (tonic_rate 0.05 x 0.01) on the folded ones
+    assert levels(state, now=T0 + 1.0)["NE"] == pytest.approx(before["NE"] + 0.5 * 0.01 + 0.05 * 0.01, abs=1e-12)
+    assert levels(state, now=T0 + 1.0)["DA"] == pytest.approx(before["DA"], abs=1e-12)

@@ -149,3 +149,17 @@ def test_reinforce_refuses_a_quality_that_is_not_a_number():
     state = triple_copy.encode(s0=0.5, now=T0)
     with pytest.raises(ValidationError):
         triple_copy.reinforce(state, now=T0 + 1.0, quality=float("nan"))
+
+
+def test_reinforce_many_is_reinforce_of_each_state():
+    rng = np.random.default_rng(5)
+    states = [encode(s0=rng.uniform(0.0, 1.0), now=T0 - rng.uniform(0, 60) * D) for _ in range(20)]
+    states = [reinforce(s, now=T0 - rng.uniform(0, 3) * D) if i % 2 else s for i, s in enumerate(states)]
+    qualities = rng.uniform(-0.2, 1.2, len(states)).tolist()  # clamped to [0, 1] like reinforce's
+    many = triple_copy.reinforce_many(states, now=T0, qualities=qualities)
+    assert many == [reinforce(s, now=T0, quality=q) for s, q in zip(states, qualities)]
+    assert triple_copy.reinforce_many([], now=T0, qualities=[]) == []
+    with pytest.raises(ValidationError):
+        triple_copy.reinforce_many(states[:2], now=T0, qualities=[1.0])
+    with pytest.raises(ValidationError):
+        triple_copy.reinforce_many(states[:2], now=T0, qualities=[1.0, float("nan")])

@@ -278,6 +278,26 @@ def test_query_orders_and_limits(store, world):
         assert [key(i) for i in desc] == sorted((key(i) for i in expect), reverse=True)[:7], order_by
 
 
+def test_query_metadata_is_the_ids_and_metadata_of_query(store, world):
+    items, _ = world
+    tagged = [make_item(P1, f"tagged {n}", metadata={"entities": [f"e{n}"], "n": n, "note": "é"}, created_at=T0 + n)
+              for n in range(3)]
+    put(store, tagged, unit_rows(np.random.default_rng(3), 3))
+    items = items + tagged
+    rng = np.random.default_rng(12)
+    ids = [i.id for i in items]
+    turns = frozenset((i.session_id, i.position) for i in items[::4] if i.session_id is not None)
+    flts = [Filter(), Filter(include_archived=True, session_id="s1"), Filter(include_archived=True, all_sessions=True,
+                                                                              turns=turns)]
+    for flt in flts + [random_filter(rng, ids) for _ in range(20)]:
+        for order_by, descending, limit in (("created_at", False, None), ("last_access", True, 7), ("due_at", False, 5)):
+            expect = store.query(P1, flt, order_by=order_by, descending=descending, limit=limit)
+            got = store.query_metadata(P1, flt, order_by=order_by, descending=descending, limit=limit)
+            assert got == [(i.id, i.metadata) for i in expect], (flt, order_by)
+    assert [meta for mid, meta in store.query_metadata(P1, Filter(ids=frozenset(i.id for i in tagged)))] == \
+        [i.metadata for i in tagged]
+
+
 def test_query_of_named_turns_orders_and_limits_as_any_query(store, world):
     """Named turns are looked up session by session; the order, ties and limit are those of
     every query (equally due memories in the order they were stored)."""

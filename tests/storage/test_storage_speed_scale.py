@@ -148,6 +148,32 @@ def test_sampling_a_small_partition_of_a_large_table_falls_back_to_every_id(tmp_
     s.close()
 
 
+def test_a_partition_sharing_a_file_is_sampled_through_its_index_with_the_same_result(tmp_path, monkeypatch):
+    """Most draws land in the other partitions: they are looked up in the partition's index
+    (no primary-key lookup per draw), and the sample is the one the lookups by rowid give."""
+    s = open_store(tmp_path / "s.db")
+    items = fill(s, P1, 300)
+    fill(s, P2, 1500, start=300)
+    exclude = {i.id for i in items[:20]}
+
+    def sample(seed):
+        calls = []
+        s.raw_connection().set_trace_callback(calls.append)
+        with s.transaction():  # its reads run on the traced connection
+            got = s.sample_ids(P1, 100, np.random.default_rng(seed), exclude)
+        s.raw_connection().set_trace_callback(None)
+        return got, [c for c in calls if "rowid IN" in c]
+
+    got, lookups = sample(7)
+    assert lookups and all("INDEXED BY memories_partition" in c and "json_each" in c for c in lookups)
+    assert len(got) == 100 == len(set(got)) and set(got) <= {i.id for i in items[20:]}
+    monkeypatch.setattr(sqlite_store, "SAMPLE_SCAN_FACTOR", 0)  # every draw looked up by its rowid
+    by_rowid, lookups = sample(7)
+    assert lookups and not any("INDEXED BY" in c for c in lookups)
+    assert by_rowid == got
+    s.close()
+
+
 def test_an_existing_store_gains_the_recently_used_index(tmp_path):
     path = tmp_path / "old.db"
     s = open_store(path)

@@ -101,12 +101,14 @@ def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem],
     for a, b in itertools.pairwise(items):
         plan.add(a.id, b.id, RELATION_TEMPORAL, max(templates[a.id], templates[b.id], key=_stronger), now)
     # Recently active memories are co-active with the new ones.
-    recent = engine.store.query(part, Filter(session_id=items[0].session_id, contexts=frozenset({items[0].context})),
-                                order_by="last_access", descending=True, limit=engine.config.links.recent_window)
+    # Their ids and metadata only (the rest of 256 rows would cost more than the linking).
     new_ids = {i.id for i in items}
-    recent = [r for r in recent if r.id not in new_ids]
-    pool_ids = [r.id for r in recent] + [i.id for i in items]
-    pool_vecs = np.vstack([engine.store.vectors(part, [r.id for r in recent]), vecs]) if recent else vecs
+    recent = [(mid, meta) for mid, meta in engine.store.query_metadata(
+        part, Filter(session_id=items[0].session_id, contexts=frozenset({items[0].context})),
+        order_by="last_access", descending=True, limit=engine.config.links.recent_window) if mid not in new_ids]
+    recent_ids = [mid for mid, _ in recent]
+    pool_ids = recent_ids + [i.id for i in items]
+    pool_vecs = np.vstack([engine.store.vectors(part, recent_ids), vecs]) if recent else vecs
     sims = vecs @ pool_vecs.T
     rows = np.arange(len(items))
     sims[rows, len(recent) + rows] = -1.0  # not linked to itself
@@ -118,9 +120,9 @@ def _association_edges(engine: Engine, part: Partition, items: list[MemoryItem],
                 plan.add(item.id, pool_ids[j], RELATION_SIMILAR, templates[item.id], now)
     # Shared named entities link facts across time.
     by_entity: dict[str, list[str]] = {}
-    for r in recent:
-        for e in r.metadata.get(META_ENTITIES, []):
-            by_entity.setdefault(e, []).append(r.id)
+    for mid, meta in recent:
+        for e in meta.get(META_ENTITIES, []):
+            by_entity.setdefault(e, []).append(mid)
     for item in items:
         for e in item.metadata.get(META_ENTITIES, []):
             for other in by_entity.get(e, [])[:lp.links_per_item]:

@@ -116,11 +116,10 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
     stability: list[float] = []
     credited = rehearsed(engine, part, query, hits)
     used = [h for h, ok in zip(hits, credited) if ok]
-    for rank, h in enumerate(hits, start=1):
-        if not credited[rank - 1]:
-            continue
-        st, s = state_after_use(engine, h.item, now, rank=rank, similarity=h.why.dense, topic=topic,
-                                topic_text=topic_text, interval_factor=interval_factor)
+    ranks = [rank for rank, ok in enumerate(credited, start=1) if ok]
+    for h, (st, s) in zip(used, states_after_use(engine, [h.item for h in used], now, ranks=ranks,
+                                                 similarities=[h.why.dense for h in used], topic=topic,
+                                                 topic_text=topic_text, interval_factor=interval_factor)):
         states[h.item.id] = st
         stability.append(s)
     new_edges = coactivation(engine, part, hits, now) if engine.on("two_factor_hebbian") else []
@@ -226,34 +225,62 @@ def state_after_use(engine: Engine, item: MemoryItem, now: float, *, rank: int, 
                     topic: np.ndarray | None, topic_text: str | None = None,
                     interval_factor: float = 1.0) -> tuple[MemoryState, float]:
     """A memory's state and stability after a use at ``now`` (a recall that ranked it at
-    ``rank`` with dense ``similarity`` to the query): a spaced use grows Ebbinghaus stability
-    and counts as an FSRS review graded by rank and similarity (vmPFC-adjusted when there
-    is a ``topic``, whose encoding ``topic_text`` a caller with many memories passes once);
-    TripleCopy is reinforced and the reconsolidation window opens. The memory itself is not
-    changed."""
-    st = item.state.copy()
-    spaced = now - item.last_access >= HOUR  # massed repetition does not build stability
-    s = item.stability
-    if engine.on("ebbinghaus_decay") and spaced and item.layer is not Layer.CORE:
-        s = float(ebbinghaus.review_stability(stability=s, success=True, params=engine.config.params.ebbinghaus_decay))
-    if engine.on("fsrs") and spaced and item.layer not in (Layer.CORE, Layer.WORKING):
+    ``rank`` with dense ``similarity`` to the query): ``states_after_use`` of one memory."""
+    return states_after_use(engine, [item], now, ranks=[rank], similarities=[similarity], topic=topic,
+                            topic_text=topic_text, interval_factor=interval_factor)[0]
+
+
+def states_after_use(engine: Engine, items: Sequence[MemoryItem], now: float, *, ranks: Sequence[int],
+                     similarities: Sequence[float], topic: np.ndarray | None, topic_text: str | None = None,
+                     interval_factor: float = 1.0) -> list[tuple[MemoryState, float]]:
+    """The states and stabilities of memories after a use at ``now`` (a recall that ranked
+    each at its rank with its dense similarity to the query): a spaced use grows Ebbinghaus
+    stability and counts as an FSRS review graded by rank and similarity (vmPFC-adjusted
+    when there is a ``topic``); TripleCopy is reinforced and the reconsolidation window
+    opens. Ebbinghaus and TripleCopy run once over all the memories (vectorised); FSRS
+    reviews each card. The memories themselves are not changed."""
+    states = [item.state.copy() for item in items]
+    stability = [item.stability for item in items]
+    spaced = [now - item.last_access >= HOUR for item in items]  # massed repetition does not build stability
+    if engine.on("ebbinghaus_decay"):
+        grow = [j for j, item in enumerate(items) if spaced[j] and item.layer is not Layer.CORE]
+        if grow:
+            grown = np.asarray(ebbinghaus.review_stability(
+                stability=np.array([stability[j] for j in grow], dtype=float), success=True,
+                params=engine.config.params.ebbinghaus_decay), dtype=float)
+            for j, s in zip(grow, grown.tolist()):
+                stability[j] = s
+    if engine.on("fsrs"):
         fsrs_p = engine.config.params.fsrs
-        rating = fsrs_schedule.grade_from_recall(rank, similarity, params=fsrs_p)
-        card, due = fsrs_schedule.review(st.get(FSRS), rating, now, params=fsrs_p)
-        if engine.on("vmpfc_fsrs") and topic is not None:
-            card, due = vmpfc_adjust(st, card, due, topic, now, engine.config.params.vmpfc_fsrs)
-        card, due = scaled_due(card, due, now, interval_factor)
-        st[FSRS] = card
-        st[DUE_AT] = due
-        if topic is not None:
-            st[REVIEW_TOPIC] = topic_text if topic_text is not None else encode_vec(topic)
-    if engine.on("triple_copy") and COPIES in st:
-        st[COPIES] = triple_copy.reinforce(triple_copy.CopyState.from_dict(st[COPIES]), now=now,
-                                           quality=min(1.0, max(0.0, similarity)),
-                                           params=engine.config.params.triple_copy).to_dict()
+        vmpfc_on = engine.on("vmpfc_fsrs")
+        if topic is not None and topic_text is None:
+            topic_text = encode_vec(topic)
+        for j, item in enumerate(items):
+            if not spaced[j] or item.layer in (Layer.CORE, Layer.WORKING):
+                continue
+            st = states[j]
+            rating = fsrs_schedule.grade_from_recall(ranks[j], similarities[j], params=fsrs_p)
+            card, due = fsrs_schedule.review(st.get(FSRS), rating, now, params=fsrs_p)
+            if vmpfc_on and topic is not None:
+                card, due = vmpfc_adjust(st, card, due, topic, now, engine.config.params.vmpfc_fsrs)
+            card, due = scaled_due(card, due, now, interval_factor)
+            st[FSRS] = card
+            st[DUE_AT] = due
+            if topic_text is not None:
+                st[REVIEW_TOPIC] = topic_text
+    if engine.on("triple_copy"):
+        copied = [j for j, st in enumerate(states) if COPIES in st]
+        if copied:
+            reinforced = triple_copy.reinforce_many(
+                [triple_copy.CopyState.from_dict(states[j][COPIES]) for j in copied], now=now,
+                qualities=[min(1.0, max(0.0, similarities[j])) for j in copied], params=engine.config.params.triple_copy)
+            for j, c in zip(copied, reinforced):
+                states[j][COPIES] = c.to_dict()
     if engine.on("reconsolidation"):
-        st[LABILE_UNTIL] = reconsolidation.open_window(now=now, params=engine.config.params.reconsolidation)
-    return st, s
+        labile_until = reconsolidation.open_window(now=now, params=engine.config.params.reconsolidation)
+        for st in states:
+            st[LABILE_UNTIL] = labile_until
+    return list(zip(states, stability))
 
 
 def query_kind(hits: list[RecallHit]) -> str:

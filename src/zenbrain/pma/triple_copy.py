@@ -172,12 +172,28 @@ def reinforce(
     state: CopyState, *, now: float, quality: float = 1.0, params: TripleCopyParams = DEFAULT_PARAMS
 ) -> CopyState:
     """A recall or review at ``now``: re-encode fast and medium, grow the deep target."""
-    q = _check_q(quality)
-    cur = evaluate(state, now=now, params=params)
-    base = max(state.s0, float(cur.composite))
+    return reinforce_many([state], now=now, qualities=[quality], params=params)[0]
+
+
+def reinforce_many(
+    states: Sequence[CopyState], *, now: float, qualities: Sequence[float], params: TripleCopyParams = DEFAULT_PARAMS
+) -> list[CopyState]:
+    """``reinforce`` of many memories recalled at ``now`` (``qualities`` in the order of
+    ``states``), in one vectorised pass."""
+    if len(qualities) != len(states):
+        raise ValidationError(f"{len(states)} states but {len(qualities)} qualities")
+    if not states:
+        return []
+    q = np.array([_check_q(x) for x in qualities], dtype=float)
+    cur = evaluate_many(states, now=now, params=params)
+    s0 = np.array([s.s0 for s in states], dtype=float)
+    deep_target = np.array([s.deep_target for s in states], dtype=float)
+    base = np.maximum(s0, np.asarray(cur.composite, dtype=float))
     s0 = base + q * params.reinforce_gain * (1.0 - base)
-    target = state.deep_target + q * params.deep_gain * max(0.0, s0 - state.deep_target)
-    return CopyState(s0=s0, anchor=float(now), deep_base=float(cur.deep), deep_target=target, deep_anchor=float(now))
+    target = deep_target + q * params.deep_gain * np.maximum(0.0, s0 - deep_target)
+    at = float(now)
+    return [CopyState(s0=a, anchor=at, deep_base=d, deep_target=t, deep_anchor=at)
+            for a, d, t in zip(s0.tolist(), np.asarray(cur.deep, dtype=float).reshape(-1).tolist(), target.tolist())]
 
 
 def consolidate(
@@ -220,6 +236,7 @@ __all__ = [
     "evaluate",
     "evaluate_many",
     "reinforce",
+    "reinforce_many",
     "rescale",
     "strengths",
 ]

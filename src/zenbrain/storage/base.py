@@ -155,6 +155,19 @@ class Store(Protocol):
         were stored."""
         ...
 
+    def query_metadata(
+        self,
+        partition: Partition,
+        flt: Filter = Filter(),
+        *,
+        order_by: str = "created_at",
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The id and metadata of each memory ``query`` returns, in its order (the rest of
+        the row is neither read nor decoded)."""
+        ...
+
     def vector_search(
         self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *, per_layer: bool = False
     ) -> list[tuple[str, float]]:

@@ -437,18 +437,26 @@ class PostgresStore:
 
     def query(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
               descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
+        return [item_from_row(r) for r in self._query(_SELECT, partition, flt, order_by, descending, limit)]
+
+    def query_metadata(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
+                       descending: bool = False, limit: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+        return [(r[0], r[1]) for r in self._query("m.id, t.metadata", partition, flt, order_by, descending, limit)]
+
+    def _query(self, columns: str, partition: Partition, flt: Filter, order_by: str, descending: bool,
+               limit: int | None) -> list[tuple[Any, ...]]:
         if order_by not in ORDERABLE:
             raise StorageError(f"cannot order by {order_by}")
         clause, args = where(partition, flt)
         order = "COALESCE(m.event_time, m.created_at)" if order_by == "event_time" else f"m.{order_by}"
         tie = "m.seq" if order_by == "due_at" else "m.id"
         direction = "DESC" if descending else "ASC"
-        stmt = f"SELECT {_SELECT} FROM {_FROM} WHERE {clause} ORDER BY {order} {direction}, {tie}"
+        stmt = f"SELECT {columns} FROM {_FROM} WHERE {clause} ORDER BY {order} {direction}, {tie}"
         if limit is not None:
             stmt += " LIMIT %s"
             args.append(int(limit))
         with self._reading() as conn:
-            return [item_from_row(r) for r in conn.execute(stmt, args)]
+            return conn.execute(stmt, args).fetchall()
 
     def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
         if k <= 0:

@@ -55,7 +55,24 @@ def _json_default(value: Any) -> Any:
 
 
 def encode(value: Any) -> str:
-    """JSON text of a metadata, state, history detail or kv value (compact: no spaces)."""
+    """JSON text of a metadata, state, history detail or kv value (compact, keys sorted).
+
+    orjson writes it about five times faster than the standard library (a recall writes the
+    state of each hit, the monitor's newest log segment and the neuromodulator record);
+    text is UTF-8 and floats in their shortest form (``1e-5`` for ``1e-05``), which decode
+    to the same values. What orjson cannot write as the standard library does goes to the
+    standard library: non-string keys and integers beyond 64 bits (it refuses them), and
+    NaN or infinity (it writes them as null; any null sends the value there)."""
+    try:
+        text = orjson.dumps(value, default=_json_default, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError included
+        return _encode_stdlib(value)
+    if b"null" in text:
+        return _encode_stdlib(value)
+    return text.decode()
+
+
+def _encode_stdlib(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
 
 

@@ -55,6 +55,11 @@ CommitHook = Callable[[SQLiteTransaction], None]
 
 # Rounds of random rowids a large partition's sample may take before all its ids are read.
 SAMPLE_ROUNDS = 4
+# A round looks its draws up by primary key, one row read per draw; in a file shared by many
+# partitions most draws land elsewhere, and a partition with fewer rows than this many times
+# a round's draws is cheaper to look them up in through its index (one pass over its small
+# index entries, rows read for the hits only). Both find the same rows, so the same sample.
+SAMPLE_SCAN_FACTOR = 4
 # Planner statistics: gathered once the memories table has this many rows and again each
 # time it has grown by this factor, from this many rows per index (PRAGMA analysis_limit).
 ANALYZE_MIN_ROWS = 10_000
@@ -467,6 +472,14 @@ class SQLiteStore:
 
     def query(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
               descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
+        return [item_from_row(r) for r in self._query(SELECT, partition, flt, order_by, descending, limit)]
+
+    def query_metadata(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
+                       descending: bool = False, limit: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+        return [(r[0], decode(r[1])) for r in self._query("id, metadata", partition, flt, order_by, descending, limit)]
+
+    def _query(self, columns: str, partition: Partition, flt: Filter, order_by: str, descending: bool,
+               limit: int | None) -> list[tuple[Any, ...]]:
         if order_by not in ORDERABLE:
             raise StorageError(f"cannot order by {order_by}")
         order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
@@ -481,11 +494,11 @@ class SQLiteStore:
                 args: list[Any] = [json.dumps(rowids)]
             else:
                 clause, args = where(partition, flt)
-            sql = f"SELECT {SELECT} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
+            sql = f"SELECT {columns} FROM memories WHERE {clause} ORDER BY {order} {'DESC' if descending else 'ASC'}, {tie}"
             if limit is not None:
                 sql += " LIMIT ?"
                 args.append(int(limit))
-            return [item_from_row(r) for r in db.execute(sql, args)]
+            return db.execute(sql, args).fetchall()
 
     # -- search indexes ----------------------------------------------------------------------
     def _index_set(self) -> IndexSet:
@@ -708,20 +721,31 @@ class SQLiteStore:
                 raise self._c.fail(exc, doing) from exc
 
 
+_SAMPLE_BY_ROWID = "SELECT rowid, id FROM memories WHERE +user_id=? AND +agent_id=? AND rowid IN ({marks})"
+_SAMPLE_BY_INDEX = ("SELECT rowid, id FROM memories INDEXED BY memories_partition WHERE user_id=? AND agent_id=? "
+                    "AND rowid IN (SELECT value FROM json_each(?))")
+
+
 def _sample_by_rowid(db: sqlite3.Connection, partition: Partition, k: int, rng: np.random.Generator,
                      exclude: AbstractSet[str]) -> list[str] | None:
     """``k`` ids drawn by uniform random rowids (each row of the partition is equally
     likely at every draw); None when too few draws land in the partition."""
     top = db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+    scan_limit = SAMPLE_SCAN_FACTOR * (2 * k + 16)
+    rows = db.execute("SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE user_id=? AND agent_id=? LIMIT ?)",
+                      (*partition, scan_limit)).fetchone()[0]
+    by_index = rows < scan_limit
     found: dict[int, str] = {}
     for _ in range(SAMPLE_ROUNDS):
         need = k - len(found)
         draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
-        for chunk in iter_chunks([r for r in draws if r not in found], 500):
-            marks = ",".join("?" * len(chunk))
-            for rowid, mid in db.execute(
-                    f"SELECT rowid, id FROM memories WHERE rowid IN ({marks}) AND +user_id=? AND +agent_id=?",
-                    (*chunk, *partition)):
+        wanted = [r for r in draws if r not in found]
+        # Through the index: all the draws in one statement (one pass over the entries).
+        lookups = [(_SAMPLE_BY_INDEX, (*partition, json.dumps(wanted)))] if by_index else [
+            (_SAMPLE_BY_ROWID.format(marks=",".join("?" * len(chunk))), (*partition, *chunk))
+            for chunk in iter_chunks(wanted, 500)]
+        for sql, args in lookups:
+            for rowid, mid in db.execute(sql, args):
                 if mid not in exclude:
                     found[rowid] = mid
         if len(found) >= k:
