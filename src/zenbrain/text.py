@@ -17,11 +17,16 @@ _SENTENCE_START_COMMON = frozenset(
 )
 
 
-_LOWER_WORD = re.compile(r"\b[a-z][a-z'\-]*")
+# A word written in lower case as a word of a sentence: not part of an address, a file or a
+# handle ("clara.novak@proton.me" does not write the name Clara in lower case).
+_LOWER_WORD = re.compile(r"(?<![\w.@/#-])[a-z][a-z'\-]*(?![\w@/-])(?!\.\w)")
 # A capitalised word after another word of the same sentence (not after ". ", "! ", "? ", ": "
 # or the start of the text).
 _CAPITALISED_INSIDE = re.compile(r"(?<=[A-Za-z0-9,;'\)]\s)([A-Z][a-z]+)\b")
+# A capitalised word in the possessive ("Sofia's") is a noun wherever it stands.
+_CAPITALISED_POSSESSIVE = re.compile(r"\b([A-Z][a-z]+)['’]s\b")
 _DIGIT = re.compile(r"\d")
+_LETTERS = re.compile(r"[A-Za-z]+")
 
 
 def content_hash(text: str) -> str:
@@ -57,7 +62,8 @@ def entities(text: str) -> list[str]:
 @dataclass(frozen=True)
 class NameVocabulary:
     """How a collection of texts writes its words: which it writes in lower case somewhere,
-    and which it capitalises inside a sentence (where English capitalises names)."""
+    and which it capitalises inside a sentence or in the possessive (where English
+    capitalises names)."""
 
     lower_case: frozenset[str]
     capitalised_inside: frozenset[str]
@@ -69,10 +75,12 @@ class NameVocabulary:
         for t in texts:
             lower.update(_LOWER_WORD.findall(t))
             inside.update(m.group(1).lower() for m in _CAPITALISED_INSIDE.finditer(t))
+            inside.update(m.group(1).lower() for m in _CAPITALISED_POSSESSIVE.finditer(t))
         return cls(frozenset(lower), frozenset(inside))
 
     def is_name(self, word: str) -> bool:
-        """A lower-cased word the texts capitalise inside a sentence and never write in lower case."""
+        """A lower-cased word the texts capitalise inside a sentence (or in the possessive)
+        and never write in lower case."""
         return word in self.capitalised_inside and word not in self.lower_case
 
 
@@ -83,4 +91,4 @@ def names_something(text: str, vocabulary: NameVocabulary, *, known: Collection[
     inside a sentence and names nothing; "Lisbon" or "Priya" is a name."""
     if _DIGIT.search(text):
         return True
-    return any(w not in known and vocabulary.is_name(w) for w in words(text))
+    return any(w not in known and vocabulary.is_name(w) for w in (m.lower() for m in _LETTERS.findall(text)))

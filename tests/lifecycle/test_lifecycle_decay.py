@@ -250,6 +250,10 @@ def test_names_something_tells_names_from_sentence_initial_words():
     assert names_something("I ran 5 miles", vocabulary, known=known)
     assert not names_something("Melanie: Wow, thanks Caroline!", vocabulary, known=known)
     assert not names_something("Aww! Bye, see you", vocabulary, known=known)
+    # An address does not write a name in lower case; the possessive marks a noun anywhere.
+    vocabulary = NameVocabulary.of(["Write to Clara at clara.novak@proton.me", "Sofia's usual drink is chai"])
+    assert vocabulary.is_name("clara") and vocabulary.is_name("sofia")
+    assert names_something("Sofia's usual drink is chai", vocabulary)
 
 
 LONGER_FACTS = NEUTRAL[:2] + MORE_FACTS[:2] + [
