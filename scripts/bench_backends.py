@@ -153,6 +153,7 @@ class Settings:
     embedder: str = "minilm-onnx"
     data: str | None = None
     pg_url: str | None = None
+    corpus: Path | None = None  # the corpus directory of scripts/real_corpus.py (default: its default)
     progress: int = 0  # a progress line on stderr every N batches (0: none)
     workdir: Path | None = None
 
@@ -172,15 +173,21 @@ def run(cfg: Settings, on_result: Any = None) -> list[dict[str, Any]]:
     check_settings(cfg.sizes, cfg.layouts, cfg.backends, cfg.per_user)
     url = pg_url(cfg.pg_url) if "postgres" in cfg.backends else None
     live = make_embedder(cfg.embedder)
-    texts, vecs = load_corpus(min(max(cfg.sizes), available()))
+    have = available(cfg.corpus, live.name)
+    if not have:
+        raise SystemExit(f"no corpus vectors of {live.name}: run scripts/real_corpus.py extract, then embed")
+    texts, vecs = load_corpus(min(max(cfg.sizes), have), cfg.corpus, live.name)
     embedder = TableEmbedder(live, {t: vecs[i] for i, t in enumerate(texts)})
     _, questions = locomo_material(cfg.data)
     queries = random.Random(7).sample(questions, min(cfg.queries, len(questions)))
     qvecs = {q: v for q, v in zip(queries, live.embed(queries))}
     say(f"backends {', '.join(cfg.backends)}; layouts {', '.join(cfg.layouts)} (many: users of {cfg.per_user}); "
-        f"{len(texts)} corpus texts with real {live.name} vectors"
+        f"{len(texts)} corpus texts with their {live.name} vectors"
         + (f" (memories beyond {len(texts)} repeat them)" if max(cfg.sizes) > len(texts) else "")
-        + f"; {len(queries)} LoCoMo questions; PostgreSQL {'at ' + cfg.pg_url if cfg.pg_url else 'private (pgserver)'}")
+        + f"; {len(queries)} LoCoMo questions"
+        + ("" if url is None else f"; PostgreSQL {'of --pg-url' if cfg.pg_url else 'private (pgserver)'}"))
+    if cfg.workdir is not None:
+        cfg.workdir.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="zenbrain-backends-", dir=cfg.workdir))
     results = []
     try:

@@ -1062,7 +1062,7 @@ def run_backends(args: argparse.Namespace, sizes: list[int]) -> int:
     cfg = bench_backends.Settings(
         sizes=sizes, layouts=split(args.layout), backends=split(args.backends), per_user=args.per_user,
         queries=args.queries, forgets=args.forgets, embedder=args.embedder, data=args.data, pg_url=args.pg_url,
-        progress=args.progress, workdir=Path(args.workdir) if args.workdir else None)
+        corpus=Path(args.corpus) if args.corpus else None, progress=args.progress, workdir=Path(args.workdir) if args.workdir else None)
     env = {"cpus": os.cpu_count(), "zenbrain": source_version(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
            "load_average_start": load_average(), "command": " ".join(sys.argv)}
     say(f"zenbrain backends: {env['cpus']} CPUs, load average {env['load_average_start']}; zenbrain from "
