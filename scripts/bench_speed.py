@@ -53,6 +53,18 @@ Everything is measured in one run, on this machine, and printed as medians and r
    time it would need there (ingest at its last rate plus its queries, latency scaled with
    size) exceeds its ``--peer-budget``; the reason is printed.
 
+5. Backends side by side (``--parts backends``, ``scripts/bench_backends.py``): SQLite,
+   PostgreSQL and ChromaDB (``--backends``), each size of ``--sizes`` a fresh store per
+   backend, in one big partition (``--layout one``) and in users of ``--per-user``
+   memories (``--layout many``: 1,000 users of 1,000 at 1M), filled through
+   ``store_many`` with the real-text corpus and its real vectors (records routed as in
+   use, embedding excluded), recalled with LoCoMo questions (query vectors embedded
+   beforehand) by random users, then a few memories forgotten. ChromaDB keeps each
+   record's user in its metadata and filters every search to the asking user. Printed per
+   size, layout and backend: ingest items/s, recall p50/p95, forget median, bytes per
+   memory, and the ratios postgres/sqlite, postgres/chroma, sqlite/chroma. PostgreSQL is
+   the server of ``--pg-url``, or a private one started from the ``pgserver`` wheel.
+
 Everything runs at one thread per numpy/onnxruntime pool when ``OMP_NUM_THREADS=1`` is
 set; the load average is printed at the start, after each size and at the end.
 
@@ -60,6 +72,8 @@ set; the load average is printed at the start, after each size and at the end.
     .venv/bin/python scripts/bench_speed.py --sizes 2000 --queries 50 --ingest-n 300 --growth 0 --peers none
     OMP_NUM_THREADS=1 .venv/bin/python scripts/bench_speed.py --sizes 10000,100000,1000000 \
         --embedder minilm-onnx --bulk perturbed --queries 100 --scale-batch 2000 --workdir /tmp/speed --json out.json
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/bench_speed.py --parts backends --sizes 10000,100000 \
+        --backends sqlite,postgres,chroma --layout many,one --per-user 1000 --embedder minilm-onnx --json pg.json
 
 Data: LoCoMo from ``--data`` or ``$ZENBRAIN_DATA`` (default ../shared/data).
 """
@@ -934,12 +948,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", default=None, help="where the stores go (default: a temp dir, removed)")
     ap.add_argument("--parts", default="ingest,growth,scale", help="which parts to run (default ingest,growth,scale)")
     ap.add_argument("--summary", metavar="JSON", help="print the summary of a saved --json file and exit")
+    ap.add_argument("--backends", default="sqlite,postgres,chroma",
+                    help="--parts backends: which stores, in this order (default sqlite,postgres,chroma)")
+    ap.add_argument("--layout", default="many,one", help="--parts backends: many (users of --per-user), one, or both")
+    ap.add_argument("--per-user", type=int, default=1000, help="--parts backends: memories per user in 'many' (default 1000)")
+    ap.add_argument("--forgets", type=int, default=5, help="--parts backends: memories forgotten after recall (default 5)")
+    ap.add_argument("--pg-url", default=None, help="--parts backends: a PostgreSQL server (default: a private pgserver)")
+    ap.add_argument("--progress", type=int, default=0, help="--parts backends: a progress line every N batches")
     args = ap.parse_args(argv)
     if args.summary:
         with open(args.summary, encoding="utf-8") as fh:
             print_summary(json.load(fh))
         return 0
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    if "backends" in {p.strip() for p in args.parts.split(",")}:
+        return run_backends(args, sizes)
     peer_names = [] if args.peers.strip().lower() in ("", "none") else [p.strip() for p in args.peers.split(",") if p.strip()]
     for name in peer_names:
         if name not in PEER_NAMES:
@@ -1026,6 +1049,34 @@ def main(argv: list[str] | None = None) -> int:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     return _finish(results, args, t_start)
+
+
+def run_backends(args: argparse.Namespace, sizes: list[int]) -> int:
+    """Part 5: SQLite, PostgreSQL and ChromaDB side by side (``scripts/bench_backends.py``);
+    the JSON file is rewritten after each result, so a long run keeps what it measured."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_backends
+
+    def split(text: str) -> list[str]:
+        return [p.strip() for p in text.split(",") if p.strip()]
+    cfg = bench_backends.Settings(
+        sizes=sizes, layouts=split(args.layout), backends=split(args.backends), per_user=args.per_user,
+        queries=args.queries, forgets=args.forgets, embedder=args.embedder, data=args.data, pg_url=args.pg_url,
+        corpus=Path(args.corpus) if args.corpus else None, progress=args.progress, workdir=Path(args.workdir) if args.workdir else None)
+    env = {"cpus": os.cpu_count(), "zenbrain": source_version(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+           "load_average_start": load_average(), "command": " ".join(sys.argv)}
+    say(f"zenbrain backends: {env['cpus']} CPUs, load average {env['load_average_start']}; zenbrain from "
+        f"{env['zenbrain']}; OMP_NUM_THREADS={env['omp_num_threads']}")
+
+    def save(results: list[dict[str, Any]]) -> None:
+        if args.json:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps({"environment": env, "backends": results}, indent=1))
+    results = bench_backends.run(cfg, on_result=save)
+    env["load_average_end"] = load_average()
+    save(results)
+    say(f"load average at end: {env['load_average_end']}")
+    return 0
 
 
 def _finish(results: dict[str, Any], args: argparse.Namespace, t_start: float) -> int:

@@ -130,6 +130,8 @@ def matches(item: MemoryItem, flt: Filter) -> bool:
         return False
     if flt.current_at is not None and item.valid_until is not None and item.valid_until <= flt.current_at:
         return False
+    if flt.content_hashes is not None and item.content_hash not in flt.content_hashes:
+        return False
     return not (flt.ids is not None and item.id not in flt.ids)
 
 

@@ -250,6 +250,8 @@ def test_query_honours_every_filter_field(store, world):
         Filter(event_after=T0, event_before=T0 + 1000),
         Filter(ids=frozenset(ids[:50])),
         Filter(ids=frozenset()),
+        Filter(content_hashes=frozenset(i.content_hash for i in items[:7])),
+        Filter(content_hashes=frozenset()),
         Filter(current_at=T0),
         Filter(current_at=T0 + 500.0, include_archived=True),
     ]

@@ -115,6 +115,27 @@ def _conn(store):
     return store._pool.connection().__enter__()
 
 
+def test_a_growing_table_gets_planner_statistics_so_a_memory_is_read_by_its_key(pg):
+    """Without statistics the planner reads a memory by scanning its whole partition (each
+    store then costs time in proportion to the partition): the first few hundred inserts
+    are analysed, and a read by id goes through the primary keys of both tables."""
+    from zenbrain.storage.postgres.store import _FROM, _SELECT
+
+    with pg.transaction() as tx:
+        tx.put_memories([make_item(P1, f"memory number {i}") for i in range(600)])
+    ids = [i.id for i in pg.query(P1, limit=3)]
+    with pg._pool.connection() as conn:
+        plan = "\n".join(r[0] for r in conn.execute(
+            f"EXPLAIN SELECT {_SELECT} FROM {_FROM} WHERE m.user_id = %s AND m.agent_id = %s AND m.id = ANY(%s)",
+            (*P1, ids)))
+        counted = dict(conn.execute(
+            "SELECT relname, reltuples FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
+            "AND relkind = 'r' AND (relname = 'memories' OR relname LIKE 'memory\\_texts\\_p%%') AND reltuples > 0").fetchall())
+    assert counted.pop("memories") == 600 and sum(counted.values()) == 600  # both tables analysed
+    assert "Index Scan using memories_pkey" in plan, plan  # not the partition's index, not a scan of it
+    assert [i.id for i in pg.get(P1, ids)] == ids
+
+
 def test_bm25_ranks_as_the_sqlite_store_does(tmp_path: Path):
     """Same texts, same query: the same ids in the same order with the same scores."""
     from zenbrain.storage.sqlite import SQLiteStore

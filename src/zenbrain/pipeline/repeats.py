@@ -72,21 +72,24 @@ def find(engine: Engine, part: Partition, scope: Scope, records: Sequence[dict[s
     if not candidates:
         return {}
     flt = Filter(contexts=frozenset({scope.context}), content_hashes=frozenset(drafts[i].content_hash for i in candidates))
-    stored = [m for m in engine.store.query(part, flt)  # oldest first
-              if m.valid_until is None and m.session_id is None and m.position is None]
+    stored: dict[str, list[MemoryItem]] = {}  # content hash -> memories, oldest first
+    for m in engine.store.query(part, flt):
+        if m.valid_until is None and m.session_id is None and m.position is None:
+            stored.setdefault(m.content_hash, []).append(m)
     out: dict[int, Target] = {}
-    earlier: list[int] = []  # new records of the batch that later ones may repeat
+    earlier: dict[str, list[int]] = {}  # content hash -> new records of the batch that later ones may repeat
     for i in candidates:
         new, timed = drafts[i], records[i].get("event_time") is not None
-        match = next((m for m in stored if _same(m, new, timed)), None)
+        match = next((m for m in stored.get(new.content_hash, ()) if _same(m, new, timed)), None)
         if match is not None:
             out[i] = match
             continue
-        first = next((j for j in earlier if _same(drafts[j], new, timed)), None)
+        same_text = earlier.setdefault(new.content_hash, [])
+        first = next((j for j in same_text if _same(drafts[j], new, timed)), None)
         if first is not None:
             out[i] = first
         else:
-            earlier.append(i)
+            same_text.append(i)
     return out
 
 

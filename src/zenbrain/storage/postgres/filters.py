@@ -52,6 +52,9 @@ def where(partition: Partition, flt: Filter, alias: str = "m") -> tuple[str, lis
     if flt.current_at is not None:
         clauses.append(f"({p}valid_until IS NULL OR {p}valid_until > %s)")
         args.append(float(flt.current_at))
+    if flt.content_hashes is not None:
+        clauses.append(f"{p}content_hash = ANY(%s)")
+        args.append(sorted(flt.content_hashes))
     if flt.ids is not None:
         clauses.append(f"{p}id = ANY(%s)")
         args.append(sorted(flt.ids))

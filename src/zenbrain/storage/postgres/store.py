@@ -63,7 +63,10 @@ except ImportError as _exc:  # pragma: no cover - depends on the installed extra
 # Planner statistics: gathered again once this handle has inserted as many rows as the
 # table had at the last analysis (and at least ANALYZE_MIN_ROWS), so that the planner never
 # plans a large table from the statistics of a small one (autovacuum would, within a minute).
-ANALYZE_MIN_ROWS = 5000
+# A table never analysed is analysed at once: without statistics the planner reads a
+# memory by scanning its whole partition instead of the primary key, so that every store
+# of a growing partition costs time in proportion to its size.
+ANALYZE_MIN_ROWS = 500
 SAMPLE_ROUNDS = 4  # rounds of random draws a large partition's sample may take before all its ids are read
 _SELECT = ",".join(f"t.{c}" if c in TEXT_FIELDS else f"m.{c}" for c in MEMORY_FIELDS)
 _FROM = "memories m JOIN memory_texts t ON t.user_id = m.user_id AND t.id = m.id"
@@ -313,11 +316,11 @@ class PostgresStore:
         self._inserted += inserted
         if self._inserted < ANALYZE_MIN_ROWS:
             return
-        if self._analyzed_rows < 0:
+        if self._analyzed_rows < 0:  # reltuples is -1 until the table was first analysed
             self._analyzed_rows = max(0, int(conn.execute(
                 "SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass").fetchone()[0]))
         if self._inserted >= self._analyzed_rows:
-            conn.execute("ANALYZE memories")
+            conn.execute("ANALYZE memories, memory_texts")  # a memory is read from both, joined
             self._analyzed_rows += self._inserted
             self._inserted = 0
 
