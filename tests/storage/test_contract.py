@@ -695,6 +695,11 @@ def test_edges_upsert_delete_and_query(store):
     assert {(e.src, e.dst, e.relation) for e in store.edges(P1, ["c"])} == {("b", "c", "similar")}
     assert len(store.edges(P1, ["a", "b", "b"])) == 3  # touching either end, each edge once
     assert store.edges(P1, []) == [] and store.edges(P1, ["zzz"]) == []
+    # one relation only, on each path (all, touching, both ends)
+    assert [(e.src, e.dst) for e in store.edges(P1, relation="temporal")] == [("a", "b")]
+    assert {(e.src, e.dst) for e in store.edges(P1, ["b"], relation="similar")} == {("a", "b"), ("b", "c")}
+    assert [e.relation for e in store.edges(P1, ["a", "b"], both_ends=True, relation="temporal")] == ["temporal"]
+    assert store.edges(P1, ["c"], relation="temporal") == [] and store.edges(P2, relation="temporal") == []
     with store.transaction() as tx:
         tx.delete_edges(P1, [("a", "b", "similar"), ("x", "y", "none")])
     assert {(e.src, e.dst, e.relation) for e in store.edges(P1)} == {("b", "c", "similar"), ("a", "b", "temporal")}

@@ -228,7 +228,8 @@ def test_edges_among_equals_the_pairwise_filter_in_the_same_order(tmp_path):
 
 
 def _edges_by_union_and_first_seen(con, part, ids):
-    """The edges touching ``ids`` as a union of the two lookups, each key where first met."""
+    """The edges touching ``ids`` as a union of the two lookups (the second through the dst
+    index, whatever the planner's statistics), each key where first met."""
     seen, out = set(), []
     idl = list(dict.fromkeys(ids))
     for i in range(0, len(idl), 400):
@@ -236,7 +237,7 @@ def _edges_by_union_and_first_seen(con, part, ids):
         q = ",".join("?" * len(chunk))
         for r in con.execute(
             f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
-            f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND dst IN ({q})",
+            f"SELECT {EDGE_COLUMNS} FROM edges INDEXED BY edges_dst WHERE user_id=? AND agent_id=? AND dst IN ({q})",
             (*part, *chunk, *part, *chunk),
         ):
             if r[:3] not in seen:

@@ -257,8 +257,7 @@ def belief_weight(engine: Engine, part: Partition, hits: list[RecallHit]) -> Non
     if not facts:
         return
     ids = {h.item.id for h in facts}
-    contested = {end for e in engine.store.edges(part, ids) if e.relation == RELATION_CONTRADICTS
-                 for end in (e.src, e.dst)}
+    contested = {end for e in engine.store.edges(part, ids, relation=RELATION_CONTRADICTS) for end in (e.src, e.dst)}
     rp = engine.config.recall
     for h in facts:
         disputed = use_dispute and bool(h.item.metadata.get(META_DISPUTED))

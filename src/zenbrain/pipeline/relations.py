@@ -109,7 +109,7 @@ def relations(engine: Engine, scope: Scope, memory_id: str, relation: str | None
         raise ValidationError(f"relation must be a non-empty string, got {relation!r}")
     item = get_visible(engine, scope, memory_id)
     part = partition_of(scope)
-    edges = [e for e in engine.store.edges(part, [item.id]) if relation is None or e.relation == relation]
+    edges = engine.store.edges(part, [item.id], relation=relation)
     others = {e.dst if e.src == item.id else e.src for e in edges}
     seen = {i.id for i in engine.store.get(part, sorted(others)) if visible(engine, scope, i, include_archived=True)}
     out = [e for e in edges if (e.dst if e.src == item.id else e.src) in seen]

@@ -186,9 +186,12 @@ class Store(Protocol):
         """Cached vectors by content hash (the hashes that are cached)."""
         ...
 
-    def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False) -> list[Edge]:
+    def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False,
+              relation: str | None = None) -> list[Edge]:
         """Edges touching any of ``ids`` (all edges of the partition when None); with
-        ``both_ends`` only those whose two ends are both in ``ids``."""
+        ``both_ends`` only those whose two ends are both in ``ids``; with ``relation`` only
+        edges of that relation (filtered in the database: a well-linked memory has
+        thousands of edges)."""
         ...
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:

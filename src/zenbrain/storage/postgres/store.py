@@ -506,25 +506,28 @@ class PostgresStore:
         return {h: _array(v) for h, v in rows}
 
     # -- graph, history, records ---------------------------------------------------------
-    def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False) -> list[Edge]:
+    def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False,
+              relation: str | None = None) -> list[Edge]:
         cols = ", ".join(EDGE_FIELDS)
+        only, only_args = ("", ()) if relation is None else (" AND relation = %s", (relation,))
         with self._reading() as conn:
             if ids is None:
-                rows = conn.execute(f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s "
-                                    "ORDER BY src, dst, relation", partition).fetchall()
+                rows = conn.execute(f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s{only} "
+                                    "ORDER BY src, dst, relation", (*partition, *only_args)).fetchall()
             else:
                 wanted = list(dict.fromkeys(ids))
                 if not wanted:
                     return []
                 if both_ends:
                     rows = conn.execute(f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s "
-                                        "AND src = ANY(%s) AND dst = ANY(%s) ORDER BY dst, src, relation",
-                                        (*partition, wanted, wanted)).fetchall()
+                                        f"AND src = ANY(%s) AND dst = ANY(%s){only} ORDER BY dst, src, relation",
+                                        (*partition, wanted, wanted, *only_args)).fetchall()
                 else:
                     rows = conn.execute(
-                        f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s AND src = ANY(%s) UNION "
-                        f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s AND dst = ANY(%s) "
-                        "ORDER BY src, dst, relation", (*partition, wanted, *partition, wanted)).fetchall()
+                        f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s AND src = ANY(%s){only} UNION "
+                        f"SELECT {cols} FROM edges WHERE user_id = %s AND agent_id = %s AND dst = ANY(%s){only} "
+                        "ORDER BY src, dst, relation",
+                        (*partition, wanted, *only_args, *partition, wanted, *only_args)).fetchall()
         return [Edge(*r) for r in rows]
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
