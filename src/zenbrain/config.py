@@ -84,7 +84,7 @@ class RecallParams(Params):
     topic_rate: float = bounded(0.2, 0.0, 1.0, "how fast the partition's topic vector follows new queries")
     contested_weight: float = bounded(0.3, 0.0, 0.5, "a contested fact's score x (1 - w (1 - confidence))")
     disputed_penalty: float = bounded(0.1, 0.0, 0.3, "score share given up by a fact that lost an iMAD debate")
-    exchange_diversity: float = bounded(0.1, 0.0, 1.0, "a broad query's hit next to a better-placed turn of its "
+    exchange_diversity: float = bounded(0.15, 0.0, 1.0, "a broad query's hit next to a better-placed turn of its "
                                         "session gives up this share of its score, once per such turn")
     # The fusion recipe (zenbrain.retrieval.fusion.RECIPES): how dense and lexical evidence
     # are combined, and how conversation turns are indexed when they are stored.

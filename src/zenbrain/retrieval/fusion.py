@@ -360,9 +360,10 @@ RECIPES: dict[str, FusionRecipe] = {
             # A question naming a person asks mostly about what that person said: on LoCoMo
             # dev 94-100% of the evidence turns of the questions naming one speaker are
             # theirs (adversarial questions, which ask one person about the other's words,
-            # 25%), against 63% of the top five with 0.1. With 0.2: R@5 0.728 against
-            # 0.725; multi-hop +0.03, open-domain +0.06, adversarial -0.06.
-            speaker_bonus=0.2,
+            # 25%), against 63% of the top five with 0.1. 0.2 gains static R@5 0.004
+            # (multi-hop, open-domain) but costs adversarial 0.055 and the longitudinal
+            # benchmark 0.007 (docs/retrieval.md), so 0.1 stays.
+            speaker_bonus=0.1,
             # A question that names a time: a memory of that time gains the whole spread of
             # relevance, so it ranks with the best match outside the window (LoCoMo dev R@5
             # 0.719 with 1.0, 0.718 with 0.5, 0.710 with 0.25).
