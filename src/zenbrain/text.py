@@ -84,11 +84,17 @@ class NameVocabulary:
         return word in self.capitalised_inside and word not in self.lower_case
 
 
+def name_words(text: str) -> list[str]:
+    """The lower-cased runs of letters of ``text``, the units ``NameVocabulary`` knows names
+    by ("Sofia's" gives "sofia" and "s", "O'Brien" gives "o" and "brien")."""
+    return [m.lower() for m in _LETTERS.findall(text)]
+
+
 def names_something(text: str, vocabulary: NameVocabulary, *, known: Collection[str] = ()) -> bool:
     """Whether ``text`` names someone or something, or gives a number: it holds a digit, or a
-    word that ``vocabulary`` knows as a name and that is not in ``known`` (for example the
-    speakers of a conversation). A sentence-initial "Wow" or "Aww" is never capitalised
+    word that ``vocabulary`` knows as a name and that is not in ``known`` (``name_words`` of,
+    for example, the speakers of a conversation). A sentence-initial "Wow" or "Aww" is never capitalised
     inside a sentence and names nothing; "Lisbon" or "Priya" is a name."""
     if _DIGIT.search(text):
         return True
-    return any(w not in known and vocabulary.is_name(w) for w in (m.lower() for m in _LETTERS.findall(text)))
+    return any(w not in known and vocabulary.is_name(w) for w in name_words(text))

@@ -22,8 +22,7 @@ and agent; working and short-term memory belong to sessions and are left to
    (``mechanisms.information``: summed idf of its words in units of a once-said word's
    idf) and names nobody and nothing beyond the partition's speakers (``spare_named``:
    no number, no word the partition capitalises inside sentences and never writes in lower
-   case) is archived
-   once it needs review; any other memory is never archived by decay,
+   case) is archived once it needs review; any other memory is never archived by decay,
    recall's bounded retrievability prior only down-weights it (0: every memory archived
    at ``archive_threshold``, the paper). The document frequencies are saved in kv
    ``information`` for recall, which rehearses only the hits a recall carried
@@ -56,7 +55,7 @@ from ...state import (
     RESCUED_AT,
     SIGNIFICANCE,
 )
-from ...text import NameVocabulary, names_something, token_set, words
+from ...text import NameVocabulary, name_words, names_something, token_set
 from ..access import get_own, partition_of
 from ..retrievability import copy_state, retrievability
 from .common import Snapshot, col, num, skipped, vectors
@@ -173,7 +172,7 @@ def _low_value(
         # a fact, not small talk: names are what the words-said-once measure cannot see in a
         # partition that mentions the same people every day.
         vocabulary = NameVocabulary.of(i.content for i in items)
-        known = {w for i in items if i.speaker for w in words(i.speaker)}
+        known = {w for i in items if i.speaker for w in name_words(i.speaker)}
         for j in np.flatnonzero(low):
             if names_something(items[j].content, vocabulary, known=known):
                 low[j] = False
