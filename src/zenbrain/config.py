@@ -66,6 +66,10 @@ class RecallParams(Params):
     candidate_factor: int = bounded(3, 1, 50, "candidates per layer are at least factor x k")
     lexical_k: int = bounded(50, 0, 5000, "candidates taken from the BM25 index")
     lexical_weight: float = bounded(0.5, 0.0, 1.0, "share of the BM25 score in the hybrid similarity")
+    current_inherits: bool = field(default=True, metadata={
+        "doc": "current recall: a superseded memory that matched hands its score to the newest version of its fact"})
+    subject_focus: float = bounded(1.0, 0.0, 10.0, "weight of meaning without the subject's name against BM25 when "
+                                   "the notes about a subject the query names are compared (0: off)")
     foreign_lexical_weight: float = bounded(0.0, 0.0, 1.0, "share of its BM25 score a note keeps when it names "
                                             "others but none of the names the query asks about")
     # Priors from stored state reorder near-ties only: relevance decides. A faded memory loses

@@ -142,7 +142,9 @@ def test_score_breakdown_is_consistent(mem, query):
     qtype = hits.query_type
     for h in hits:
         b = h.why
-        product = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority
+        # A note about a subject the query names is re-weighted by its meaning beyond the name.
+        focus = b.other.get("subject_focus", 1.0)
+        product = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority * focus
         assert b.final == pytest.approx(product, rel=1e-12, abs=1e-15)
         assert h.score == b.final
         # The recipe's fusion, then what the neighbours, a named speaker or a named time added.

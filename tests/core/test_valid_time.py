@@ -141,12 +141,12 @@ KENJI_NEW = "Kenji orders lemon water with lunch at the office"
 KENJI_ASKS = "what does Kenji order with his lunch at the office"
 
 
-def _kenji(tmp_path, clock, config=None):
+def _kenji(tmp_path, clock, config=None, new_layer="semantic"):
     mem = _open(tmp_path, clock, config=config)
     old = mem.store(KENJI_OLD, ALICE, layer="semantic")
     mem.store("Kenji went hiking in the hills on Sunday", ALICE, layer="semantic")
     clock.advance(days=20)
-    new = mem.store(KENJI_NEW, ALICE, layer="semantic")
+    new = mem.store(KENJI_NEW, ALICE, layer=new_layer)
     mem.store("Kenji lent his bike to a neighbour", ALICE, layer="semantic")
     # No conflict cue (no value word changed after a one-value predicate): store time sees no change.
     assert mem.get(old.id, ALICE).superseded_by is None and mem.get(new.id, ALICE).superseded_by is None
@@ -195,3 +195,41 @@ def test_turns_of_a_conversation_are_no_versions_of_each_other(tmp_path, clock):
     mem.store(KENJI_NEW, ALICE, layer="semantic", metadata={"speaker": "Mira"})
     mem.store("Kenji lent his bike to a neighbour", ALICE, layer="semantic", metadata={"speaker": "Mira"})
     assert _texts(mem.recall(KENJI_ASKS, ALICE, k=4, touch=False))[:2] == [KENJI_OLD, KENJI_NEW]
+
+
+def test_an_event_note_can_be_the_newest_version(tmp_path, clock):
+    """ "Kenji sold the bike and bought a car" is an event (episodic) and still the change."""
+    mem = _kenji(tmp_path, clock, new_layer="episodic")
+    hits = mem.recall(KENJI_ASKS, ALICE, k=4, touch=False)
+    assert _texts(hits)[:2] == [KENJI_NEW, KENJI_OLD]
+    assert hits[0].item.layer.value == "episodic"
+
+
+ROSA_OLD, ROSA_NEW = "Rosa always orders a cortado at the corner cafe", "Rosa switched to chai"
+
+
+def _rosa(tmp_path, clock, config=None, old_layer="semantic"):
+    mem = _open(tmp_path, clock, config=config)
+    old = mem.store(ROSA_OLD, ALICE, layer=old_layer)
+    mem.store("Rosa sent photos from the weekend", ALICE, layer="semantic")
+    clock.advance(days=20)
+    mem.store(ROSA_NEW, ALICE, layer="semantic", supersedes=old.id)
+    return mem
+
+
+def test_a_superseded_match_hands_its_place_to_the_current_version(tmp_path, clock):
+    """The question matches the old wording; the answer is what replaced it."""
+    mem = _rosa(tmp_path, clock)
+    hits = mem.recall("what does Rosa order at the corner cafe", ALICE, k=3, touch=False)
+    assert _texts(hits)[0] == ROSA_NEW and hits[0].why.other["succeeds"] == 1.0
+    assert ROSA_OLD not in _texts(hits)
+    cfg = Config()
+    off = _rosa(tmp_path / "off", clock, config=replace(cfg, recall=replace(cfg.recall, current_inherits=False)))
+    assert _texts(off.recall("what does Rosa order at the corner cafe", ALICE, k=3, touch=False))[0] != ROSA_NEW
+
+
+def test_the_current_version_is_handed_a_place_only_inside_the_recalls_filter(tmp_path, clock):
+    mem = _rosa(tmp_path, clock, old_layer="episodic")
+    assert _texts(mem.recall("what does Rosa order at the corner cafe", ALICE, k=3, touch=False))[0] == ROSA_NEW
+    hits = mem.recall("what does Rosa order at the corner cafe", ALICE, k=3, touch=False, layers=["episodic"])
+    assert ROSA_NEW not in _texts(hits) and ROSA_OLD not in _texts(hits)

@@ -56,6 +56,9 @@ def test_params_validation():
         ("My birthday is on 5 May", "My birthday is on 7 May", "value:5->7"),
         ("Server runs on port 8080", "Server runs on port 9090", "value:8080->9090"),
         ("My favourite colour is blue", "My favourite colour is green", "value:blue->green"),
+        ("Alice works at Acme as an engineer", "Alice works at Globex as an engineer", "value:acme->globex"),
+        ("Kenji's car is a Kia Niro", "Kenji's car is a Mini Cooper", "value:kia niro->mini cooper"),
+        ("My boss is Tom", "My boss is Jerry", "value:tom->jerry"),
     ],
 )
 def test_conflict_cues_fire(a, b, kind):
@@ -79,6 +82,9 @@ def test_conflict_cues_fire(a, b, kind):
         ("You can reach Aisha on +1 555 839 7546", "You can reach Henrik on +1 555 350 3160"),
         ("The billing team's weekly sync is on Wednesday at 15:00",
          "The data team's weekly sync is on Wednesday at 10:00"),
+        # A name in the subject's place (no preposition before it, a verb phrase after it).
+        ("Lately Aisha only drinks rooibos", "Lately Esme only drinks rooibos"),
+        ("These days Jakob is hooked on pottery", "These days Esme is hooked on pottery"),
     ],
 )
 def test_conflict_cues_stay_quiet(a, b):

@@ -75,7 +75,7 @@ class IMADParams(Params):
     version_similarity: float = bounded(0.2, -1.0, 1.0, "cosine of two recalled facts about the query's subject, "
                                         "once what the subject's memories share is taken out, at or above which "
                                         "they are versions of one fact")
-    version_relevance: float = bounded(0.8, 0.0, 1.0, "share of the better version's query similarity the other "
+    version_relevance: float = bounded(0.5, 0.0, 1.0, "share of the better version's query similarity the other "
                                        "needs to count as an answer to the same question")
 
     def __post_init__(self) -> None:
@@ -270,6 +270,8 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
                     continue
                 if pa.words[i1] in _PREPOSITIONS and pb.words[j1] in _PREPOSITIONS and pa.words[i1] != pb.words[j1]:
                     continue
+                if _names_the_subject(pa, i1, i2) and _names_the_subject(pb, j1, j2):
+                    continue
                 side_a = [k for k in range(i1, i2) if pa.values[k] or (functional and pa.tokens[k] not in _AUX_STEMS)]
                 side_b = [k for k in range(j1, j2) if pb.values[k] or (functional and pb.tokens[k] not in _AUX_STEMS)]
                 if side_a and side_b and [pa.tokens[k] for k in side_a] != [pb.tokens[k] for k in side_b]:
@@ -277,6 +279,17 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
                     vb = " ".join(pb.words[k] for k in side_b)
                     cues.append(f"value:{va}->{vb}")
     return tuple(dict.fromkeys(cues))
+
+
+def _names_the_subject(p: _Parsed, i1: int, i2: int) -> bool:
+    """Whether tokens [i1, i2) hold a name in the place of a sentence's subject: no
+    preposition before them, and a continuation after them that is no prepositional phrase.
+    "Lately Aisha only drinks rooibos" / "Lately Esme only drinks rooibos" speak of two
+    people; "Alice works at Acme" / "... at Globex" and "Kenji's car is a Kia" / "... a
+    Mini" (a name after a preposition, or at the end) are two values of one."""
+    named = any(p.values[k] and not p.tokens[k][:1].isdigit() and p.words[k] not in _MONTHS_DAYS for k in range(i1, i2))
+    return (named and i2 < len(p.words) and p.words[i2] not in _PREPOSITIONS
+            and not any(w in _PREPOSITIONS for w in p.words[:i1]))
 
 
 def replaced_spans(a: str, b: str) -> int:

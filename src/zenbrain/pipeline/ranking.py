@@ -6,6 +6,11 @@ them into the final score. A mechanism that is switched off leaves its factor at
 
 from __future__ import annotations
 
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
 import numpy as np
 
 from ..engine import Engine
@@ -20,10 +25,13 @@ from ..state import (
     PRIORITY,
     RELATION_CONTRADICTS,
 )
-from ..storage.base import Partition
+from ..storage.base import Filter, Partition
 from ..text import entities, token_set
 from .retrievability import retrievability
 from .tuned import tuned
+
+# A capitalised name as written in a query (``text.entities`` gives it lower-cased).
+_NAME = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 
 
 def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, window: bool = True) -> None:
@@ -107,18 +115,28 @@ def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int
             h.why.hebbian_boost = float(two_factor.recall_boost(w, var, params=tp))
 
 
-def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], query: str) -> list[RecallHit]:
-    """Current recall: memories a later one superseded leave the ranking. One kept is a
-    memory that differs from its successor in a single slot (a detected change, "works at
-    Acme" -> "works at Globex") when the query names a word only the old one has ("did she
-    leave Acme?", "note number 7"): such a query asks for that version, or a near-identical
-    statement was taken for its update. It stays marked (``why.other["superseded"]``)."""
+def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], query: str,
+                    flt: Filter = Filter(), admit: Callable[[MemoryItem], bool] | None = None) -> list[RecallHit]:
+    """Current recall: memories a later one superseded leave the ranking, and their place
+    goes to the current version of their fact. A question that matches "Rosa always orders
+    cortado" asks about Rosa's drink; the answer is what superseded it ("Rosa switched to
+    chai"), however the later statement is worded. So the newest version (following
+    ``superseded_by`` to the end) takes the best score of the versions it replaced, if it
+    scored lower or was not among the candidates at all, with that version's score breakdown
+    (``why.other["succeeds"]``); it must pass the recall's filter ``flt`` and ``admit`` (the
+    archive cue) like any candidate.
+
+    One kept is a memory that differs from its successor in a single slot (a detected change,
+    "works at Acme" -> "works at Globex") when the query names a word only the old one has
+    ("did she leave Acme?", "note number 7"): such a query asks for that version, or a
+    near-identical statement was taken for its update. It stays marked
+    (``why.other["superseded"]``)."""
     old = [h for h in hits if h.item.superseded_by is not None]
     if not old:
         return hits
     successors = {i.id: i for i in engine.store.get(part, list({h.item.superseded_by or "" for h in old}))}
     asked = token_set(query)
-    drop = set()
+    drop: dict[str, RecallHit] = {}
     for h in old:
         new = successors.get(h.item.superseded_by or "")
         own_words = token_set(h.item.content) - token_set(new.content) if new is not None else frozenset()
@@ -126,8 +144,44 @@ def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], quer
                 and imad.conflict_cues(h.item.content, new.content):
             h.why.other["superseded"] = 1.0
         else:
-            drop.add(h.item.id)
-    return [h for h in hits if h.item.id not in drop]
+            drop[h.item.id] = h
+    kept = [h for h in hits if h.item.id not in drop]
+    if not drop or not engine.config.recall.current_inherits:
+        return kept
+    # The newest version of each dropped one's fact (chains are short: a few hops at most).
+    head = {d: successors[h.item.superseded_by] for d, h in drop.items() if h.item.superseded_by in successors}
+    for _ in range(16):
+        later = {m.superseded_by for m in head.values() if m.superseded_by is not None}
+        if not later:
+            break
+        found = {i.id: i for i in engine.store.get(part, list(later))}
+        head = {d: (found.get(m.superseded_by, m) if m.superseded_by else m) for d, m in head.items()}
+        if all(m.superseded_by is None or m.superseded_by not in found for m in head.values()):
+            break
+    ids = frozenset(m.id for m in head.values() if m.superseded_by is None)
+    visible = {m.id: m for m in engine.store.query(part, replace(flt, ids=ids))} if ids else {}
+    best: dict[str, RecallHit] = {}
+    for d, m in head.items():
+        if m.id in visible and (admit is None or admit(visible[m.id])):
+            h = drop[d]
+            if m.id not in best or h.score > best[m.id].score:
+                best[m.id] = h
+    if not best:
+        return kept
+    placed = {h.item.id: h for h in kept}
+    for mid, src in best.items():
+        cur = placed.get(mid)
+        if cur is not None and cur.score >= src.score:
+            continue
+        why = copy.deepcopy(src.why)
+        why.other["succeeds"] = 1.0
+        lifted = RecallHit(visible[mid], src.score, why)
+        if cur is not None:
+            kept[kept.index(cur)] = lifted
+        else:
+            kept.append(lifted)
+    kept.sort(key=lambda h: (-h.score, h.item.id))
+    return kept
 
 
 def subject_lexical(engine: Engine, query: str, pool: list[MemoryItem], lexical: np.ndarray) -> np.ndarray:
@@ -161,11 +215,12 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
 
     Among the best hits, those that name a subject the query names are compared with what
     they say about it: their vectors less their mean direction (what every memory about
-    the subject shares, its name above all). Two facts (semantic layer, notes: a turn of a
-    conversation has a speaker and a later turn does not replace an earlier one) are taken for
+    the subject shares, its name above all). Two notes of the semantic or episodic layer (a
+    turn of a conversation has a speaker and a later turn does not replace an earlier one;
+    an event such as "sold the Kia and bought a Focus" may be the change) are taken for
     versions of one fact when these residuals agree (cosine >= ``version_similarity``)
-    and both answer the query about equally well (the lower query similarity at least
-    ``version_relevance`` of the higher). A change store time did not detect ("Kenji's
+    and both answer the query (the lower query similarity at least ``version_relevance``
+    of the higher). A change store time did not detect ("Kenji's
     usual drink is chai", later "Kenji switched to lemon water") then ranks as iMAD decides
     a change: within each group of versions the scores are handed out by valid time, the
     newest getting the best (``why.other["version_order"]``: the score it gained or lost).
@@ -180,13 +235,14 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
     about: list[RecallHit] = []
     subjects: list[frozenset[str]] = []
     for h in hits[: max(engine.config.recall.boost_pool * k, 10)]:
-        named = h.item.metadata.get(META_ENTITIES)
-        subj = asked & frozenset(named if isinstance(named, list) else entities(h.item.content))
+        subj = asked & _named(h.item)
         if subj:
             about.append(h)
             subjects.append(subj)
-    facts = [i for i, h in enumerate(about) if h.item.layer is Layer.SEMANTIC and h.item.speaker is None]
-    if len(facts) < 2 or len(about) < 3:
+    # A note of an event ("Kenji sold the Kia Niro and bought a Ford Focus") may be the change.
+    facts = [i for i, h in enumerate(about)
+             if h.item.layer in (Layer.SEMANTIC, Layer.EPISODIC) and h.item.speaker is None]
+    if len(facts) < 2 or (len(about) < 3):
         return hits
     vecs = engine.store.vectors(part, [h.item.id for h in about]).astype(np.float64)
     mean = vecs.mean(axis=0)
@@ -209,8 +265,8 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
     for x, i in enumerate(facts):
         for j in facts[x + 1:]:
             hi = max(rel[i], rel[j])
-            if (subjects[i] & subjects[j] and close[i, j] >= ip.version_similarity and hi > 0
-                    and min(rel[i], rel[j]) >= ip.version_relevance * hi
+            if (subjects[i] & subjects[j] and (close[i, j] >= ip.version_similarity) and hi > 0
+                    and (min(rel[i], rel[j]) >= ip.version_relevance * hi)
                     and about[i].item.valid_from != about[j].item.valid_from):
                 parent[root(i)] = root(j)
     groups: dict[int, list[RecallHit]] = {}
@@ -274,3 +330,54 @@ def priority_weight(engine: Engine, hits: list[RecallHit]) -> None:
         return
     for h in hits:
         h.why.priority = 0.9 + 0.2 * float(h.item.state.get(PRIORITY, 0.5))
+
+
+def subject_focus(engine: Engine, part: Partition, hits: list[RecallHit], query: str, qvec: np.ndarray,
+                  k: int) -> list[RecallHit]:
+    """Among the notes about a subject the query names, meaning is compared without the name.
+
+    A sentence embedding of a short note is mostly its names: "Anouk is looking forward to
+    the holidays" is as close to "Which city does Anouk live in now?" as "Anouk relocated
+    from Uppsala to Tucson". Among the best hits, the notes (no speaker: a conversation
+    turn may speak of its subject as "you" or "I") that name a subject of the query are
+    compared with it through what remains once the directions of the names it asks about
+    (their own embeddings) are projected out of both vectors. Each such note's score is
+    multiplied by the ratio of its relevance with that residual similarity to its
+    relevance with the plain one (``subject_focus`` x dense share of the note's best + its
+    BM25 evidence), so the subject's other notes reorder among themselves and every other
+    factor of the score is kept (``why.other["subject_focus"]``). ``hits`` are sorted by
+    score; returns them re-sorted. ``RecallParams.subject_focus`` 0 switches this off."""
+    weight = engine.config.recall.subject_focus
+    if weight <= 0.0 or len(hits) < 2:
+        return hits
+    asked = frozenset(entities(query))
+    if not asked:
+        return hits
+    about = [h for h in hits[: max(engine.config.recall.boost_pool * k, 10)]
+             if h.item.speaker is None and asked & _named(h.item)]
+    if len(about) < 2:
+        return hits
+    names = list(dict.fromkeys(m.group(1) for m in _NAME.finditer(query) if m.group(1).lower() in asked))
+    basis, _ = np.linalg.qr(np.stack([engine.embed_query(n) for n in names or sorted(asked)]).astype(np.float64).T)
+    vecs = engine.store.vectors(part, [h.item.id for h in about]).astype(np.float64)
+    q = np.asarray(qvec, dtype=np.float64)
+    q_rest = q - basis @ (basis.T @ q)
+    v_rest = vecs - (vecs @ basis) @ basis.T
+    norms = np.linalg.norm(v_rest, axis=1) * np.linalg.norm(q_rest)
+    rest = np.maximum(v_rest @ q_rest / np.maximum(norms, 1e-12), 0.0)
+    plain = np.array([max(0.0, h.why.dense) for h in about])
+    lexical = np.array([h.why.lexical for h in about])
+    focused = weight * rest / max(float(rest.max()), 1e-12) + lexical
+    before = weight * plain / max(float(plain.max()), 1e-12) + lexical
+    for h, a, b in zip(about, focused, before):
+        if b > 0:
+            h.why.other["subject_focus"] = float(a / b)
+            h.score = h.why.final = h.score * float(a / b)
+    hits.sort(key=lambda h: (-h.score, h.item.id))
+    return hits
+
+
+def _named(item: MemoryItem) -> frozenset[str]:
+    """The names a memory mentions (stored at encoding, else read from its text)."""
+    named = item.metadata.get(META_ENTITIES)
+    return frozenset(named if isinstance(named, list) else entities(item.content))

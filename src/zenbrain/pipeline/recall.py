@@ -245,8 +245,10 @@ def recall(
         b = h.why
         h.score = b.final = b.fused * b.temporal * b.hebbian_boost * b.retrievability * b.priority * b.belief
     hits.sort(key=lambda h: (-h.score, h.item.id))
+    hits = ranking.subject_focus(engine, part, hits, query, qvec, k)
     if only_current:
-        hits = ranking.drop_superseded(engine, part, hits, query)
+        admit = None if cue is None else (lambda m: not m.archived or include_archived or cue(m))
+        hits = ranking.drop_superseded(engine, part, hits, query, flt, admit)
         hits = ranking.order_versions(engine, part, hits, query, info, k)
     # Room for the de-duplication below to drop some.
     hits = ranking.spread_exchanges(engine, hits, info, recipe.neighbour_radius, places=2 * k)
