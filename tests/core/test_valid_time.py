@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
+from core_helpers import DIM, TableEmbedder
 
 from zenbrain import Scope, ValidationError, open_memory
 from zenbrain.clock import SimulatedClock
@@ -233,3 +235,24 @@ def test_the_current_version_is_handed_a_place_only_inside_the_recalls_filter(tm
     assert _texts(mem.recall("what does Rosa order at the corner cafe", ALICE, k=3, touch=False))[0] == ROSA_NEW
     hits = mem.recall("what does Rosa order at the corner cafe", ALICE, k=3, touch=False, layers=["episodic"])
     assert ROSA_NEW not in _texts(hits) and ROSA_OLD not in _texts(hits)
+
+
+def test_the_newest_versions_of_two_known_chains_are_two_facts(tmp_path, clock):
+    """Bruno's drink and Bruno's flat changed separately: the later change of the flat must not
+    be taken for a newer version of the drink, however alike the two statements of change."""
+    e = np.eye(DIM)
+    name, drink, flat, change, photos = e[0], e[1], e[2], e[3], e[4]
+    emb = TableEmbedder([("drink?", name + drink), ("americano", name + drink), ("Ljubljana", name + 0.6 * drink + flat),
+                         ("rooibos", name + change + 0.2 * drink), ("Cardiff", name + change + 0.2 * flat),
+                         ("photos", name + photos)])
+    mem = open_memory(tmp_path / "chains.db", embedder=emb, clock=clock)
+    drink_then = mem.store("Bruno's usual drink is iced americano", ALICE, layer="semantic")
+    flat_then = mem.store("Bruno rents a flat in Ljubljana", ALICE, layer="semantic")
+    mem.store("Bruno sent photos of the weekend", ALICE, layer="semantic")
+    clock.advance(days=10)
+    mem.store("Bruno switched to rooibos", ALICE, layer="semantic", supersedes=drink_then.id)
+    clock.advance(days=10)
+    mem.store("Bruno moved to Cardiff", ALICE, layer="semantic", supersedes=flat_then.id)
+    hits = mem.recall("What is Bruno's usual drink?", ALICE, k=3, touch=False)
+    assert _texts(hits)[:2] == ["Bruno switched to rooibos", "Bruno moved to Cardiff"]
+    assert all("version_order" not in h.why.other for h in hits)

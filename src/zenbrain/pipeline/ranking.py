@@ -264,9 +264,13 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
 
     for x, i in enumerate(facts):
         for j in facts[x + 1:]:
+            # Two newest versions of known chains (each took its place from what it superseded)
+            # are two facts: were they one, one would have superseded the other.
+            if "succeeds" in about[i].why.other and "succeeds" in about[j].why.other:
+                continue
             hi = max(rel[i], rel[j])
-            if (subjects[i] & subjects[j] and (close[i, j] >= ip.version_similarity) and hi > 0
-                    and (min(rel[i], rel[j]) >= ip.version_relevance * hi)
+            if (subjects[i] & subjects[j] and close[i, j] >= ip.version_similarity and hi > 0
+                    and min(rel[i], rel[j]) >= ip.version_relevance * hi
                     and about[i].item.valid_from != about[j].item.valid_from):
                 parent[root(i)] = root(j)
     groups: dict[int, list[RecallHit]] = {}
