@@ -277,6 +277,18 @@ def _lookup(word: str, table: dict[str, Any]) -> Any:
     return None
 
 
+# Words repeat across texts far more than texts do: remembering each word's entry saves the
+# inflection search (the lexicons are constants).
+@functools.lru_cache(maxsize=1 << 16)
+def _affect_of(word: str) -> tuple[float, float] | None:
+    return _lookup(word, AFFECT)  # type: ignore[no-any-return]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _significance_of(word: str) -> float | None:
+    return _lookup(word, SIGNIFICANCE)  # type: ignore[no-any-return]
+
+
 def decay_multiplier(
     *, valence: Any, arousal: Any, significance: Any = 0.0, params: EmotionalParams = DEFAULTS
 ) -> Any:
@@ -360,6 +372,10 @@ def _tag_of(text: str, params: EmotionalParams) -> EmotionalTag:
             continue
         if w in ("kind", "sort") and i + 1 < len(norm) and norm[i + 1] == "of":
             continue  # "kind of" is a dampener, not the word "kind"
+        affect = _affect_of(w)
+        sig = _significance_of(w)
+        if affect is None and sig is None:
+            continue  # most words: no entry, nothing to scale or negate
         negated = any(
             norm[j] in _NEGATIONS and clause[j] == clause[i] and j not in in_phrase
             for j in range(max(0, i - _NEGATION_SCOPE), i)
@@ -376,7 +392,6 @@ def _tag_of(text: str, params: EmotionalParams) -> EmotionalTag:
         if raw_words[i].isupper() and len(raw_words[i]) >= 2 and not shouting:
             scale *= params.caps_factor
 
-        affect = _lookup(w, AFFECT)
         if affect is not None:
             v, a = affect
             pos = 1.0 if last_but < 0 else (1.5 if i > last_but else 0.5)
@@ -386,7 +401,6 @@ def _tag_of(text: str, params: EmotionalParams) -> EmotionalTag:
             total += v * scale * pos
             arousals.append(min(1.0, a * min(scale, 1.3) + arousal_bonus))
             hits += 1
-        sig = _lookup(w, SIGNIFICANCE)
         if sig is not None and not negated:
             sigs.append(min(1.0, sig * (1.2 if scale > 1.0 else scale)))
             hits += affect is None
