@@ -281,12 +281,12 @@ def _lookup(word: str, table: dict[str, Any]) -> Any:
 # inflection search (the lexicons are constants).
 @functools.lru_cache(maxsize=1 << 16)
 def _affect_of(word: str) -> tuple[float, float] | None:
-    return _lookup(word, AFFECT)  # type: ignore[no-any-return]
+    return _lookup(word, AFFECT)
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _significance_of(word: str) -> float | None:
-    return _lookup(word, SIGNIFICANCE)  # type: ignore[no-any-return]
+    return _lookup(word, SIGNIFICANCE)
 
 
 def decay_multiplier(
