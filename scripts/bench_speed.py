@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -173,9 +174,10 @@ class TableEmbedder:
         self.dim = live.dim
         self.live_calls = 0
 
-    @property
+    @functools.cached_property
     def by_words(self) -> dict[str, str]:
-        """Own words -> the stored text they come from."""
+        """Own words -> the stored text they come from (built once: the table is fixed, and
+        rebuilding it on each call cost 1.4 s per batch at a million texts)."""
         return {split_speaker(t)[1]: t for t in self.table}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
