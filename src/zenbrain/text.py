@@ -49,14 +49,19 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def entities(text: str) -> list[str]:
     """Capitalised names (a light, dependency-free stand-in for NER), lower-cased, de-duplicated."""
-    out: dict[str, None] = {}
+    return [name.lower() for name in entities_as_written(text)]
+
+
+def entities_as_written(text: str) -> list[str]:
+    """The names of ``entities`` as the text writes them (first spelling of each), for
+    embedding a name on its own."""
+    out: dict[str, str] = {}
     for m in _CAP.finditer(text):
-        name = m.group(1)
-        parts = [p for p in name.split() if p not in _SENTENCE_START_COMMON]
-        if not parts:
-            continue
-        out[" ".join(parts).lower()] = None
-    return list(out)
+        parts = [p for p in m.group(1).split() if p not in _SENTENCE_START_COMMON]
+        if parts:
+            name = " ".join(parts)
+            out.setdefault(name.lower(), name)
+    return list(out.values())
 
 
 @dataclass(frozen=True)

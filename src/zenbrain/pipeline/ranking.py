@@ -7,7 +7,6 @@ them into the final score. A mechanism that is switched off leaves its factor at
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -26,12 +25,9 @@ from ..state import (
     RELATION_CONTRADICTS,
 )
 from ..storage.base import Filter, Partition
-from ..text import entities, token_set
+from ..text import entities, entities_as_written, token_set
 from .retrievability import retrievability
 from .tuned import tuned
-
-# A capitalised name as written in a query (``text.entities`` gives it lower-cased).
-_NAME = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 
 
 def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, window: bool = True) -> None:
@@ -113,6 +109,12 @@ def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int
         if h.item.id in best:
             w, var = best[h.item.id]
             h.why.hebbian_boost = float(two_factor.recall_boost(w, var, params=tp))
+
+
+def _named(item: MemoryItem) -> frozenset[str]:
+    """The names a memory mentions (stored at encoding, else read from its text)."""
+    named = item.metadata.get(META_ENTITIES)
+    return frozenset(named if isinstance(named, list) else entities(item.content))
 
 
 def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], query: str,
@@ -202,8 +204,7 @@ def subject_lexical(engine: Engine, query: str, pool: list[MemoryItem], lexical:
     for j, item in enumerate(pool):
         if lexical[j] <= 0.0 or item.speaker is not None:
             continue
-        named = item.metadata.get(META_ENTITIES)
-        names = frozenset(named if isinstance(named, list) else entities(item.content))
+        names = _named(item)
         if names and not asked & names:
             factor[j] = weight
     return factor
@@ -242,7 +243,7 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
     # A note of an event ("Kenji sold the Kia Niro and bought a Ford Focus") may be the change.
     facts = [i for i, h in enumerate(about)
              if h.item.layer in (Layer.SEMANTIC, Layer.EPISODIC) and h.item.speaker is None]
-    if len(facts) < 2 or (len(about) < 3):
+    if len(facts) < 2 or len(about) < 3:
         return hits
     vecs = engine.store.vectors(part, [h.item.id for h in about]).astype(np.float64)
     mean = vecs.mean(axis=0)
@@ -354,15 +355,15 @@ def subject_focus(engine: Engine, part: Partition, hits: list[RecallHit], query:
     weight = engine.config.recall.subject_focus
     if weight <= 0.0 or len(hits) < 2:
         return hits
-    asked = frozenset(entities(query))
+    names = entities_as_written(query)
+    asked = frozenset(n.lower() for n in names)
     if not asked:
         return hits
     about = [h for h in hits[: max(engine.config.recall.boost_pool * k, 10)]
              if h.item.speaker is None and asked & _named(h.item)]
     if len(about) < 2:
         return hits
-    names = list(dict.fromkeys(m.group(1) for m in _NAME.finditer(query) if m.group(1).lower() in asked))
-    basis, _ = np.linalg.qr(np.stack([engine.embed_query(n) for n in names or sorted(asked)]).astype(np.float64).T)
+    basis, _ = np.linalg.qr(np.stack([engine.embed_query(n) for n in names]).astype(np.float64).T)
     vecs = engine.store.vectors(part, [h.item.id for h in about]).astype(np.float64)
     q = np.asarray(qvec, dtype=np.float64)
     q_rest = q - basis @ (basis.T @ q)
@@ -379,9 +380,3 @@ def subject_focus(engine: Engine, part: Partition, hits: list[RecallHit], query:
             h.score = h.why.final = h.score * float(a / b)
     hits.sort(key=lambda h: (-h.score, h.item.id))
     return hits
-
-
-def _named(item: MemoryItem) -> frozenset[str]:
-    """The names a memory mentions (stored at encoding, else read from its text)."""
-    named = item.metadata.get(META_ENTITIES)
-    return frozenset(named if isinstance(named, list) else entities(item.content))

@@ -171,8 +171,10 @@ def recall(
     if recipe.neighbour_weight > 0:
         for m in _neighbours(engine, part, items, flt, recipe.neighbour_radius):
             items[m.id] = m
-    if cue is not None:  # archived memories the query does not cue stay forgotten
-        items = {i: m for i, m in items.items() if not m.archived or cue(m)}
+    # Archived memories the query does not cue stay forgotten.
+    admit = None if cue is None else (lambda m: not m.archived or cue(m))
+    if admit is not None:
+        items = {i: m for i, m in items.items() if admit(m)}
     cand_ids = [c for c in cand_ids if c in items] + [m for m in items if m not in dense and m not in lexical
                                                       and m not in cand_ids]
     missing = [c for c in cand_ids if c not in dense]  # their dense similarity, from the index
@@ -247,7 +249,6 @@ def recall(
     hits.sort(key=lambda h: (-h.score, h.item.id))
     hits = ranking.subject_focus(engine, part, hits, query, qvec, k)
     if only_current:
-        admit = None if cue is None else (lambda m: not m.archived or include_archived or cue(m))
         hits = ranking.drop_superseded(engine, part, hits, query, flt, admit)
         hits = ranking.order_versions(engine, part, hits, query, info, k)
     # Room for the de-duplication below to drop some.
