@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Collection, Iterable
@@ -55,13 +56,20 @@ def entities(text: str) -> list[str]:
 def entities_as_written(text: str) -> list[str]:
     """The names of ``entities`` as the text writes them (first spelling of each), for
     embedding a name on its own."""
+    return list(_entities_as_written(text))
+
+
+# Recall reads the names of each of its ~100 candidates on every query (the subject
+# rules), and the same memories come back query after query.
+@functools.lru_cache(maxsize=1 << 16)
+def _entities_as_written(text: str) -> tuple[str, ...]:
     out: dict[str, str] = {}
     for m in _CAP.finditer(text):
         parts = [p for p in m.group(1).split() if p not in _SENTENCE_START_COMMON]
         if parts:
             name = " ".join(parts)
             out.setdefault(name.lower(), name)
-    return list(out.values())
+    return tuple(out.values())
 
 
 @dataclass(frozen=True)
