@@ -230,6 +230,23 @@ def test_a_superseded_match_hands_its_place_to_the_current_version(tmp_path, clo
     assert _texts(off.recall("what does Rosa order at the corner cafe", ALICE, k=3, touch=False))[0] != ROSA_NEW
 
 
+def test_a_superseded_match_hands_its_place_to_the_end_of_a_long_chain(tmp_path, clock):
+    """Cortado, then chai, then matcha, then rooibos: the question matches the first wording,
+    the answer is the last version, however many steps lie between - also when the versions
+    in between are not among the candidates (here: outside the layers asked for)."""
+    mem = _open(tmp_path, clock)
+    prev = mem.store(ROSA_OLD, ALICE, layer="semantic")
+    mem.store("Rosa sent photos from the weekend", ALICE, layer="semantic")
+    for text, layer in (("Rosa switched to chai", "episodic"), ("Rosa now has matcha instead", "episodic"),
+                        ("These days Rosa only takes rooibos", "semantic")):
+        clock.advance(days=20)
+        prev = mem.store(text, ALICE, layer=layer, supersedes=prev.id)
+    question = "what does Rosa order at the corner cafe"
+    hits = mem.recall(question, ALICE, k=3, touch=False, layers=["semantic"])
+    assert _texts(hits)[0] == "These days Rosa only takes rooibos" and hits[0].why.other["succeeds"] == 1.0
+    assert ROSA_OLD not in _texts(hits)
+
+
 def test_the_current_version_is_handed_a_place_only_inside_the_recalls_filter(tmp_path, clock):
     mem = _rosa(tmp_path, clock, old_layer="episodic")
     assert _texts(mem.recall("what does Rosa order at the corner cafe", ALICE, k=3, touch=False))[0] == ROSA_NEW

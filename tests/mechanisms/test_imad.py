@@ -59,6 +59,9 @@ def test_params_validation():
         ("Alice works at Acme as an engineer", "Alice works at Globex as an engineer", "value:acme->globex"),
         ("Kenji's car is a Kia Niro", "Kenji's car is a Mini Cooper", "value:kia niro->mini cooper"),
         ("My boss is Tom", "My boss is Jerry", "value:tom->jerry"),
+        # A past tense with a predicate of one value, or after "has": still a change.
+        ("Alice worked at Acme", "Alice worked at Globex", "value:acme->globex"),
+        ("Alice has moved to Berlin", "Alice has moved to Paris", "value:berlin->paris"),
     ],
 )
 def test_conflict_cues_fire(a, b, kind):
@@ -85,6 +88,10 @@ def test_conflict_cues_fire(a, b, kind):
         # A name in the subject's place (no preposition before it, a verb phrase after it).
         ("Lately Aisha only drinks rooibos", "Lately Esme only drinks rooibos"),
         ("These days Jakob is hooked on pottery", "These days Esme is hooked on pottery"),
+        # Two events told as done: both happened, the later one replaces nothing.
+        ("Talked with Emil about the football match", "Talked with Talia about the football match"),
+        ("Alice met Emil for lunch", "Alice met Talia for lunch"),
+        ("Bought flowers for Mira on Friday", "Bought flowers for Jonas on Friday"),
     ],
 )
 def test_conflict_cues_stay_quiet(a, b):

@@ -173,6 +173,16 @@ _PREPOSITIONS = frozenset(
     """in at on with near from to for by of into onto under over behind beside besides without within
     inside outside around across along among between beyond toward towards through via against""".split()
 )
+# Simple past forms that do not end in "-ed": an action told as done.
+_IRREGULAR_PAST = frozenset(
+    """ate began bought brought built came caught chose drank drove fell felt flew forgot found gave got grew
+    heard held hung kept knew led left lent lost made meant met paid ran rang rode sang sat saw said sent
+    shot showed slept sold spent spoke stood stole swam took taught thought threw told understood went woke
+    won wore wrote""".split()
+)
+# Words in "-ed" that are no past forms.
+_ED_NOT_PAST = frozenset("bed feed need red seed shed speed breed bleed proceed succeed exceed hundred indeed".split())
+_BE_HAVE = frozenset("is are was were be been being am has have had 's".split())
 _TOKEN = re.compile(r"\d+(?:[.,:/\-]\d+)*(?:st|nd|rd|th|am|pm|%|k|kg|km|m|h)?|[A-Za-z][A-Za-z'\-]*")
 
 
@@ -272,6 +282,8 @@ def conflict_cues(a: str, b: str, *, params: IMADParams = IMADParams()) -> tuple
                     continue
                 if _names_the_subject(pa, i1, i2) and _names_the_subject(pb, j1, j2):
                     continue
+                if not functional and _tells_an_event(pa, i1):
+                    continue
                 side_a = [k for k in range(i1, i2) if pa.values[k] or (functional and pa.tokens[k] not in _AUX_STEMS)]
                 side_b = [k for k in range(j1, j2) if pb.values[k] or (functional and pb.tokens[k] not in _AUX_STEMS)]
                 if side_a and side_b and [pa.tokens[k] for k in side_a] != [pb.tokens[k] for k in side_b]:
@@ -290,6 +302,20 @@ def _names_the_subject(p: _Parsed, i1: int, i2: int) -> bool:
     named = any(p.values[k] and not p.tokens[k][:1].isdigit() and p.words[k] not in _MONTHS_DAYS for k in range(i1, i2))
     return (named and i2 < len(p.words) and p.words[i2] not in _PREPOSITIONS
             and not any(w in _PREPOSITIONS for w in p.words[:i1]))
+
+
+def _tells_an_event(p: _Parsed, i1: int) -> bool:
+    """Whether the words before token ``i1`` tell an action as done (a simple past verb not
+    after "is"/"has"): two events differing in one slot both happened. "Talked with Emil
+    about the match" / "Talked with Talia about the match", "Had lunch at Luigi's" / "...
+    at Nando's": the later one replaces nothing. "Alice worked at Acme" / "... Globex" has a
+    predicate of one value and is a change."""
+    for k in range(i1):
+        w = p.words[k]
+        past = w in _IRREGULAR_PAST or (len(w) > 3 and w.endswith("ed") and w not in _ED_NOT_PAST)
+        if past and (k == 0 or p.words[k - 1] not in _BE_HAVE):
+            return True
+    return False
 
 
 def replaced_spans(a: str, b: str) -> int:

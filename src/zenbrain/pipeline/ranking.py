@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from ..state import (
 from ..storage.base import Filter, Partition
 from ..text import entities, entities_as_written, token_set
 from .retrievability import retrievability
-from .tuned import tuned
+from .tuned import tuned_from
 
 
 def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, window: bool = True) -> None:
@@ -150,16 +151,17 @@ def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], quer
     kept = [h for h in hits if h.item.id not in drop]
     if not drop or not engine.config.recall.current_inherits:
         return kept
-    # The newest version of each dropped one's fact (chains are short: a few hops at most).
+    # The newest version of each dropped one's fact, followed to the end of its chain (a
+    # successor that is gone - erased - ends it; at most 16 steps, so no cycle can hold recall).
     head = {d: successors[h.item.superseded_by] for d, h in drop.items() if h.item.superseded_by in successors}
+    gone: set[str] = set()
     for _ in range(16):
-        later = {m.superseded_by for m in head.values() if m.superseded_by is not None}
+        later = {m.superseded_by for m in head.values() if m.superseded_by is not None} - gone
         if not later:
             break
         found = {i.id: i for i in engine.store.get(part, list(later))}
-        head = {d: (found.get(m.superseded_by, m) if m.superseded_by else m) for d, m in head.items()}
-        if all(m.superseded_by is None or m.superseded_by not in found for m in head.values()):
-            break
+        gone |= later - found.keys()
+        head = {d: found.get(m.superseded_by or "", m) for d, m in head.items()}
     ids = frozenset(m.id for m in head.values() if m.superseded_by is None)
     visible = {m.id: m for m in engine.store.query(part, replace(flt, ids=ids))} if ids else {}
     best: dict[str, RecallHit] = {}
@@ -293,15 +295,15 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
     return hits
 
 
-def retrievability_weight(engine: Engine, part: Partition, hits: list[RecallHit], now: float) -> None:
+def retrievability_weight(engine: Engine, hits: list[RecallHit], now: float, hyper: Any = None) -> None:
     """Faded memories rank lower: score x (floor + (1 - floor) R). With the default floor
     (0.9) retrievability reorders near-ties only; floor 0 is the paper's score x R. The
     HyperAgent raises the floor when recall favours recent memories beyond their share of
-    the candidates."""
+    the candidates (``hyper``: its record, which the recall has read)."""
     if not hits:
         return
     r = retrievability(engine, [h.item for h in hits], now)
-    floor = tuned(engine, part, "retrievability_floor", engine.config.recall.retrievability_floor)
+    floor = tuned_from(engine, hyper, "retrievability_floor", engine.config.recall.retrievability_floor)
     for h, ri in zip(hits, r.tolist()):
         h.why.retrievability = floor + (1.0 - floor) * ri
 

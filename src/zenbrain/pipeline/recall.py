@@ -240,7 +240,7 @@ def recall(
     # 3. Ranking factors.
     ranking.temporal_adjust(engine, hits, info, window=not window_ranked)
     ranking.hebbian_boost(engine, part, hits, k)
-    ranking.retrievability_weight(engine, part, hits, now)
+    ranking.retrievability_weight(engine, hits, now, records.get(KV_HYPER))
     ranking.priority_weight(engine, hits)
     ranking.belief_weight(engine, part, hits)
     for h in hits:
