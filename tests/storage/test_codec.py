@@ -7,10 +7,9 @@ import json
 import math
 
 import numpy as np
-import orjson
 import pytest
 
-from zenbrain.storage.sqlite.codec import _has_nonfinite, decode, encode
+from zenbrain.storage.sqlite.codec import decode, encode
 
 
 def test_plain_values_are_written_by_orjson_compact_with_sorted_keys():
@@ -39,17 +38,3 @@ def test_every_value_reads_back_as_the_standard_library_writes_it(value):
 def test_nan_and_infinity_are_kept_not_written_as_null():
     got = decode(encode({"x": float("nan"), "y": [math.inf], "z": None}))
     assert math.isnan(got["x"]) and got["y"] == [math.inf] and got["z"] is None
-
-
-def test_a_value_with_its_own_nulls_is_written_by_orjson_and_non_finite_numbers_anywhere_are_kept():
-    # Nulls of the value itself (a recall log's unknown outcome) need no slower writer.
-    assert encode([{"used": None, "at": 1.5}]) == orjson.dumps([{"at": 1.5, "used": None}]).decode()
-    assert not _has_nonfinite([{"used": None, "at": 1.5}])
-    for value in ({"a": None, "b": [1.0, float("nan")]}, [None, {"x": np.float32("inf")}],
-                  {"v": np.array([0.5, -np.inf]), "n": None}):
-        assert _has_nonfinite(value)
-        text = encode(value)
-        assert "NaN" in text or "Infinity" in text
-        assert json.dumps(decode(text), sort_keys=True) == json.dumps(
-            json.loads(json.dumps(value, default=lambda v: v.tolist() if isinstance(v, np.ndarray) else v.item())),
-            sort_keys=True)

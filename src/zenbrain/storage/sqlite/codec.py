@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,24 +67,9 @@ def encode(value: Any) -> str:
         text = orjson.dumps(value, default=_json_default, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # orjson.JSONEncodeError included
         return _encode_stdlib(value)
-    if b"null" in text and _has_nonfinite(value):  # a null of the value's own stays orjson's
+    if b"null" in text:
         return _encode_stdlib(value)
     return text.decode()
-
-
-def _has_nonfinite(value: Any) -> bool:
-    """Whether a NaN or an infinity is somewhere in ``value`` (which orjson writes as null)."""
-    if isinstance(value, float):  # numpy's float64 included
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_has_nonfinite(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_has_nonfinite(v) for v in value)
-    if isinstance(value, np.ndarray):
-        return value.dtype.kind in "fc" and not bool(np.isfinite(value).all())
-    if isinstance(value, np.generic):
-        return _has_nonfinite(value.item())
-    return False
 
 
 def _encode_stdlib(value: Any) -> str:
