@@ -11,7 +11,7 @@ question; prints the CPU per store and per recall and a digest of what they wrot
 returned, so that two versions can be checked to do the same.
 
 ``server``: a REST server (``zenbrain.server.workers``, one worker) on the copy; N recalls,
-N stores and N recalls again, one request at a time over one keep-alive connection; prints
+N stores, N recalls again and N health checks (the HTTP layer's own floor), one request at a time over one keep-alive connection; prints
 the server process's CPU time per request (from /proc), so the HTTP layer is counted::
 
     PYTHONPATH=src python scripts/load_rest.py --rates 10 --seconds 1 --workdir /tmp/zl   # builds the store
@@ -140,15 +140,19 @@ def server(src: Path, n: int, data: str | None, users: int) -> None:
         pids = [int(p) for p in subprocess.run(["pgrep", "-g", str(proc.pid)], check=False, capture_output=True,
                                                text=True).stdout.split()]
         cpu = []
-        for phase in ("recall", "store", "recall"):
+        def health() -> None:
+            conn.request("GET", "/health")
+            conn.getresponse().read()
+
+        for phase in ("recall", "store", "recall", "health"):
             c0 = sum(process_cpu(p) for p in pids)
             for i in range(n):
-                recall() if phase == "recall" else store(i)
+                {"recall": recall, "health": health}[phase]() if phase != "store" else store(i)
             cpu.append((sum(process_cpu(p) for p in pids) - c0) / n * 1e3)
         import zenbrain
 
         print(f"{Path(zenbrain.__file__).parents[1]}: server CPU per recall {cpu[0]:.2f} ms, per store {cpu[1]:.2f} "
-              f"ms, per recall after the stores {cpu[2]:.2f} ms; load average "
+              f"ms, per recall after the stores {cpu[2]:.2f} ms, per GET /health {cpu[3]:.2f} ms; load average "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     finally:
         if proc.poll() is None:
