@@ -149,28 +149,33 @@ def test_sampling_a_small_partition_of_a_large_table_falls_back_to_every_id(tmp_
 
 
 def test_a_partition_sharing_a_file_is_sampled_through_its_index_with_the_same_result(tmp_path, monkeypatch):
-    """Most draws land in the other partitions: they are looked up in the partition's index
-    (no primary-key lookup per draw), and the sample is the one the lookups by rowid give."""
+    """Most draws land in the other partitions: the partition's rowids are read from its
+    index once, the rounds of draws played out on them, and the ids read for the rows found
+    (no primary-key lookup per draw, no statement per round); the sample is the one the
+    lookups by rowid give, whether or not a draw hits an excluded memory."""
     s = open_store(tmp_path / "s.db")
     items = fill(s, P1, 300)
     fill(s, P2, 1500, start=300)
-    exclude = {i.id for i in items[:20]}
 
-    def sample(seed):
+    def sample(seed, k, exclude):
         calls = []
         s.raw_connection().set_trace_callback(calls.append)
         with s.transaction():  # its reads run on the traced connection
-            got = s.sample_ids(P1, 100, np.random.default_rng(seed), exclude)
+            got = s.sample_ids(P1, k, np.random.default_rng(seed), exclude)
         s.raw_connection().set_trace_callback(None)
         return got, [c for c in calls if "rowid IN" in c]
 
-    got, lookups = sample(7)
-    assert lookups and all("INDEXED BY memories_partition" in c and "json_each" in c for c in lookups)
-    assert len(got) == 100 == len(set(got)) and set(got) <= {i.id for i in items[20:]}
-    monkeypatch.setattr(sqlite_store, "SAMPLE_SCAN_FACTOR", 0)  # every draw looked up by its rowid
-    by_rowid, lookups = sample(7)
-    assert lookups and not any("INDEXED BY" in c for c in lookups)
-    assert by_rowid == got
+    for k, exclude in ((60, frozenset()), (100, frozenset()), (60, frozenset(i.id for i in items[:150]))):
+        monkeypatch.setattr(sqlite_store, "SAMPLE_SCAN_FACTOR", 4)
+        got, lookups = sample(7, k, exclude)
+        assert len(got) == k == len(set(got)) and set(got) <= {i.id for i in items} - exclude
+        assert all("INDEXED BY memories_partition" in c and "json_each" in c for c in lookups)
+        if not exclude:
+            assert len(lookups) <= 1
+        monkeypatch.setattr(sqlite_store, "SAMPLE_SCAN_FACTOR", 0)  # every draw looked up by its rowid
+        by_rowid, lookups = sample(7, k, exclude)
+        assert lookups and not any("INDEXED BY" in c for c in lookups)
+        assert by_rowid == got
     s.close()
 
 

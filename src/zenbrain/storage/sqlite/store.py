@@ -726,6 +726,7 @@ class SQLiteStore:
 
 
 _SAMPLE_BY_ROWID = "SELECT rowid, id FROM memories WHERE +user_id=? AND +agent_id=? AND rowid IN ({marks})"
+_PARTITION_ROWIDS = "SELECT rowid FROM memories INDEXED BY memories_partition WHERE user_id=? AND agent_id=? LIMIT ?"
 _SAMPLE_BY_INDEX = ("SELECT rowid, id FROM memories INDEXED BY memories_partition WHERE user_id=? AND agent_id=? "
                     "AND rowid IN (SELECT value FROM json_each(?))")
 
@@ -736,10 +737,25 @@ def _sample_by_rowid(db: sqlite3.Connection, partition: Partition, k: int, rng: 
     likely at every draw); None when too few draws land in the partition."""
     top = db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
     scan_limit = SAMPLE_SCAN_FACTOR * (2 * k + 16)
-    rows = db.execute("SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE user_id=? AND agent_id=? LIMIT ?)",
-                      (*partition, scan_limit)).fetchone()[0]
-    by_index = rows < scan_limit
-    found: dict[int, str] = {}
+    rowids = [r[0] for r in db.execute(_PARTITION_ROWIDS, (*partition, scan_limit))]
+    by_index = len(rowids) < scan_limit
+    if by_index:
+        # The partition's rowids are all known: the rounds are played out on them, and the
+        # ids read once for the rows they found - the same draws, hits and sample as a
+        # statement per round, unless a hit is excluded (then the rounds run as below).
+        # (With exclusions, rounds that fall short here may not there: their draws grow.)
+        state = rng.bit_generator.state
+        hits = _rounds(set(rowids), k, rng, top)
+        if hits is None and not exclude:
+            return None
+        if hits is not None:
+            found = {rowid: mid for rowid, mid in db.execute(_SAMPLE_BY_INDEX, (*partition, json.dumps(hits)))}
+            if not any(mid in exclude for mid in found.values()):
+                keep = sorted(found)
+                pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
+                return [found[keep[i]] for i in pick]
+        rng.bit_generator.state = state
+    found = {}
     for _ in range(SAMPLE_ROUNDS):
         need = k - len(found)
         draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
@@ -757,6 +773,19 @@ def _sample_by_rowid(db: sqlite3.Connection, partition: Partition, k: int, rng: 
             keep = sorted(found)
             pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
             return [found[keep[i]] for i in pick]
+    return None
+
+
+def _rounds(rowids: AbstractSet[int], k: int, rng: np.random.Generator, top: int) -> list[int] | None:
+    """The rounds of random rowids played out on a partition's known rowids (nothing
+    excluded): the rowids they find once ``k`` are found, None when the rounds fall short."""
+    found: set[int] = set()
+    for _ in range(SAMPLE_ROUNDS):
+        need = k - len(found)
+        draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
+        found.update(r for r in draws if r in rowids)
+        if len(found) >= k:
+            return sorted(found)
     return None
 
 
