@@ -270,3 +270,33 @@ def test_edges_touching_ids_are_each_edge_once_where_first_met(tmp_path):
     by_key = lambda e: (e.dst, e.src, e.relation)
     assert sorted(s.edges(P1), key=by_key) == sorted(edges.values(), key=by_key)
     s.close()
+
+
+def test_a_batch_of_content_hashes_is_looked_up_by_hash_whatever_the_planner_statistics_say(tmp_path):
+    """Statistics sampled from a large file can put a partition at a thousand rows; the
+    planner then walked the whole partition for a store_many batch's thousand hashes (the
+    repeat check, 105 ms at 200k memories and growing with the store)."""
+    s = open_store(tmp_path / "s.db")
+    items = fill(s, P1, 50)
+    con = s.raw_connection()
+    con.execute("ANALYZE")
+    con.execute("DELETE FROM sqlite_stat1 WHERE tbl='memories'")
+    con.executemany("INSERT INTO sqlite_stat1 VALUES ('memories', ?, ?)", [
+        (name, stat) for name, stat in (
+            ("memories_thread", "200000 1001 1001 1001 1001"), ("memories_partition", "200000 1001 1001 1001 1001"),
+            ("memories_recent", "200000 1001 1001 1001"), ("memories_event", "200000 1001 1001 1"),
+            ("memories_due", "200000 1001 1001 1001"), ("memories_hash", "200000 1"),
+            ("sqlite_autoindex_memories_1", "200000 1"))])
+    con.execute("ANALYZE sqlite_schema")  # the statistics above are the planner's now
+    hashes = frozenset([items[0].content_hash, *(f"{i:064x}" for i in range(999))])
+    for flt in (Filter(content_hashes=hashes), Filter(ids=frozenset([items[0].id, *(f"x{i}" for i in range(999))]))):
+        calls: list[str] = []
+        con.set_trace_callback(calls.append)
+        with s.transaction():  # its reads run on the traced connection
+            got = s.query(P1, flt)
+        con.set_trace_callback(None)
+        assert [m.id for m in got] == [items[0].id]
+        sql = next(c for c in calls if c.startswith("SELECT") and "FROM memories WHERE" in c)
+        plan = " ".join(r[3] for r in con.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "memories_hash" in plan or "sqlite_autoindex_memories_1" in plan, plan
+    s.close()

@@ -13,8 +13,9 @@ SESSION_LAYERS_SQL = "('working','short_term')"
 def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bool = True) -> tuple[str, list[Any]]:
     """The WHERE clause of what ``flt`` lets through in ``partition``, and its arguments.
     ``use_indexes=False`` writes ``+column`` so that the planner looks rows up by another
-    condition (an id list) instead of scanning an index of these columns."""
-    p = f"{alias}." if alias else ""
+    condition (the filter's ids or content hashes, which stay indexable, or the caller's
+    own) instead of scanning an index of these columns."""
+    p = key = f"{alias}." if alias else ""
     if not use_indexes:
         p = "+" + p
     clauses = [f"{p}user_id=?", f"{p}agent_id=?"]
@@ -61,10 +62,10 @@ def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bo
         clauses.append(f"({p}valid_until IS NULL OR {p}valid_until > ?)")
         args.append(flt.current_at)
     if flt.content_hashes is not None:
-        clauses.append(f"{p}content_hash IN ({','.join('?' * len(flt.content_hashes))})")
+        clauses.append(f"{key}content_hash IN ({','.join('?' * len(flt.content_hashes))})")
         args.extend(sorted(flt.content_hashes))
     if flt.ids is not None:
-        clauses.append(f"{p}id IN ({','.join('?' * len(flt.ids))})")
+        clauses.append(f"{key}id IN ({','.join('?' * len(flt.ids))})")
         args.extend(sorted(flt.ids))
     return " AND ".join(clauses), args
 
