@@ -152,7 +152,7 @@ class Store(Protocol):
     ) -> list[MemoryItem]:
         """The memories ``flt`` lets through, ordered by one of ``ORDERABLE``; ties by id,
         except that equally due memories (``order_by="due_at"``) come in the order they
-        were stored."""
+        were stored, and that a descending order puts the newest stored of equals first."""
         ...
 
     def query_metadata(

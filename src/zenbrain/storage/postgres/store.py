@@ -452,7 +452,7 @@ class PostgresStore:
             raise StorageError(f"cannot order by {order_by}")
         clause, args = where(partition, flt)
         order = "COALESCE(m.event_time, m.created_at)" if order_by == "event_time" else f"m.{order_by}"
-        tie = "m.seq" if order_by == "due_at" else "m.id"
+        tie = "m.seq DESC" if descending else "m.seq" if order_by == "due_at" else "m.id"  # as SQLite's
         direction = "DESC" if descending else "ASC"
         stmt = f"SELECT {columns} FROM {_FROM} WHERE {clause} ORDER BY {order} {direction}, {tie}"
         if limit is not None:

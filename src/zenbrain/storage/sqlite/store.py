@@ -483,8 +483,11 @@ class SQLiteStore:
         if order_by not in ORDERABLE:
             raise StorageError(f"cannot order by {order_by}")
         order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
-        # Ties: equally due memories in the order they were stored (rowid), others by id.
-        tie = "rowid" if order_by == "due_at" else "id"
+        # Ties: equally due memories in the order they were stored (rowid), others by id; in
+        # a descending order, newest stored first. (last_access DESC with ties by id could
+        # not be read off the recently-used index: a batch stored at one instant is a tie
+        # group, sorted whole for the 256 most recent - 135 ms at 200k memories.)
+        tie = "rowid DESC" if descending else "rowid" if order_by == "due_at" else "id"
         runs = turn_runs(partition, flt)
         with self._c.reading("querying memories", snapshot=runs is not None) as db:
             if runs is not None:  # named turns: looked up run by run, not by a walk of the partition
