@@ -85,7 +85,8 @@ ITER_MAX = 3000  # LOBPCG iterations at most (the estimate is then an upper boun
 _ITER_CHUNK = 50  # iterations between two checks of the error bound
 
 
-def fiedler_value(a: SparseMatrix | np.ndarray, *, params: SpectralParams = SpectralParams()) -> float:
+def fiedler_value(a: SparseMatrix | np.ndarray, *, params: SpectralParams = SpectralParams(),
+                  rtol: float = ITER_RTOL, decide: float | None = None) -> float:
     """Second-smallest Laplacian eigenvalue of a symmetric adjacency; 0.0 for fewer than 2 nodes.
 
     Up to ``dense_max_nodes`` nodes: exact, by a dense solve below ``SPARSE_EXACT_MIN_NODES``
@@ -93,7 +94,8 @@ def fiedler_value(a: SparseMatrix | np.ndarray, *, params: SpectralParams = Spec
     it is the cheaper of the two (a sparse LU of a few hundred nodes costs little); the
     dense solve is the fallback should ARPACK fail. Above: shift-invert ``eigsh`` when the
     Laplacian's envelope is small (``cheap_to_factor``), else ``fiedler_iterative`` (meant
-    for a connected graph, as ``health_of`` passes it; 0.0 for a disconnected one).
+    for a connected graph, as ``health_of`` passes it; 0.0 for a disconnected one) to the
+    relative error ``rtol``, and past ``decide`` if given.
     """
     n = a.shape[0]
     if n < 2:
@@ -113,7 +115,7 @@ def fiedler_value(a: SparseMatrix | np.ndarray, *, params: SpectralParams = Spec
     elif cheap_to_factor(lap):
         vals = shift_invert_smallest(lap, params.shift)
     else:
-        return fiedler_iterative(lap).value  # 0.0 for a disconnected graph
+        return fiedler_iterative(lap, rtol=rtol, decide=decide).value  # 0.0 for a disconnected graph
     return float(max(0.0, vals[1]))
 
 
@@ -184,7 +186,8 @@ def _ritz(lap: sp.csr_matrix, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 
 
 def fiedler_iterative(
-    lap: SparseMatrix, start: np.ndarray | None = None, *, rtol: float = ITER_RTOL, max_iter: int = ITER_MAX
+    lap: SparseMatrix, start: np.ndarray | None = None, *, rtol: float = ITER_RTOL, max_iter: int = ITER_MAX,
+    decide: float | None = None,
 ) -> FiedlerEstimate:
     """lambda_2 of a graph's Laplacian by LOBPCG, without factorising it (0.0 when disconnected).
 
@@ -195,7 +198,9 @@ def fiedler_iterative(
     lowest Ritz pair theta_1 and the next pair's lower bound theta_2 - r_2 standing for
     lambda_3), or r itself when that is smaller, bounds the error of theta_1; it stops
     when that bound is at most ``rtol`` * theta_1, else after ``max_iter`` iterations with
-    theta_1 (a Rayleigh quotient: never below lambda_2) and its bound.
+    theta_1 (a Rayleigh quotient: never below lambda_2) and its bound. With ``decide`` (a
+    threshold such as the fragmentation threshold) it also goes on until the threshold lies
+    outside [theta_1 (1 - bound), theta_1], so that which side lambda_2 is on is certain.
     """
     lap = sp.csr_matrix(lap, dtype=np.float64)
     n = lap.shape[0]
@@ -230,7 +235,8 @@ def fiedler_iterative(
             gap = float(theta[1] - res[1] - lam) if k > 1 else 0.0
             bound = min(r, r * r / gap) if gap > 0.0 else r
             err = bound / lam
-        if err <= rtol or done >= max_iter:
+        settled = decide is None or not lam * (1.0 - err) <= decide <= lam
+        if (err <= rtol and settled) or done >= max_iter:
             return FiedlerEstimate(max(0.0, lam), x, err, done)
 
 
@@ -311,7 +317,9 @@ def health_of(
     if n_comp > 1:
         lam = 0.0
     elif fiedler is None or m < 2:
-        lam = fiedler_value(a, params=params)
+        # A report needs lambda_2 to params.report_rtol and its side of the threshold for
+        # sure; 1e-6 took a 215k-memory store's sleep 3,000 LOBPCG iterations (224 s), 1e-3 ~150.
+        lam = fiedler_value(a, params=params, rtol=params.report_rtol, decide=params.fragmentation_threshold)
     else:
         lam = float(fiedler(a))
     fragmented = m >= 2 and (n_comp > 1 or lam < params.fragmentation_threshold)

@@ -19,6 +19,10 @@ class SpectralParams(Params):
     shift: float = bounded(1e-3, 1e-9, 1.0, "shift-invert offset for the sparse eigensolver (L + shift I is invertible)")
     max_bridges: int = bounded(1, 0, 1000, "bridges proposed: largest component to each of the next ones")
     min_bridge_similarity: float = bounded(0.3, -1.0, 1.0, "cosine below which no bridge is proposed")
+    report_rtol: float = bounded(
+        1e-3, 1e-12, 0.5, "relative error of a lambda_2 computed iteratively for a health report (the "
+        "fragmentation decision is settled whatever it is)"
+    )
     reuse_tolerance: float = bounded(
         0.01, 0.0, 1.0, "largest relative error of a lambda_2 rescaled from the last one instead of recomputed"
     )
