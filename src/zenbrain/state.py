@@ -70,6 +70,7 @@ KV_TOPIC: Final = "topic_vector"  # running average of recent query vectors (flo
 KV_GOAL: Final = "goal_vector"  # the current goal's vector (float16 hex)
 KV_DEBATES: Final = "debates"  # the latest iMAD debate entries
 KV_SPECTRAL: Final = "spectral"  # the last spectral health report per context
+KV_SPECTRAL_CACHE: Final = "spectral_cache"  # {context: FiedlerMemo entry}: lambda_2 reuse between sleeps
 KV_CURIOSITY: Final = "curiosity"  # the ranked knowledge-gap queue
 KV_EDGE_DECAY: Final = "edge_decay"  # {"at": time of the last Two-Factor edge decay}
 KV_SPEAKERS: Final = "speakers"  # the names of everyone who spoke in the partition's memories

@@ -280,6 +280,12 @@ def test_spectral_health_bridges_a_fragmented_graph(world):
     kv = w.kv(keys.KV_SPECTRAL)
     assert kv["fiedler"] == pytest.approx(ctx["fiedler"][1]) and kv["at"] == w.clock.now()
 
+    # A second sleep over the same graph rescales lambda_2 instead of solving again.
+    again = w.mem.sleep(w.scope).stages["spectral_kg_health"]["contexts"]["default"]
+    assert again["fiedler"][0] == pytest.approx(ctx["fiedler"][1], rel=0.02)
+    assert "fiedler_error" in again and again["fiedler_error"][0] <= 0.01
+    assert "default" in w.kv(keys.KV_SPECTRAL_CACHE)
+
     w_off = world("spectral_kg_health")
     _spectral_scene(w_off)
     rep_off = w_off.mem.sleep(w_off.scope)

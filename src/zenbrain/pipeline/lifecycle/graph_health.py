@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,13 +15,89 @@ from ...engine import Engine
 from ...model import Edge
 from ...state import (
     KV_SPECTRAL,
+    KV_SPECTRAL_CACHE,
     RELATION_BRIDGE,
 )
 from .common import Snapshot, edge_entry, num, skipped, vectors
 
 
+def _b64(x: np.ndarray, dtype: Any) -> str:
+    return base64.b64encode(np.ascontiguousarray(x, dtype=dtype).tobytes()).decode("ascii")
+
+
+def _unb64(text: Any, dtype: Any) -> np.ndarray | None:
+    try:
+        return np.frombuffer(base64.b64decode(str(text), validate=True), dtype=dtype)
+    except (binascii.Error, ValueError, TypeError):
+        return None
+
+
+class FiedlerMemo:
+    """What the last computed lambda_2 of one graph leaves for the next sleep.
+
+    ``entry`` is JSON-safe (kv ``spectral_cache``, per context): digests of the node ids and
+    of the linked pairs, the pair weights, lambda_2 and, for a graph solved by LOBPCG, its
+    final block. A later graph over the same nodes and pairs whose weights moved by factors
+    in [lo, hi] with sqrt(hi / lo) - 1 at most ``SpectralParams.reuse_tolerance`` gets
+    lambda_2 rescaled instead of recomputed (``spectral.rescaled_fiedler``: a night of
+    uniform edge decay needs no eigensolve); ``reused`` then holds the bound on its relative
+    error. A graph over the same nodes that needs LOBPCG starts from the stored block.
+    """
+
+    def __init__(self, entry: Any = None) -> None:
+        self.entry: dict[str, Any] = dict(entry) if isinstance(entry, dict) else {}
+        self.reused: float | None = None
+
+    def solver(self, node_ids: list[str], params: Any) -> Callable[[Any], float]:
+        """lambda_2 of the connected graph over ``node_ids`` (in adjacency order)."""
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import laplacian
+
+        from ...mechanisms import spectral
+
+        nodes_key = hashlib.sha1("".join(x + "\0" for x in node_ids).encode("utf-8")).hexdigest()
+
+        def solve(sub: Any) -> float:
+            self.reused = None
+            pairs, weights = spectral.pair_weights(sub)
+            old = self.entry
+            same_nodes = old.get("nodes") == nodes_key
+            if same_nodes and old.get("pairs") == pairs and isinstance(old.get("fiedler"), (int, float)):
+                prev = _unb64(old.get("weights"), np.float64)
+                if prev is not None and prev.shape == weights.shape:
+                    est, bound = spectral.rescaled_fiedler(float(old["fiedler"]), prev, weights)
+                    if bound <= params.reuse_tolerance:
+                        self.reused = bound
+                        return est
+            m = sub.shape[0]
+            block: np.ndarray | None = None
+            raw_lap: Any = laplacian(sp.csr_matrix(sub, dtype=np.float64))
+            lap = sp.csr_matrix(raw_lap)
+            if m > params.dense_max_nodes and not spectral.cheap_to_factor(lap):
+                start = None
+                raw = _unb64(old.get("start"), np.float32) if same_nodes else None
+                k = min(spectral.ITER_BLOCK, m - 2)
+                if raw is not None and raw.size == m * k:
+                    start = raw.reshape(m, k).astype(np.float64)
+                est_it = spectral.fiedler_iterative(lap, start, rtol=params.report_rtol,
+                                                    decide=params.fragmentation_threshold)
+                lam, block = est_it.value, est_it.block
+            else:
+                lam = spectral.fiedler_value(sub, params=params)
+            self.entry = {"nodes": nodes_key, "pairs": pairs, "weights": _b64(weights, np.float64), "fiedler": lam}
+            if block is not None and block.size:
+                self.entry["start"] = _b64(block, np.float32)
+            return lam
+
+        return solve
+
+
 def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> dict[str, Any]:
-    """Fiedler value of each context's memory graph; bridge fragments; store the last lambda_2."""
+    """Fiedler value of each context's memory graph; bridge fragments; store the last lambda_2.
+
+    lambda_2 goes through a per-context ``FiedlerMemo`` kept in kv ``spectral_cache``; a
+    context whose lambda_2 was rescaled instead of recomputed reports ``fiedler_error``, the
+    bound on the relative error of each value (0.0 for a computed one)."""
     if not engine.on("spectral_kg_health"):
         return skipped()
     # scipy's sparse eigensolvers are imported when sleep first needs them, not with zenbrain.
@@ -33,6 +113,9 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
             per_ctx[c1].append(e)
     report: dict[str, Any] = {"contexts": {}, "bridges": []}
     new_edges: list[Edge] = []
+    cache_raw = engine.store.kv_get(part, KV_SPECTRAL_CACHE)
+    cache_in = cache_raw if isinstance(cache_raw, dict) else {}
+    cache_out: dict[str, Any] = {}
     for ctx in sorted(per_ctx):
         edges = per_ctx[ctx]
         nodes = sorted({e.src for e in edges} | {e.dst for e in edges})
@@ -40,7 +123,9 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
         s = np.fromiter((pos[e.src] for e in edges), np.int64, len(edges))
         d = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))
         w = np.fromiter((e.weight for e in edges), float, len(edges))
-        before = spectral.health(n=len(nodes), src=s, dst=d, weight=w, params=params)
+        memo = FiedlerMemo(cache_in.get(ctx))
+        before = _health(spectral, len(nodes), s, d, w, params, memo, nodes)
+        errors: list[float | None] = [memo.reused, None]
         bridges: list[spectral.Bridge] = []
         if before.is_fragmented and before.n_components > 1:
             vec = vectors(engine, part, nodes).astype(np.float64)
@@ -48,12 +133,18 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
         after = before
         if bridges:
             s2, d2, w2 = spectral.with_bridges(src=s, dst=d, weight=w, bridges=bridges)
-            after = spectral.health(n=len(nodes), src=s2, dst=d2, weight=w2, params=params)
+            memo.reused = None
+            after = _health(spectral, len(nodes), s2, d2, w2, params, memo, nodes)
+            errors[1] = memo.reused
             for b in bridges:
                 e = Edge(nodes[b.src], nodes[b.dst], RELATION_BRIDGE, float(b.similarity), 1.0, 0, now)
                 new_edges.append(e)
                 report["bridges"].append({**edge_entry(e), "context": ctx, "similarity": num(b.similarity),
                                           "components": list(b.components)})
+        else:
+            errors[1] = errors[0]
+        if memo.entry:
+            cache_out[ctx] = memo.entry
         change = spectral.compare(before, after)
         report["contexts"][ctx] = {
             "fiedler": [num(change.fiedler_before), num(change.fiedler_after)],
@@ -61,6 +152,8 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
             "nodes": before.n_nodes, "edges": before.n_edges,
             "fragmented": [before.is_fragmented, after.is_fragmented],
         }
+        if any(x is not None for x in errors):
+            report["contexts"][ctx]["fiedler_error"] = [num(x or 0.0) for x in errors]
     scoped = report["contexts"].get(context)
     kv = {
         "at": now,
@@ -73,5 +166,13 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
     report["fiedler"] = kv["fiedler"]
     with engine.store.transaction() as tx:
         snap.put_edges(tx, new_edges)
-        tx.kv_put(part, {KV_SPECTRAL: kv})
+        tx.kv_put(part, {KV_SPECTRAL: kv, **({KV_SPECTRAL_CACHE: cache_out} if cache_out or cache_in else {})})
     return report
+
+
+def _health(spectral: Any, n: int, s: np.ndarray, d: np.ndarray, w: np.ndarray, params: Any, memo: FiedlerMemo,
+            nodes: list[str]) -> Any:
+    """``spectral.health`` of the graph, its lambda_2 through ``memo``."""
+    a = spectral.adjacency(n=n, src=s, dst=d, weight=w, params=params)
+    analysed = np.flatnonzero(np.asarray(a.getnnz(axis=1)).reshape(-1) > 0)
+    return spectral.health_of(a, params=params, fiedler=memo.solver([nodes[int(i)] for i in analysed], params))
