@@ -31,10 +31,15 @@ mechanism is switched off reports ``{"skipped": "switched off"}`` and changes no
 6. ``bayesian_confidence``: belief propagation over the semantic facts' supports /
    contradicts / ... edges, updating conf_alpha / conf_beta.
 7. ``spectral_kg_health``: Fiedler value per context graph; a fragmented graph gets the
-   proposed ``bridge`` edges; before/after reported, the last lambda_2 kept in kv. A graph
-   beyond ``SpectralParams.dense_max_nodes`` that is costly to factorise gets lambda_2 from
-   LOBPCG to ``SpectralParams.report_rtol`` (0.1 %), and past the fragmentation threshold
-   for certain. Components and bridges are always computed afresh.
+   proposed ``bridge`` edges; before/after reported, the last lambda_2 kept in kv. While a
+   graph keeps its nodes and pairs and its weights moved by factors within
+   ``SpectralParams.reuse_tolerance`` (relative error of lambda_2, 1 % by default) since
+   lambda_2 was last computed, it is rescaled from that value (kv ``spectral_cache``)
+   instead of recomputed and reported with ``fiedler_error``. A graph beyond
+   ``SpectralParams.dense_max_nodes`` that is costly to factorise gets lambda_2 from LOBPCG
+   (warm-started from the last block over the same nodes) to ``SpectralParams.report_rtol``
+   (0.1 %) and past the fragmentation threshold for certain. Components and bridges are
+   always computed afresh.
 8. ``compositional_context``: shared and per-context bases fitted over the partition's
    vectors, saved in kv ``compositional``.
 9. ``curiosity``: knowledge gaps ranked, the queue saved in kv ``curiosity``.
