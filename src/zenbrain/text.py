@@ -35,11 +35,15 @@ def content_hash(text: str) -> str:
 
 
 def words(text: str) -> list[str]:
+    if text.isascii():  # the same words, lowered in one call (decay reads every memory's)
+        return _WORD.findall(text.lower())
     return [w.lower() for w in _WORD.findall(text)]
 
 
 def token_set(text: str) -> frozenset[str]:
-    return frozenset(words(text))
+    if text.isascii():
+        return frozenset(_WORD.findall(text.lower()))
+    return frozenset(w.lower() for w in _WORD.findall(text))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -87,8 +91,8 @@ class NameVocabulary:
         inside: set[str] = set()
         for t in texts:
             lower.update(_LOWER_WORD.findall(t))
-            inside.update(m.group(1).lower() for m in _CAPITALISED_INSIDE.finditer(t))
-            inside.update(m.group(1).lower() for m in _CAPITALISED_POSSESSIVE.finditer(t))
+            inside.update(map(str.lower, _CAPITALISED_INSIDE.findall(t)))
+            inside.update(map(str.lower, _CAPITALISED_POSSESSIVE.findall(t)))
         return cls(frozenset(lower), frozenset(inside))
 
     def is_name(self, word: str) -> bool:

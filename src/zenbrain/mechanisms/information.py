@@ -24,6 +24,7 @@ saves for recall.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -57,7 +58,7 @@ class InformationReference:
     @classmethod
     def of(cls, token_sets: Sequence[Iterable[str]]) -> InformationReference:
         sets = [frozenset(t) for t in token_sets]
-        return cls(len(sets), dict(Counter(w for s in sets for w in s)))
+        return cls(len(sets), dict(Counter(itertools.chain.from_iterable(sets))))
 
     def idf(self, word: str) -> float:
         return math.log((self.n + 1.0) / (self.df.get(word, 0) + 0.5))
@@ -113,7 +114,7 @@ def information(token_sets: Sequence[Iterable[str]], reference: InformationRefer
         return np.zeros(0)
     ref = reference or InformationReference.of(sets)
     idf = {w: ref.idf(w) for w in set().union(*sets)}
-    return np.fromiter((sum(idf[w] for w in s) for s in sets), dtype=float, count=len(sets))
+    return np.fromiter((sum(map(idf.__getitem__, s)) for s in sets), dtype=float, count=len(sets))
 
 
 def information_words(token_sets: Sequence[Iterable[str]], reference: InformationReference | None = None) -> np.ndarray:
