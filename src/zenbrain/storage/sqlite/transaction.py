@@ -119,8 +119,10 @@ class SQLiteTransaction:
         for (user, agent), ids in by_part.items():
             for chunk in _chunks(ids):
                 marks = ",".join("?" * len(chunk))
+                # By primary key ("+column"): statistics sampled from a large file could
+                # make the planner walk the partition for 500 ids (117 ms at 215k memories).
                 old_hashes.update(self._db.execute(
-                    f"SELECT id, {VECTOR_KEY} FROM memories WHERE user_id=? AND agent_id=? AND id IN ({marks})",
+                    f"SELECT id, {VECTOR_KEY} FROM memories WHERE +user_id=? AND +agent_id=? AND id IN ({marks})",
                     (user, agent, *chunk)).fetchall())
                 lo, hi = entry_range(self.part_number((user, agent)))
                 self._db.executemany(_DELETE_FTS, [(lo, hi, mid, user, agent) for mid in chunk if mid in old_hashes])
