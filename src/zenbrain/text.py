@@ -41,9 +41,7 @@ def words(text: str) -> list[str]:
 
 
 def token_set(text: str) -> frozenset[str]:
-    if text.isascii():
-        return frozenset(_WORD.findall(text.lower()))
-    return frozenset(w.lower() for w in _WORD.findall(text))
+    return frozenset(words(text))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -71,9 +71,11 @@ class FiedlerMemo:
                         return est
             m = sub.shape[0]
             block: np.ndarray | None = None
-            raw_lap: Any = laplacian(sp.csr_matrix(sub, dtype=np.float64))
-            lap = sp.csr_matrix(raw_lap)
-            if m > params.dense_max_nodes and not spectral.cheap_to_factor(lap):
+            lap: Any = None
+            if m > params.dense_max_nodes:  # else a dense solve: no Laplacian needed here
+                raw_lap: Any = laplacian(sp.csr_matrix(sub, dtype=np.float64))
+                lap = sp.csr_matrix(raw_lap)
+            if lap is not None and not spectral.cheap_to_factor(lap):
                 start = None
                 raw = _unb64(old.get("start"), np.float32) if same_nodes else None
                 k = min(spectral.ITER_BLOCK, m - 2)
