@@ -60,16 +60,20 @@ def lexical_search(db: sqlite3.Connection, partition: Partition, query: str, k: 
     lo, hi = entry_range(part_number)
     try:
         head = max(HEAD_FACTOR * k, HEAD_MIN)
+        # The rowid range is the partition: reading each match's row to compare its user
+        # and agent (or its memory id before the head is cut) cost as much as the ranking
+        # itself; ``bm25()`` in ORDER BY is cheaper than the ``rank`` column (same score).
         ranked = db.execute(
-            "SELECT memory_id, -rank FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? "
-            "AND user_id=? AND agent_id=? ORDER BY rank LIMIT ?", (query, lo, hi, *partition, head)).fetchall()
+            "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ? "
+            "AND rowid BETWEEN ? AND ? ORDER BY bm25(memories_fts) LIMIT ?", (query, lo, hi, head)).fetchall()
         clause, args = where(partition, flt, alias="m", use_indexes=False)
-        allowed: set[str] = set()
-        for chunk in iter_chunks([mid for mid, _ in ranked], 500):
+        allowed: dict[int, str] = {}
+        for chunk in iter_chunks([rowid for rowid, _ in ranked], 500):
             marks = ",".join("?" * len(chunk))
-            allowed.update(r[0] for r in db.execute(
-                f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND {clause}", (*chunk, *args)))
-        kept = [(mid, float(score)) for mid, score in ranked if mid in allowed]
+            allowed.update(db.execute(
+                f"SELECT f.rowid, m.id FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
+                f"WHERE f.rowid IN ({marks}) AND {clause}", (*chunk, *args)))
+        kept = [(allowed[rowid], float(score)) for rowid, score in ranked if rowid in allowed]
         if len(ranked) < head or len(kept) >= k:  # the head holds every match, or enough of them
             return kept[:k]
         clause, args = where(partition, flt, alias="m")
