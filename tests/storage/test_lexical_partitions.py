@@ -46,3 +46,27 @@ def test_search_in_the_partition_range_equals_filtering_every_match(tmp_path):
     problems = store.check().problems  # (no vectors were written here: only the lexical checks matter)
     assert not [p for p in problems if "lexical" in p], problems
     store.close()
+
+
+def test_a_small_partition_of_a_large_store_is_searched_through_the_lexical_index(tmp_path, monkeypatch):
+    """FTS5's doclists and segments span every partition, so the store's size, not the
+    partition's, sends a search to the lexical index; the answer is still the partition's
+    own best matches, as FTS5 ranks them."""
+    store = SQLiteStore(str(tmp_path / "lex.db"), embedder_name="m", dim=4, lexical_index_min_rows=60)
+    with store.transaction() as tx:
+        tx.put_memories([make_item(P2, f"other note {n} about tea and trains") for n in range(40)])
+        tx.put_memories([make_item(P1, f"note {n}: {WORDS[n % len(WORDS)]} {WORDS[(3 * n) % len(WORDS)]}")
+                         for n in range(10)])
+    fts = [mid for mid, _ in store.lexical_search(P1, "tea garden", 5)]  # 50 memories: FTS5
+    with store.transaction() as tx:
+        tx.put_memories([make_item(P2, f"later note {n} about rain") for n in range(20)])
+    searched = []
+    index_set = store._index_set()
+    real = index_set.lexical_search
+    monkeypatch.setattr(index_set, "lexical_search", lambda *a, **kw: searched.append(a[0]) or real(*a, **kw))
+    indexed = [mid for mid, _ in store.lexical_search(P1, "tea garden", 5)]  # 70 memories: the index
+    assert searched == [P1]
+    assert fts and set(indexed) == set(fts)
+    mine = {i.id for i in store.query(P1, Filter(include_archived=True))}
+    assert set(indexed) <= mine
+    store.close()

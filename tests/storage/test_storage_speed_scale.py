@@ -115,67 +115,34 @@ def test_sampling_a_partition_read_whole_matches_a_choice_over_all_ids(tmp_path)
     s.close()
 
 
-def test_sampling_a_large_partition_reads_by_rowid_and_is_uniform(tmp_path):
+def test_sampling_a_large_partition_reads_its_vector_index_and_is_uniform(tmp_path):
+    """More memories than asked for: the sample is drawn from the partition's ids in its
+    vector index (which the caller reads the sample's vectors from), never from rows read
+    in the database; uniform, deterministic for a seed, never an excluded id, and only the
+    partition's own."""
     s = open_store(tmp_path / "s.db")
     items = fill(s, P1, 400)
-    fill(s, P2, 100, start=400)
-    exclude = {i.id for i in items[:50]}
+    fill(s, P2, 1500, start=400)
+    exclude = {i.id for i in items[:50]} | {"not-stored-yet"}
+    s.sample_ids(P1, 40, np.random.default_rng(0), exclude)  # the partition's index, loaded
     calls = []
     s.raw_connection().set_trace_callback(calls.append)
     got = s.sample_ids(P1, 40, np.random.default_rng(1), exclude)
     s.raw_connection().set_trace_callback(None)
     assert len(got) == 40 == len(set(got))
     assert set(got) <= {i.id for i in items[50:]}
-    assert not any("LIMIT" not in c and "rowid IN" not in c and "MAX(rowid)" not in c for c in calls if "SELECT" in c)
-    # Deterministic for a seed, and about uniform over many draws.
+    assert not any("FROM memories" in c for c in calls)
     assert got == s.sample_ids(P1, 40, np.random.default_rng(1), exclude)
-    counts = {}
+    counts: dict[str, int] = {}
     rng = np.random.default_rng(2)
     for _ in range(200):
         for mid in s.sample_ids(P1, 40, rng, exclude):
             counts[mid] = counts.get(mid, 0) + 1
     assert len(counts) == 350
     assert max(counts.values()) < 3 * 200 * 40 / 350
-    s.close()
-
-
-def test_sampling_a_small_partition_of_a_large_table_falls_back_to_every_id(tmp_path):
-    s = open_store(tmp_path / "s.db")
-    fill(s, P2, 3000)
-    small = fill(s, P1, 30, start=3000)
-    got = s.sample_ids(P1, 10, np.random.default_rng(4))
+    small = fill(s, ("tiny", "a"), 30, start=1900)
+    got = s.sample_ids(("tiny", "a"), 10, np.random.default_rng(4))
     assert len(got) == 10 and set(got) <= {i.id for i in small}
-    s.close()
-
-
-def test_a_partition_sharing_a_file_is_sampled_through_its_index_with_the_same_result(tmp_path, monkeypatch):
-    """Most draws land in the other partitions: the partition's rowids are read from its
-    index once, the rounds of draws played out on them, and the ids read for the rows found
-    (no primary-key lookup per draw, no statement per round); the sample is the one the
-    lookups by rowid give, whether or not a draw hits an excluded memory."""
-    s = open_store(tmp_path / "s.db")
-    items = fill(s, P1, 300)
-    fill(s, P2, 1500, start=300)
-
-    def sample(seed, k, exclude):
-        calls = []
-        s.raw_connection().set_trace_callback(calls.append)
-        with s.transaction():  # its reads run on the traced connection
-            got = s.sample_ids(P1, k, np.random.default_rng(seed), exclude)
-        s.raw_connection().set_trace_callback(None)
-        return got, [c for c in calls if "rowid IN" in c]
-
-    for k, exclude in ((60, frozenset()), (100, frozenset()), (60, frozenset(i.id for i in items[:150]))):
-        monkeypatch.setattr(sqlite_store, "SAMPLE_SCAN_FACTOR", 4)
-        got, lookups = sample(7, k, exclude)
-        assert len(got) == k == len(set(got)) and set(got) <= {i.id for i in items} - exclude
-        assert all("INDEXED BY memories_partition" in c and "json_each" in c for c in lookups)
-        if not exclude:
-            assert len(lookups) <= 1
-        monkeypatch.setattr(sqlite_store, "SAMPLE_SCAN_FACTOR", 0)  # every draw looked up by its rowid
-        by_rowid, lookups = sample(7, k, exclude)
-        assert lookups and not any("INDEXED BY" in c for c in lookups)
-        assert by_rowid == got
     s.close()
 
 

@@ -26,6 +26,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,14 @@ class VectorPartition:
         if r is None or not self.cols.dense[r]:
             return None
         return self.vectors_of(np.array([r]))[0]
+
+    def sample_ids(self, k: int, rng: np.random.Generator, exclude: AbstractSet[str] = frozenset()) -> list[str]:
+        """Up to ``k`` ids drawn uniformly from the partition's memories outside ``exclude``
+        (the first of a random order of them that are not excluded), in the order the
+        memories joined the index."""
+        ids = list(self.pos)
+        order = rng.permutation(len(ids))[:k + len(exclude)].tolist()
+        return [ids[i] for i in sorted([i for i in order if ids[i] not in exclude][:k])]
 
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """The vectors of ``ids`` in one gather (rows of zeros for unknown ids and memories

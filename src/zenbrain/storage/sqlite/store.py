@@ -53,21 +53,14 @@ from .transaction import SQLiteTransaction
 
 CommitHook = Callable[[SQLiteTransaction], None]
 
-# Rounds of random rowids a large partition's sample may take before all its ids are read.
-SAMPLE_ROUNDS = 4
-# A round looks its draws up by primary key, one row read per draw; in a file shared by many
-# partitions most draws land elsewhere, and a partition with fewer rows than this many times
-# a round's draws is cheaper to look them up in through its index (one pass over its small
-# index entries, rows read for the hits only). Both find the same rows, so the same sample.
-SAMPLE_SCAN_FACTOR = 4
 # Planner statistics: gathered once the memories table has this many rows and again each
 # time it has grown by this factor, from this many rows per index (PRAGMA analysis_limit).
 ANALYZE_MIN_ROWS = 10_000
 ANALYZE_GROWTH = 2
 ANALYZE_LIMIT = 1000
 INDEX_SUFFIX = ".idx"  # the search indexes' directory: <database>.idx
-# Partitions from this many memories on are searched lexically by the tantivy index, below
-# by FTS5. tantivy is faster at every size (scripts/bench_lexical_paths.py, top 50: 0.16
+# Stores (or partitions) from this many memories on are searched lexically by the tantivy
+# index, smaller ones by FTS5, whose cost grows with the whole store. tantivy is faster at every size (scripts/bench_lexical_paths.py, top 50: 0.16
 # against 0.33 ms at 1k, 0.65 against 2.4 ms at 10k, 1.1 against 17 ms at 50k) and ranks
 # as well (LoCoMo evidence_recall@5 0.726 against 0.724), but its scores of texts not yet
 # committed differ slightly from those it gives once they are (it keeps lengths in one
@@ -134,6 +127,7 @@ class SQLiteStore:
         self._search: IndexSet | None = None  # see _index_set
         self._ann = ann
         self.lexical_index_min_rows = int(lexical_index_min_rows)
+        self._lexical_large = False  # see _lexical_indexed
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
         self._part_numbers: dict[Partition, int] = {}  # see lexical.entry_range (never deleted, so never stale)
@@ -529,19 +523,30 @@ class SQLiteStore:
         return replace(flt, due_before=None, ids=due if flt.ids is None else due & flt.ids)
 
     def lexical_search(self, partition: Partition, text: str, k: int, flt: Filter = Filter()) -> list[tuple[str, float]]:
-        """BM25 top-k. A partition below ``lexical_index_min_rows`` memories is ranked by
-        FTS5 in its rowid range (exact, and the same whatever happened before; about a
-        millisecond there); a larger one by the tantivy index, whose cost follows the
-        query rather than the number of matches (see docs/indexes.md)."""
+        """BM25 top-k. In a store below ``lexical_index_min_rows`` memories a partition is
+        ranked by FTS5 in its rowid range (exact, and the same whatever happened before;
+        about half a millisecond there); in a larger one by the tantivy index, whose cost
+        follows the query rather than the number of matches (see docs/indexes.md). The
+        store's size decides, not the partition's: FTS5's doclists and segments span every
+        partition, so a partition of 1,000 memories among 10,000 took 1.3-1.9 ms in FTS5
+        and 0.5 ms in tantivy."""
         q = fts_query(text)
         if q is None or k <= 0:
             return []
         with self._indexing("searching text"):
             idx = self._index_set()
-            if len(idx.partition(partition)) >= self.lexical_index_min_rows:
+            if self._lexical_indexed() or len(idx.partition(partition)) >= self.lexical_index_min_rows:
                 return idx.lexical_search(partition, text, int(k), self._search_filter(self._reader, partition, flt))
         with self._c.reading("searching text", snapshot=True) as db:
             return lexical_search(db, partition, q, int(k), flt, self._part_number(db, partition))
+
+    def _lexical_indexed(self) -> bool:
+        """Whether the store has held ``lexical_index_min_rows`` memories (its highest
+        rowid, one index seek; once true it stays so)."""
+        if not self._lexical_large:
+            top = self._reader.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+            self._lexical_large = int(top) >= self.lexical_index_min_rows
+        return self._lexical_large
 
     def _part_number(self, db: sqlite3.Connection, partition: Partition) -> int | None:
         number = self._part_numbers.get(partition)
@@ -649,22 +654,19 @@ class SQLiteStore:
     def sample_ids(self, partition: Partition, k: int, rng: np.random.Generator,
                    exclude: AbstractSet[str] = frozenset()) -> list[str]:
         """Up to ``k`` distinct ids of the partition outside ``exclude``, drawn uniformly with
-        ``rng``; all of them (and ``rng`` untouched) when there are no more than ``k``. A
-        large partition is sampled by random rowids: a few primary-key lookups instead of
-        reading every id."""
+        ``rng``; all of them (and ``rng`` untouched) when there are no more than ``k``."""
         k = int(k)
         if k <= 0:
             return []
-        limit = k + len(exclude) + 1
-        with self._c.reading("sampling memories", snapshot=True) as db:
-            head = [r[0] for r in db.execute(
-                "SELECT id FROM memories WHERE user_id=? AND agent_id=? LIMIT ?", (*partition, limit))]
-            if len(head) == limit:
-                picked = _sample_by_rowid(db, partition, k, rng, exclude)
-                if picked is not None:
-                    return picked
-                head = [r[0] for r in db.execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?",
-                                                 partition)]
+        with self._indexing("sampling memories"):
+            index = self._index_set().partition(partition)
+            if len(index) > k + len(exclude):
+                # From the partition's ids in the vector index, which the caller reads the
+                # sample's vectors from: a read of rows by id took 4 ms a store for 1,100
+                # memories among 11,000 (and random rowids of the file mostly miss them).
+                return index.sample_ids(k, rng, exclude)
+        with self._c.reading("sampling memories") as db:
+            head = [r[0] for r in db.execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?", partition)]
         ids = [i for i in head if i not in exclude]
         if len(ids) > k:
             pick = rng.choice(len(ids), size=k, replace=False)
@@ -730,70 +732,3 @@ class SQLiteStore:
                 yield
             except TRANSLATED as exc:
                 raise self._c.fail(exc, doing) from exc
-
-
-_SAMPLE_BY_ROWID = "SELECT rowid, id FROM memories WHERE +user_id=? AND +agent_id=? AND rowid IN ({marks})"
-_PARTITION_ROWIDS = "SELECT rowid FROM memories INDEXED BY memories_partition WHERE user_id=? AND agent_id=? LIMIT ?"
-_SAMPLE_BY_INDEX = ("SELECT rowid, id FROM memories INDEXED BY memories_partition WHERE user_id=? AND agent_id=? "
-                    "AND rowid IN (SELECT value FROM json_each(?))")
-
-
-def _sample_by_rowid(db: sqlite3.Connection, partition: Partition, k: int, rng: np.random.Generator,
-                     exclude: AbstractSet[str]) -> list[str] | None:
-    """``k`` ids drawn by uniform random rowids (each row of the partition is equally
-    likely at every draw); None when too few draws land in the partition."""
-    top = db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
-    scan_limit = SAMPLE_SCAN_FACTOR * (2 * k + 16)
-    rowids = [r[0] for r in db.execute(_PARTITION_ROWIDS, (*partition, scan_limit))]
-    by_index = len(rowids) < scan_limit
-    if by_index:
-        # The partition's rowids are all known: the rounds are played out on them, and the
-        # ids read once for the rows they found - the same draws, hits and sample as a
-        # statement per round, unless a hit is excluded (then the rounds run as below).
-        # (With exclusions, rounds that fall short here may not there: their draws grow.)
-        state = rng.bit_generator.state
-        hits = _rounds(set(rowids), k, rng, top)
-        if hits is None and not exclude:
-            return None
-        if hits is not None:
-            found = {rowid: mid for rowid, mid in db.execute(_SAMPLE_BY_INDEX, (*partition, json.dumps(hits)))}
-            if not any(mid in exclude for mid in found.values()):
-                keep = sorted(found)
-                pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
-                return [found[keep[i]] for i in pick]
-        rng.bit_generator.state = state
-    found = {}
-    for _ in range(SAMPLE_ROUNDS):
-        need = k - len(found)
-        draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
-        wanted = [r for r in draws if r not in found]
-        # Through the index: all the draws in one statement (one pass over the entries).
-        lookups = [(_SAMPLE_BY_INDEX, (*partition, json.dumps(wanted)))] if by_index else [
-            (_SAMPLE_BY_ROWID.format(marks=",".join("?" * len(chunk))), (*partition, *chunk))
-            for chunk in iter_chunks(wanted, 500)]
-        for sql, args in lookups:
-            for rowid, mid in db.execute(sql, args):
-                if mid not in exclude:
-                    found[rowid] = mid
-        if len(found) >= k:
-            # Which rows are kept must not depend on how the draws happened to be ordered.
-            keep = sorted(found)
-            pick = sorted(rng.choice(len(keep), size=k, replace=False).tolist())
-            return [found[keep[i]] for i in pick]
-    return None
-
-
-def _rounds(rowids: AbstractSet[int], k: int, rng: np.random.Generator, top: int) -> list[int] | None:
-    """The rounds of random rowids played out on a partition's known rowids (nothing
-    excluded): the rowids they find once ``k`` are found, None when the rounds fall short."""
-    found: set[int] = set()
-    for _ in range(SAMPLE_ROUNDS):
-        need = k - len(found)
-        draws = np.unique(rng.integers(1, top + 1, size=2 * need + 16)).tolist()
-        found.update(r for r in draws if r in rowids)
-        if len(found) >= k:
-            return sorted(found)
-    return None
-
-
-
