@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,26 +67,9 @@ def encode(value: Any) -> str:
         text = orjson.dumps(value, default=_json_default, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # orjson.JSONEncodeError included
         return _encode_stdlib(value)
-    if b"null" in text and _non_finite(value):
+    if b"null" in text:
         return _encode_stdlib(value)
     return text.decode()
-
-
-def _non_finite(value: Any) -> bool:
-    """Whether a NaN or infinity is inside ``value`` (orjson writes them as null, as it
-    writes None; a memory's state holds Nones, and sending every such value to the standard
-    library cost a recall ~0.3 ms)."""
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_non_finite(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_non_finite(v) for v in value)
-    if isinstance(value, np.ndarray):
-        return value.dtype.kind in "fc" and not bool(np.isfinite(value).all())
-    if isinstance(value, np.floating):
-        return not math.isfinite(float(value))
-    return False
 
 
 def _encode_stdlib(value: Any) -> str:
