@@ -38,3 +38,14 @@ def test_every_value_reads_back_as_the_standard_library_writes_it(value):
 def test_nan_and_infinity_are_kept_not_written_as_null():
     got = decode(encode({"x": float("nan"), "y": [math.inf], "z": None}))
     assert math.isnan(got["x"]) and got["y"] == [math.inf] and got["z"] is None
+
+
+@pytest.mark.parametrize("value", [
+    {"a": None, "b": [{"c": None, "d": [1.0, float("nan")]}]},
+    [None, ("x", "y"), (None, -math.inf)],
+    {"n": None, "arr": np.array([0.5, np.inf])},
+    {"n": None, "f": np.float32("nan")},
+])
+def test_a_non_finite_number_deep_beside_a_none_is_still_kept(value):
+    text = encode(value)
+    assert "NaN" in text or "Infinity" in text
