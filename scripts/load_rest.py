@@ -169,7 +169,9 @@ class Conn:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         return cls(reader, writer)
 
-    async def request(self, raw: bytes) -> tuple[int, bytes]:
+    async def request(self, raw: bytes) -> tuple[int, bytes, bool]:
+        """The answer's status and body, and whether the server closed the connection
+        after it (``Connection: close``: the answer is complete, the connection not reusable)."""
         self.writer.write(raw)
         head = await self.reader.readuntil(b"\r\n\r\n")
         status = int(head[9:12])
@@ -185,8 +187,7 @@ class Conn:
         body = await self.reader.readexactly(length) if length else b""
         if close:
             self.close()
-            raise ConnectionResetError("closed by the server")
-        return status, body
+        return status, body, close
 
     def close(self) -> None:
         self.writer.close()
@@ -262,7 +263,7 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
                     run.saturated += 1
                 return
             try:
-                status, _ = await asyncio.wait_for(conn.request(raw), client_timeout - (time.perf_counter() - at))
+                status, _, closed = await asyncio.wait_for(conn.request(raw), client_timeout - (time.perf_counter() - at))
             except (TimeoutError, ValueError):  # ValueError: no time was left
                 conn.close()
                 open_conns -= 1
@@ -279,7 +280,10 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
                 if counted:
                     run.results.append(Result(kind, time.perf_counter() - at, -1))
                 return
-            idle.append(conn)
+            if closed:
+                open_conns -= 1
+            else:
+                idle.append(conn)
             run.stores_ok += kind == "store" and 200 <= status < 300
             if counted:
                 run.results.append(Result(kind, time.perf_counter() - at, status))
@@ -338,7 +342,7 @@ def count_memories(port: int, users: int) -> int:
         conn = await Conn.open(port)
         total = 0
         for u in range(users):
-            status, body = await conn.request(http("GET", f"/v1/stats?user_id=user{u}"))
+            status, body, _ = await conn.request(http("GET", f"/v1/stats?user_id=user{u}"))
             assert status == 200, body
             total += int(json.loads(body)["memories"])
         conn.close()
@@ -388,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--users", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--max-active", type=int, default=4, help="requests one worker runs at once")
+    ap.add_argument("--max-active", type=int, default=1, help="requests one worker runs at once")
     ap.add_argument("--max-queued", type=int, default=8, help="requests one worker queues")
     ap.add_argument("--max-queue-wait", type=float, default=0.25, help="seconds a request may wait in the queue")
     ap.add_argument("--durability", choices=["full", "process"], default="full",
