@@ -69,7 +69,7 @@ def test_beyond_capacity_it_sheds_at_once_and_health_answers(slow: Any) -> None:
     emb.delay = 0.1  # each recall holds the only slot for 0.1 s
     start = threading.Barrier(24)
 
-    def recall(i: int) -> tuple[int, float, str | None]:
+    def recall(i: int) -> tuple[int, float, str | None, str | None]:
         # A bare socket: a client cheap enough that 24 of them in this process do not
         # themselves slow the measurement down.
         body = f'{{"query": "question number {i}"}}'.encode()
@@ -85,7 +85,8 @@ def test_beyond_capacity_it_sheds_at_once_and_health_answers(slow: Any) -> None:
             while (line := answer.readline().strip()):
                 headers.append(line.decode("latin-1").lower())
         retry = next((h.split(":", 1)[1].strip() for h in headers if h.startswith("retry-after:")), None)
-        return status, elapsed, retry
+        connection = next((h.split(":", 1)[1].strip() for h in headers if h.startswith("connection:")), None)
+        return status, elapsed, retry, connection
 
     with cf.ThreadPoolExecutor(24) as pool:
         futures = [pool.submit(recall, i) for i in range(24)]
@@ -99,6 +100,9 @@ def test_beyond_capacity_it_sheds_at_once_and_health_answers(slow: Any) -> None:
     assert len(ok) + len(shed) == len(results), results  # nothing else: no 500, no timeout
     assert ok and len(shed) >= 10, results
     assert all(r[2] == "1" for r in shed)
+    # A shed answer closes its connection: a retry then reaches whichever process accepts
+    # a new connection, not the full one a kept-alive connection is tied to.
+    assert all(r[3] == "close" for r in shed) and not any(r[3] == "close" for r in ok)
     assert min(r[1] for r in shed) < 0.4  # refused at once, not after waiting its turn
     assert max(r[1] for r in shed) < 3.0  # and none waited much beyond the queue's bound (0.5 s)
     assert health.status_code == 200 and health_s < 1.0
