@@ -60,7 +60,13 @@ def in_process(src: Path, n: int, data: str | None, users: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="request-cpu-"))
     try:
         db = copy_store(src, work)
-        clock = SimulatedClock(1_760_000_000.0)
+        # After everything in the store (load_rest.py builds it on the real clock): a clock
+        # before its memories' last use would make every recall a massed repetition, which
+        # skips the spaced-review bookkeeping a server on the real clock does.
+        con = sqlite3.connect(db)
+        newest = con.execute("SELECT MAX(MAX(created_at, last_access)) FROM memories").fetchone()[0]
+        con.close()
+        clock = SimulatedClock(float(newest) + 86_400.0)
         mem = open_memory(str(db), embedder=make_embedder("hashing:384"), clock=clock)
         for u in range(users):  # opens every user's indexes
             mem.recall(rng.choice(questions), Scope(f"user{u}"), k=10)
