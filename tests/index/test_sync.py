@@ -26,6 +26,30 @@ def fill(source: SQLiteSource, n: int = 1000) -> np.ndarray:
     return vecs
 
 
+def test_uncommitted_texts_of_other_partitions_count_in_the_statistics_only(source: SQLiteSource) -> None:
+    """A search scores its own partition's uncommitted texts; another partition's count in
+    the document frequencies (which span every partition) and hide nothing of this one."""
+    fill(source, 200)
+    source.put(OTHER, make_rows(50, start=2000))
+    idx = IndexSet(source, None, ANN)
+    idx.lexical_search(PART, "apple", 1)
+    idx.lexical_search(OTHER, "apple", 1)
+    idx.lexical.commit()
+    mine = idx.lexical_search(PART, "pelican harbor", 5)
+    source.put(OTHER, [replace(r, content=f"a pelican on the harbor wall {i}")
+                       for i, r in enumerate(make_rows(40, start=3000))])
+    source.put(PART, [replace(make_rows(1, start=900)[0], content="the pelican flew over the harbor")])
+    found = idx.lexical_search(PART, "pelican harbor", 5)
+    assert ids(found)[0] == "m000900" and all(m.startswith("m000") and m < "m002000" for m in ids(found))
+    assert ids(found)[1:] == ids(mine)[:4]  # the committed texts as before, behind the new one
+    stats = idx.lexical._statistics(["pelican"])
+    assert stats[1]["pelican"] == 41  # the other partition's 40 uncommitted texts and this one's
+    idx.lexical.commit()
+    after = dict(idx.lexical_search(PART, "pelican harbor", 5))
+    assert after["m000900"] == pytest.approx(dict(found)["m000900"], rel=0.1)
+    idx.close()
+
+
 def test_follows_the_change_log(source: SQLiteSource) -> None:
     vecs = fill(source)
     idx = IndexSet(source, None, ANN)
