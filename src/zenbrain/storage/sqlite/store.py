@@ -60,8 +60,9 @@ ANALYZE_GROWTH = 2
 ANALYZE_LIMIT = 1000
 INDEX_SUFFIX = ".idx"  # the search indexes' directory: <database>.idx
 # Stores (or partitions) from this many memories on are searched lexically by the tantivy
-# index, smaller ones by FTS5, whose cost grows with the whole store. tantivy is faster at every size (scripts/bench_lexical_paths.py, top 50: 0.16
-# against 0.33 ms at 1k, 0.65 against 2.4 ms at 10k, 1.1 against 17 ms at 50k) and ranks
+# index, smaller ones by FTS5, whose cost grows with the whole store. tantivy is faster at
+# every size (scripts/bench_lexical_paths.py, top 50: 0.16 against 0.33 ms at 1k, 0.65
+# against 2.4 ms at 10k, 1.1 against 17 ms at 50k) and ranks
 # as well (LoCoMo evidence_recall@5 0.726 against 0.724), but its scores of texts not yet
 # committed differ slightly from those it gives once they are (it keeps lengths in one
 # byte; commits come every 1000 texts or 5 s), so a small store's results would depend on
