@@ -27,13 +27,15 @@ TimeQuery = Annotated[QueryTime | None, Query(description="Seconds since the epo
 def recall_dict(query: str, hits: Any) -> dict[str, Any]:
     """A recall result: hits with their score breakdown, the core memories, and the cue
     intentions this recall fired."""
-    return json_safe({
+    # hit_dict and item_dict are plain JSON values already: only the rest is made so (a
+    # second walk over ten hits and their score breakdowns was 60 % of this function).
+    return {
         "query": query,
-        "query_type": hits.query_type,
+        "query_type": json_safe(hits.query_type),
         "hits": [hit_dict(r, h) for r, h in enumerate(hits, start=1)],
         "core": [item_dict(i) for i in hits.core],
-        "intentions": hits.info.get("intentions") or [],
-    })
+        "intentions": json_safe(hits.info.get("intentions") or []),
+    }
 
 
 def router(api: ApiContext) -> APIRouter:
