@@ -27,6 +27,7 @@ _CAPITALISED_INSIDE = re.compile(r"(?<=[A-Za-z0-9,;'\)]\s)([A-Z][a-z]+)\b")
 # A capitalised word in the possessive ("Sofia's") is a noun wherever it stands.
 _CAPITALISED_POSSESSIVE = re.compile(r"\b([A-Z][a-z]+)['’]s\b")
 _DIGIT = re.compile(r"\d")
+_UPPER = re.compile(r"[A-Z]")
 _LETTERS = re.compile(r"[A-Za-z]+")
 
 
@@ -89,8 +90,14 @@ class NameVocabulary:
         inside: set[str] = set()
         for t in texts:
             lower.update(_LOWER_WORD.findall(t))
-            inside.update(map(str.lower, _CAPITALISED_INSIDE.findall(t)))
-            inside.update(map(str.lower, _CAPITALISED_POSSESSIVE.findall(t)))
+            # The capital-letter patterns only where they can match: a capital after the
+            # first character, an "'s" (decay reads every memory of a partition each night).
+            if _UPPER.search(t, 1):
+                inside.update(map(str.lower, _CAPITALISED_INSIDE.findall(t)))
+                if "s" in t and ("'s" in t or "’s" in t):
+                    inside.update(map(str.lower, _CAPITALISED_POSSESSIVE.findall(t)))
+            elif "'s" in t or "’s" in t:
+                inside.update(map(str.lower, _CAPITALISED_POSSESSIVE.findall(t)))
         return cls(frozenset(lower), frozenset(inside))
 
     def is_name(self, word: str) -> bool:
