@@ -35,8 +35,14 @@ def copy_state(item: MemoryItem, params: triple_copy.TripleCopyParams) -> triple
 
 def copy_composite(items: Sequence[MemoryItem], now: float, params: triple_copy.TripleCopyParams) -> np.ndarray:
     """TripleCopy's composite strength of every item at ``now``."""
-    states = [copy_state(i, params) for i in items]
-    return np.asarray(triple_copy.evaluate_many(states, now=now, params=params).composite, dtype=float).reshape(len(items))
+    rows = []
+    for i in items:
+        try:
+            rows.append(triple_copy.row_of(i.state[COPIES]))
+        except (KeyError, TypeError, ValueError):
+            rows.append(copy_state(i, params).row())
+    return np.asarray(triple_copy.evaluate_rows(rows, now=now, params=params).composite,
+                      dtype=float).reshape(len(items))
 
 
 def ebbinghaus_r(items: Sequence[MemoryItem], now: float, params: ebbinghaus.EbbinghausParams) -> np.ndarray:

@@ -86,8 +86,17 @@ class CopyState:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CopyState:
-        return cls(float(data["s0"]), float(data["anchor"]), float(data["deep_base"]), float(data["deep_target"]),
-                   float(data["deep_anchor"]))
+        return cls(*row_of(data))
+
+    def row(self) -> tuple[float, float, float, float, float]:
+        return (self.s0, self.anchor, self.deep_base, self.deep_target, self.deep_anchor)
+
+
+def row_of(data: Mapping[str, Any]) -> tuple[float, float, float, float, float]:
+    """A stored state's fields in ``CopyState``'s order, as floats, without building one
+    (recall and decay evaluate many at once)."""
+    return (float(data["s0"]), float(data["anchor"]), float(data["deep_base"]), float(data["deep_target"]),
+            float(data["deep_anchor"]))
 
 
 @dataclass(frozen=True)
@@ -151,9 +160,13 @@ def evaluate_many(
     states: Sequence[CopyState], *, now: float, params: TripleCopyParams = DEFAULT_PARAMS
 ) -> CopyStrengths:
     """Strengths of many memories at ``now`` in one vectorised pass (arrays in input order)."""
-    cols = np.array(
-        [(s.s0, s.anchor, s.deep_base, s.deep_target, s.deep_anchor) for s in states], dtype=float
-    ).reshape(-1, 5)
+    return evaluate_rows([s.row() for s in states], now=now, params=params)
+
+
+def evaluate_rows(rows: Sequence[tuple[float, float, float, float, float]], *, now: float,
+                  params: TripleCopyParams = DEFAULT_PARAMS) -> CopyStrengths:
+    """``evaluate_many`` of states given as rows (``CopyState.row``, ``row_of``)."""
+    cols = np.array(rows, dtype=float).reshape(-1, 5)
     return strengths(s0=cols[:, 0], age_s=now - cols[:, 1], deep_base=cols[:, 2], deep_target=cols[:, 3],
                      deep_age_s=now - cols[:, 4], params=params)
 
@@ -235,8 +248,10 @@ __all__ = [
     "encode",
     "evaluate",
     "evaluate_many",
+    "evaluate_rows",
     "reinforce",
     "reinforce_many",
     "rescale",
+    "row_of",
     "strengths",
 ]
