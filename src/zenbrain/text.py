@@ -94,9 +94,7 @@ class NameVocabulary:
             # first character, an "'s" (decay reads every memory of a partition each night).
             if _UPPER.search(t, 1):
                 inside.update(map(str.lower, _CAPITALISED_INSIDE.findall(t)))
-                if "s" in t and ("'s" in t or "’s" in t):
-                    inside.update(map(str.lower, _CAPITALISED_POSSESSIVE.findall(t)))
-            elif "'s" in t or "’s" in t:
+            if "'s" in t or "’s" in t:
                 inside.update(map(str.lower, _CAPITALISED_POSSESSIVE.findall(t)))
         return cls(frozenset(lower), frozenset(inside))
 

@@ -74,7 +74,6 @@ def encode(value: Any) -> str:
 
 
 _LEAVES = (str, int, bool, type(None))
-isfinite = math.isfinite
 
 
 def _non_finite(value: Any) -> bool:
@@ -88,7 +87,7 @@ def _non_finite(value: Any) -> bool:
         v = pop()
         t = type(v)
         if t is float:
-            if not isfinite(v):
+            if not math.isfinite(v):
                 return True
         elif t is dict:
             push(v.values())
