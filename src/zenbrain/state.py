@@ -75,7 +75,8 @@ KV_CURIOSITY: Final = "curiosity"  # the ranked knowledge-gap queue
 KV_EDGE_DECAY: Final = "edge_decay"  # {"at": time of the last Two-Factor edge decay}
 KV_SPEAKERS: Final = "speakers"  # the names of everyone who spoke in the partition's memories
 KV_INFORMATION: Final = "information"  # InformationReference.to_dict(): the words' document frequencies
-KV_INFORMATION_VERSION: Final = "information_version"  # [time, N, total] of the saved frequencies
+KV_INFORMATION_VERSION: Final = "information_version"  # [time, N, total, fingerprint] of the saved frequencies
+KV_NAME_VOCABULARY: Final = "name_vocabulary"  # NameVocabulary.to_dict() and the fingerprint it goes with
 
 # Edge relations the library's own mechanisms write.
 RELATION_TEMPORAL: Final = "temporal"  # consecutive memories of one batch

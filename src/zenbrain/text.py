@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 _CAP = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
@@ -97,6 +98,20 @@ class NameVocabulary:
             if "'s" in t or "’s" in t:
                 inside.update(map(str.lower, _CAPITALISED_POSSESSIVE.findall(t)))
         return cls(frozenset(lower), frozenset(inside))
+
+    def with_texts(self, texts: Iterable[str]) -> NameVocabulary:
+        """The vocabulary of the texts seen before and these (``of`` over both)."""
+        more = NameVocabulary.of(texts)
+        if not more.lower_case and not more.capitalised_inside:
+            return self
+        return NameVocabulary(self.lower_case | more.lower_case, self.capitalised_inside | more.capitalised_inside)
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"lower_case": sorted(self.lower_case), "capitalised_inside": sorted(self.capitalised_inside)}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> NameVocabulary:
+        return cls(frozenset(raw.get("lower_case") or ()), frozenset(raw.get("capitalised_inside") or ()))
 
     def is_name(self, word: str) -> bool:
         """A lower-cased word the texts capitalise inside a sentence (or in the possessive)

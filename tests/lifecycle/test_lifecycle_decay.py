@@ -356,3 +356,118 @@ def test_without_the_cue_archived_memories_stay_out_of_recall(world):
     assert not w.mem.recall("Who painted a lake in Oregon?", w.scope, k=3)
     hits = w.mem.recall("Who painted a lake in Oregon?", w.scope, k=3, include_archived=True)
     assert hits[0].item.id == mems[2].id
+
+
+# ---------------------------------------------------------------- a night reads what is new
+def _saved(w):
+    from zenbrain.mechanisms.information import InformationReference
+
+    ref = InformationReference.from_dict(w.kv(KV_INFORMATION))
+    voc = w.kv(keys.KV_NAME_VOCABULARY)
+    return ref, None if voc is None else NameVocabulary.from_dict(voc)
+
+
+def _recounted(w):
+    """The frequencies and the vocabulary counted afresh over every long-term memory."""
+    from zenbrain.mechanisms.information import InformationReference
+    from zenbrain.pipeline.lifecycle.common import load
+    from zenbrain.text import token_set
+
+    items = load(w.mem.engine, w.part, include_archived=True)
+    return (InformationReference.of([token_set(m.content) for m in items]),
+            NameVocabulary.of(m.content for m in items))
+
+
+def _count_token_sets(monkeypatch):
+    from zenbrain.pipeline.lifecycle import decay as decay_module
+
+    calls = []
+    real = decay_module.token_set
+
+    def counted(text):
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(decay_module, "token_set", counted)
+    return calls
+
+
+def test_a_night_reads_the_words_only_of_the_memories_stored_since_the_last(world, monkeypatch):
+    """Decay's word frequencies and name vocabulary describe the whole partition, but a night
+    reads the words of the memories stored since the last one (and of those whose value it
+    tests, none of them the next morning): the saved records are taken up and come out as a
+    full count would make them."""
+    w = world()
+    old = [w.store(t) for t in LONGER_FACTS + SMALL_TALK]
+    w.clock.advance(hours=2)
+    w.mem.decay(w.scope)
+    w.clock.advance(minutes=1)
+    new = [w.store(t) for t in UPDATE_NOTES + ABOUT_THE_SAME_PEOPLE]
+    w.clock.advance(hours=2)
+    calls = _count_token_sets(monkeypatch)
+    w.mem.decay(w.scope)
+    assert sorted(calls) == sorted(m.content for m in new)
+    ref, voc = _saved(w)
+    full_ref, _ = _recounted(w)
+    assert (ref.n, dict(ref.df)) == (full_ref.n, dict(full_ref.df)) == (len(old + new), dict(full_ref.df))
+    assert voc is None  # no memory's value was tested: no vocabulary was needed
+    calls.clear()
+    w.clock.advance(hours=2)
+    w.mem.decay(w.scope)  # nothing new: nothing read, nothing written again
+    assert calls == [] and _saved(w)[0].n == len(old + new)
+
+
+def test_a_night_that_takes_up_the_saved_counts_decides_as_a_full_count(world):
+    """Sixty days on, with the first night's records taken up or removed (a full count): the
+    same memories are archived and the same records saved."""
+
+    def live(incremental):
+        w = world(name=f"incremental-{incremental}")
+        for t in LONGER_FACTS + SMALL_TALK:
+            w.store(t)
+        w.clock.advance(days=1)
+        w.mem.decay(w.scope)
+        w.clock.advance(minutes=1)
+        for t in UPDATE_NOTES + ABOUT_THE_SAME_PEOPLE:
+            w.store(t)
+        w.clock.advance(days=60)
+        if not incremental:
+            w.kv_put(keys.KV_INFORMATION_VERSION, None)
+        rep = w.mem.decay(w.scope)
+        ref, voc = _saved(w)
+        return {w.get(i).content for i in rep.stages["archive"]["ids"]}, dict(ref.df), voc, _recounted(w)
+
+    archived, df, voc, (full_ref, full_voc) = live(True)
+    assert set(SMALL_TALK) <= archived and not archived & set(UPDATE_NOTES)
+    assert df == dict(full_ref.df) and voc == full_voc
+    assert (archived, df, voc) == live(False)[:3]
+
+
+def test_an_edit_or_an_erasure_makes_the_next_night_count_afresh(world, monkeypatch):
+    """Saved counts cannot take an edited memory's old words out, nor the vocabulary an
+    erased memory's words: an edit sends the next night back to a full count, and an
+    erasure removes the vocabulary at once (the frequencies lose the erased words)."""
+    w = world()
+    mems = [w.store(t) for t in LONGER_FACTS + UPDATE_NOTES]
+    w.clock.advance(days=60)
+    w.mem.decay(w.scope)
+    assert "no" in _saved(w)[1].capitalised_inside and "lucas" in _saved(w)[0].df  # from "Lucas lives at No. 12"
+    w.mem.update(mems[0].id, w.scope, content="The library in Bristol opens at ten")
+    w.clock.advance(days=1)
+    calls = _count_token_sets(monkeypatch)
+    w.mem.decay(w.scope)
+    assert len(calls) >= len(mems)  # every memory counted again
+    ref, voc = _saved(w)
+    full_ref, full_voc = _recounted(w)
+    assert dict(ref.df) == dict(full_ref.df) and ref.df.get("elm") is None and voc == full_voc
+
+    w.mem.forget(mems[-1].id, w.scope)  # "Lucas lives at No. 12"
+    assert w.kv(keys.KV_NAME_VOCABULARY) is None
+    assert "lucas" not in w.kv(KV_INFORMATION)["df"]
+    w.clock.advance(days=1)
+    calls.clear()
+    w.mem.decay(w.scope)
+    assert len(calls) >= len(mems) - 1
+    ref, voc = _saved(w)
+    full_ref, full_voc = _recounted(w)
+    assert dict(ref.df) == dict(full_ref.df) and (voc is None or voc == full_voc)

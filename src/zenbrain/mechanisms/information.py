@@ -77,6 +77,15 @@ class InformationReference:
         df = raw.get("df")
         return cls(int(raw.get("n", 0)), df if isinstance(df, Mapping) else {})
 
+    def with_sets(self, token_sets: Sequence[Iterable[str]]) -> InformationReference:
+        """The frequencies with these memories' words counted as well: the same as ``of``
+        over the memories counted before and these, without reading the former again."""
+        if not token_sets:
+            return self
+        df = Counter(self.df)
+        df.update(itertools.chain.from_iterable(frozenset(s) for s in token_sets))
+        return InformationReference(self.n + len(token_sets), dict(df))
+
     def without(self, token_sets: Sequence[Iterable[str]]) -> InformationReference:
         """The frequencies with these memories' words taken out (an erased memory's words
         must not outlive it, not even as a count)."""

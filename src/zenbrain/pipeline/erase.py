@@ -31,6 +31,7 @@ from ..state import (
     KV_DEBATES,
     KV_INFORMATION,
     KV_INFORMATION_VERSION,
+    KV_NAME_VOCABULARY,
     RELATION_EVIDENCE_OF,
 )
 from ..storage.base import Filter, Partition, Transaction
@@ -140,10 +141,13 @@ def _frequencies_without(engine: Engine, part: Partition, items: list[MemoryItem
     if any(i.version > 1 for i in counted_items):
         # An edited memory may have been counted with words it no longer holds: the
         # frequencies go (recall then rehearses every hit until the next decay saves new ones).
-        return {KV_INFORMATION: None, KV_INFORMATION_VERSION: None}
+        return {KV_INFORMATION: None, KV_INFORMATION_VERSION: None, KV_NAME_VOCABULARY: None}
     counted = [token_set(i.content) for i in counted_items]
     ref = information.InformationReference.from_dict(raw).without(counted)
-    return {KV_INFORMATION: ref.to_dict(), KV_INFORMATION_VERSION: [version[0], ref.n, sum(ref.df.values())]}
+    # The version loses its fingerprint, so the next decay counts the partition afresh; the
+    # name vocabulary (sets of words, no counts to take the erased ones out of) goes.
+    return {KV_INFORMATION: ref.to_dict(), KV_INFORMATION_VERSION: [version[0], ref.n, sum(ref.df.values())],
+            KV_NAME_VOCABULARY: None}
 
 
 def forget_scope(engine: Engine, scope: Scope) -> ErasureReceipt:

@@ -26,7 +26,10 @@ and agent; working and short-term memory belong to sessions and are left to
    recall's bounded retrievability prior only down-weights it (0: every memory archived
    at ``archive_threshold``, the paper). The document frequencies are saved in kv
    ``information`` for recall, which rehearses only the hits a recall carried
-   (``pipeline.recall_effects``). ARCHIVE archives (recoverable, logged "archived"); RESTORE brings back a memory
+   (``pipeline.recall_effects``), and the name vocabulary in kv ``name_vocabulary``; a
+   night takes both up and reads the words only of the memories stored since (a full
+   count after an edit or an erasure), and tests the value only of the memories at or
+   below the review band or the STC tag threshold, the only ones a decision reads it for. ARCHIVE archives (recoverable, logged "archived"); RESTORE brings back a memory
    that *decay* archived (one archived by the IB budget or by hand stays archived);
    memories in the review band are reported.
 
@@ -36,6 +39,7 @@ Nothing decays when both ``ebbinghaus_decay`` and ``triple_copy`` are off.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -50,13 +54,16 @@ from ...state import (
     COPIES,
     KV_INFORMATION,
     KV_INFORMATION_VERSION,
+    KV_NAME_VOCABULARY,
     RELATION_CONTRADICTS,
     RESCUED,
     RESCUED_AT,
     SIGNIFICANCE,
 )
+from ...storage.base import Partition
 from ...text import NameVocabulary, name_words, names_something, token_set
 from ..access import get_own, partition_of
+from ..recall_effects import saved_reference
 from ..retrievability import copy_state, retrievability
 from .common import Snapshot, col, num, skipped, vectors
 
@@ -94,16 +101,18 @@ def decay_stages(
     }
 
     ebb = engine.config.params.ebbinghaus_decay
-    low_value, reference = _low_value(items, ebb)
+    # The value test matters only where a decision reads it: at or below the review band
+    # (archive, or stay archived) and below the STC tag threshold (no tag for small talk).
+    bar = max(ebb.review_threshold, engine.config.params.stc_rescue.tag_threshold)
+    low_value, _, counted = _low_value(engine, part, items, ebb, ~core & (r <= bar), now)
     with engine.store.transaction() as tx:
         if engine.on("stc_rescue"):
             stages["stc_rescue"] = _rescue(engine, tx, snap, items, r, archived, core, now, limits,
                                            untagged=low_value)
         else:
             stages["stc_rescue"] = skipped()
-        if reference is not None:  # recall prices its rehearsals with the same frequencies
-            tx.kv_put(part, {KV_INFORMATION: reference.to_dict(),
-                             KV_INFORMATION_VERSION: [now, reference.n, sum(reference.df.values())]})
+        if counted:  # recall prices its rehearsals with the same frequencies
+            tx.kv_put(part, counted)
         status = np.asarray(
             ebbinghaus.status(retrievability=r, archived=archived, core=core, low_value=low_value, params=ebb),
             dtype=np.int8,
@@ -146,37 +155,87 @@ def decay_stages(
 
     stages["archive"] = listing(to_archive)
     if low_value is not None:
-        stages["archive"]["low_value"] = int(low_value[live].sum())  # the non-core memories that say little
+        # The memories at or below the bar that say little (the others were not tested).
+        stages["archive"]["low_value"] = int(low_value[live].sum())
     stages["restore"] = listing(to_restore)
     stages["review"] = listing(review)
     return stages
 
 
+def _fingerprint(items: Sequence[MemoryItem]) -> str:
+    """The memories' contents as a multiset, in 16 hex digits and a count: equal for the same
+    contents, whatever their order."""
+    x = 0
+    for i in items:
+        x ^= int(i.content_hash[:16], 16)
+    return f"{len(items)}:{x:016x}"
+
+
 def _low_value(
-    items: list[MemoryItem], params: ebbinghaus.EbbinghausParams
-) -> tuple[np.ndarray | None, information.InformationReference | None]:
-    """Which memories say little: fewer than ``low_information_words`` words said once in
-    the partition (``mechanisms.information``), and the document frequencies that measured
-    it, which recall also prices rehearsals and cues of archived memories with. None for
-    either when nothing uses it."""
+    engine: Engine, part: Partition, items: list[MemoryItem], params: ebbinghaus.EbbinghausParams,
+    tested: np.ndarray, now: float,
+) -> tuple[np.ndarray | None, information.InformationReference | None, dict[str, Any]]:
+    """Which of the ``tested`` memories say little: fewer than ``low_information_words``
+    words said once in the partition (``mechanisms.information``); the document frequencies
+    that measured it, which recall also prices rehearsals and cues of archived memories
+    with; and the records to save (empty when nothing changed). None for the first two when
+    nothing uses them.
+
+    The frequencies (and the name vocabulary ``spare_named`` reads) describe every memory
+    of the partition, but a night reads the words only of the memories stored since the
+    last one: the saved ones are taken up when the memories they counted (created up to
+    their time) are still there with the same contents, which their fingerprint checks.
+    An edit, an erasure or a memory that came from elsewhere makes this night count all."""
     need_reference = max(params.low_information_words, params.rehearsal_min_words, params.archive_cue_words) > 0
     if not need_reference:
-        return None, None
-    sets = [token_set(i.content) for i in items]
-    reference = information.InformationReference.of(sets)
+        return None, None, {}
+    saved = engine.store.kv_get_many(part, [KV_INFORMATION_VERSION, KV_NAME_VOCABULARY])
+    version, raw_vocabulary = saved.get(KV_INFORMATION_VERSION), saved.get(KV_NAME_VOCABULARY)
+    fingerprint = _fingerprint(items)
+    reference: information.InformationReference | None = None
+    vocabulary: NameVocabulary | None = None
+    vocabulary_saved = False
+    fresh: list[MemoryItem] = items
+    if isinstance(version, list) and len(version) >= 4:
+        since = float(version[0])
+        old = [i for i in items if i.created_at <= since]
+        if _fingerprint(old) == version[3]:
+            before = saved_reference(engine, part)
+            if before is not None and before.n == len(old):
+                fresh = [i for i in items if i.created_at > since]
+                reference = before.with_sets([token_set(i.content) for i in fresh])
+                if isinstance(raw_vocabulary, dict) and raw_vocabulary.get("fingerprint") == version[3]:
+                    vocabulary = NameVocabulary.from_dict(raw_vocabulary).with_texts(i.content for i in fresh)
+                    vocabulary_saved = True
+    sets: list[frozenset[str]] | None = None
+    if reference is None:
+        sets = [token_set(i.content) for i in items]
+        reference = information.InformationReference.of(sets)
+    unchanged = not fresh and fresh is not items
+    counted: dict[str, Any] = {} if unchanged else {
+        KV_INFORMATION: reference.to_dict(),
+        KV_INFORMATION_VERSION: [now, reference.n, sum(reference.df.values()), fingerprint],
+    }
     if params.low_information_words <= 0:
-        return None, reference
-    low = information.information_words(sets, reference) < params.low_information_words
+        return None, reference, counted
+    low = np.zeros(len(items), dtype=bool)
+    at = np.flatnonzero(tested)
+    if at.size:
+        tested_sets = [sets[j] for j in at] if sets is not None else [token_set(items[j].content) for j in at]
+        low[at] = information.information_words(tested_sets, reference) < params.low_information_words
     if params.spare_named and low.any():
         # A short statement that names a person, place or number ("Priya moved to Lisbon") is
         # a fact, not small talk: names are what the words-said-once measure cannot see in a
         # partition that mentions the same people every day.
-        vocabulary = NameVocabulary.of(i.content for i in items)
+        if vocabulary is None:
+            vocabulary = NameVocabulary.of(i.content for i in items)
         known = {w for i in items if i.speaker for w in name_words(i.speaker)}
         for j in np.flatnonzero(low):
             if names_something(items[j].content, vocabulary, known=known):
                 low[j] = False
-    return low, reference
+    if vocabulary is not None and not (unchanged and vocabulary_saved):
+        counted[KV_NAME_VOCABULARY] = {"fingerprint": fingerprint, **vocabulary.to_dict()}
+    return low, reference, counted
 
 
 def _rescue(
