@@ -98,7 +98,7 @@ class Scope:
         return Scope(self.user_id, self.agent_id, self.session_id, context)
 
 
-@dataclass
+@dataclass(slots=True)
 class MemoryItem:
     """One memory as stored. Times are seconds since the Unix epoch."""
 
