@@ -38,6 +38,7 @@ from ...clock import DAY, SimulatedClock
 from ...config import Config
 from ...coordinator import MemoryCoordinator
 from ...errors import ValidationError
+from ...ids import seeded_ids
 from ...model import Scope
 from ...providers.base import Embedder
 from ..base import Doc, RetrievalSystem
@@ -526,6 +527,30 @@ class LifeStore:
 
 # ---------------------------------------------------------------------------- the runner
 def run_unit(
+    system: TimelineSystem,
+    sessions: Sequence[TimedSession],
+    probes: Sequence[Probe],
+    *,
+    k: int,
+    uses: Sequence[Use] = (),
+    score: Callable[[Probe, list[tuple[str, str]]], dict[str, Any]] | None = None,
+    views: Sequence[str] = (),
+    after_end: Callable[[TimelineSystem], dict[str, Any]] | None = None,
+    end_time: float | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """``live`` with the memories' ids drawn from ``seed`` (``zenbrain.ids.seeded_ids``;
+    default: the system's ``Config.seed``, else 0): ties broken by id fall the same way in
+    every run, so the same code gives the same rankings."""
+    if seed is None:
+        config = getattr(system, "config", None)
+        seed = config.seed if isinstance(config, Config) else 0
+    with seeded_ids(seed):
+        return live(system, sessions, probes, k=k, uses=uses, score=score, views=views, after_end=after_end,
+                    end_time=end_time)
+
+
+def live(
     system: TimelineSystem,
     sessions: Sequence[TimedSession],
     probes: Sequence[Probe],
