@@ -115,6 +115,7 @@ def test_a_write_whose_deadline_passes_commits_nothing(slow: Any) -> None:
     r = httpx.post(server.url + "/v1/memories", params=ALICE, json={"content": "too late to be stored"},
                    headers={"X-Request-Timeout": "0.2"}, timeout=30)
     assert r.status_code == 503 and r.json()["error"] == "DeadlineExceeded" and r.headers["retry-after"] == "1"
+    assert r.headers["connection"] == "close"  # the retry goes out on a new connection
     emb.delay = 0.0
     assert _count(mem) == before
 

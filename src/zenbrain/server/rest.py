@@ -158,6 +158,9 @@ def create_app(
 
     # -- errors ----------------------------------------------------------------------------
     retry = {"Retry-After": str(limits.retry_after_s)}
+    # A busy process's 503 closes its connection, as the guard's sheds do: the retry then
+    # reaches whichever process accepts a new connection.
+    busy = {**retry, "Connection": "close"}
 
     @app.exception_handler(ZenBrainError)
     async def _library_error(request: Request, exc: ZenBrainError) -> JSONResponse:
@@ -166,13 +169,13 @@ def create_app(
             problem = {"type": "about:blank", "title": "Forbidden", "status": status, "detail": str(exc),
                        "error": type(exc).__name__, "message": str(exc)}
             return JSONResponse(problem, status_code=status, media_type=PROBLEM_JSON)
-        headers = retry if status == 503 and not isinstance(exc, DamagedStoreError) else None
+        headers = busy if status == 503 and not isinstance(exc, DamagedStoreError) else None
         return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status, headers=headers)
 
     @app.exception_handler(Overloaded)
     @app.exception_handler(DeadlineExceeded)
     async def _load_error(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=503, headers=retry)
+        return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=503, headers=busy)
 
     @app.exception_handler(Refused)
     async def _refused(request: Request, exc: Refused) -> Response:
