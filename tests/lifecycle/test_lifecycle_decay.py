@@ -10,7 +10,7 @@ import pytest
 
 from zenbrain import state as keys
 from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
-from zenbrain.model import Edge, Layer
+from zenbrain.model import Edge, Layer, Scope
 from zenbrain.pma import triple_copy
 from zenbrain.state import ARCHIVED_BY, KV_INFORMATION, RESCUED_AT
 from zenbrain.text import NameVocabulary, names_something
@@ -471,3 +471,25 @@ def test_an_edit_or_an_erasure_makes_the_next_night_count_afresh(world, monkeypa
     ref, voc = _saved(w)
     full_ref, full_voc = _recounted(w)
     assert dict(ref.df) == dict(full_ref.df) and (voc is None or voc == full_voc)
+
+
+def test_an_archived_turn_comes_back_with_the_turn_it_surrounds(world):
+    """An archived turn is out of reach of a general cue, but a recall that reaches a turn of
+    its session next to it brings it back as that turn's neighbour: what was said around a
+    recalled moment. An archived turn next to nothing the recall reached stays out."""
+    w = world()
+    chat = ["Caroline: What got you into pottery?", "Melanie: My friend got me into it last spring.",
+            "Caroline: That sounds lovely."]
+    turns = w.mem.store_many([{"content": t, "layer": "episodic"} for t in chat], Scope("alice", session_id="s1"))
+    alone = w.mem.store_many([{"content": "Caroline: That sounds lovely.", "layer": "episodic"}],
+                             Scope("alice", session_id="s2"))[0]
+    for t in LONGER_FACTS:
+        w.store(t)
+    w.clock.advance(days=1)
+    w.mem.decay(w.scope)  # the frequencies recall's cue is priced with
+    for m in (turns[2], alone):
+        w.set(m.id, archived=True)
+    hits = w.mem.recall("pottery", w.scope, k=10, touch=False)
+    found = [h.id for h in hits]
+    assert turns[1].id in found and turns[2].id in found
+    assert alone.id not in found

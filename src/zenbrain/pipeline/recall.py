@@ -3,6 +3,8 @@ read-only) let being recalled change the memories.
 
 1. Candidates: dense top-K of every layer, BM25 top-K, the scope's core memories, and
    (when the fusion recipe expands to neighbours) the turns next to them in their session.
+   Archived memories are candidates only when the query cues them (``archive_cue``) or
+   when they are next to a candidate in its session.
 2. Fusion by the configured recipe (``retrieval.fusion``, ``RecallParams.recipe``): dense
    and lexical evidence normalised and weighted, a strong turn lending to its neighbours,
    a preference for the speakers the query names and for memories of the time it names;
@@ -168,13 +170,15 @@ def recall(
         extra = after_recall(engine, part, scope, query, qvec, [], now, records=records) if touch else {}
         return RecallResult([], query_type=info.type, core=core_items, info={"candidates": 0, **extra})
     items = {i.id: i for i in engine.store.get(part, cand_ids)}
-    if recipe.neighbour_weight > 0:
-        for m in _neighbours(engine, part, items, flt, recipe.neighbour_radius):
-            items[m.id] = m
-    # Archived memories the query does not cue stay forgotten.
+    # Archived memories the query does not cue stay forgotten...
     admit = None if cue is None else (lambda m: not m.archived or cue(m))
     if admit is not None:
         items = {i: m for i, m in items.items() if admit(m)}
+    # ...unless they surround a turn the recall reached: recalling a moment of a
+    # conversation brings back what was said around it.
+    if recipe.neighbour_weight > 0:
+        for m in _neighbours(engine, part, items, flt, recipe.neighbour_radius):
+            items[m.id] = m
     cand_ids = [c for c in cand_ids if c in items] + [m for m in items if m not in dense and m not in lexical
                                                       and m not in cand_ids]
     missing = [c for c in cand_ids if c not in dense]  # their dense similarity, from the index
