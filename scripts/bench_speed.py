@@ -174,10 +174,16 @@ class TableEmbedder:
         self.dim = live.dim
         self.live_calls = 0
 
+    def load(self, mapping: dict[str, np.ndarray]) -> None:
+        """Replace the table (the texts of the next slice): the words index follows it."""
+        self.table.clear()
+        self.table.update(mapping)
+        self.__dict__.pop("by_words", None)
+
     @functools.cached_property
     def by_words(self) -> dict[str, str]:
-        """Own words -> the stored text they come from (built once: the table is fixed, and
-        rebuilding it on each call cost 1.4 s per batch at a million texts)."""
+        """Own words -> the stored text they come from (built once per table: rebuilding it
+        on each call cost 1.4 s per batch at a million texts)."""
         return {split_speaker(t)[1]: t for t in self.table}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -656,6 +662,7 @@ def bench_scale(
         vec_s = ingest_s = 0.0
         curve: list[tuple[int, float]] = []
         prog = Progress(f"zenbrain {size}", size, have)
+        live_at_ingest = emb.live_calls
         with contextlib.ExitStack() as stack:
             if live_peers:  # the same texts and vectors, for the peers' processes
                 peer_files = (workdir / f"peer-texts-{size}.jsonl", workdir / f"peer-vectors-{size}.f32")
@@ -669,8 +676,7 @@ def bench_scale(
                 if peer_files:
                     tf.writelines(json.dumps(it[0]) + "\n" for it in part)
                     vf.write(np.ascontiguousarray(vecs, dtype=np.float32).tobytes())
-                table.clear()
-                table.update({it[0]: v for it, v in zip(part, vecs)})
+                emb.load({it[0]: v for it, v in zip(part, vecs)})
                 recs = [{"content": t, "kind": "episode", "layer": "episodic", "event_time": w} for t, _, w, _ in part]
                 for i in range(0, len(recs), batch):
                     t0 = time.perf_counter()
@@ -682,9 +688,9 @@ def bench_scale(
                     prog.update(n_done, ingest_s)
                     if analyze_above is not None and analyzed is None and analyze_above <= n_done < size:
                         analyzed = run_analyze(mem, n_done)
-        table.clear()
+        emb.load({})
         have = size
-        assert emb.live_calls == 0 or out, "stored texts must come from the vector table"
+        assert emb.live_calls == live_at_ingest, "stored texts must come from the vector table"
 
         warm = qs[q_next : q_next + 3]
         q_next += 3
