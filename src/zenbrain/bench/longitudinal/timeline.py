@@ -539,95 +539,78 @@ def run_unit(
     end_time: float | None = None,
     seed: int | None = None,
 ) -> dict[str, Any]:
-    """``live`` with the memories' ids drawn from ``seed`` (``zenbrain.ids.seeded_ids``;
-    default: the system's ``Config.seed``, else 0): ties broken by id fall the same way in
-    every run, so the same code gives the same rankings."""
-    if seed is None:
-        config = getattr(system, "config", None)
-        seed = config.seed if isinstance(config, Config) else 0
-    with seeded_ids(seed):
-        return live(system, sessions, probes, k=k, uses=uses, score=score, views=views, after_end=after_end,
-                    end_time=end_time)
-
-
-def live(
-    system: TimelineSystem,
-    sessions: Sequence[TimedSession],
-    probes: Sequence[Probe],
-    *,
-    k: int,
-    uses: Sequence[Use] = (),
-    score: Callable[[Probe, list[tuple[str, str]]], dict[str, Any]] | None = None,
-    views: Sequence[str] = (),
-    after_end: Callable[[TimelineSystem], dict[str, Any]] | None = None,
-    end_time: float | None = None,
-) -> dict[str, Any]:
     """Live through one workload with one system; returns its probe records and lifecycle.
 
     Each record holds the probe's ids, the ranked doc ids (top ``k``), the seconds since the
     session it was asked after, and whatever ``score(probe, hits)`` adds. ``views`` (zenbrain
     only) re-rank the end probes on the final store with one cause of loss removed.
     ``end_time``: when the end probes are asked (the nights up to it run first); default
-    right after the last session.
+    right after the last session. Memory ids are drawn from ``seed``
+    (``zenbrain.ids.seeded_ids``; default: the system's ``Config.seed``, else 0), so ties
+    broken by id fall the same way in every run and the same code gives the same rankings.
     """
-    if not sessions:
-        raise ValueError("a workload needs at least one session")
-    order = sorted(sessions, key=lambda s: s.time)
-    keys = {s.key for s in order}
-    if len(keys) != len(order):
-        raise ValueError("session keys must be unique")
-    after: dict[str | None, list[Probe]] = {}
-    for p in probes:
-        if p.after is not None and p.after not in keys:
-            raise ValueError(f"probe {p.qid} is asked after an unknown session {p.after!r}")
-        after.setdefault(p.after, []).append(p)
-    pending_uses = sorted(uses, key=lambda u: u.time)
-    system.reset()
-    system.start(order[0].time - 3600.0)
-    records: list[dict[str, Any]] = []
-    latencies: list[float] = []
-    ui = 0
+    if seed is None:
+        config = getattr(system, "config", None)
+        seed = config.seed if isinstance(config, Config) else 0
+    with seeded_ids(seed):
+        if not sessions:
+            raise ValueError("a workload needs at least one session")
+        order = sorted(sessions, key=lambda s: s.time)
+        keys = {s.key for s in order}
+        if len(keys) != len(order):
+            raise ValueError("session keys must be unique")
+        after: dict[str | None, list[Probe]] = {}
+        for p in probes:
+            if p.after is not None and p.after not in keys:
+                raise ValueError(f"probe {p.qid} is asked after an unknown session {p.after!r}")
+            after.setdefault(p.after, []).append(p)
+        pending_uses = sorted(uses, key=lambda u: u.time)
+        system.reset()
+        system.start(order[0].time - 3600.0)
+        records: list[dict[str, Any]] = []
+        latencies: list[float] = []
+        ui = 0
 
-    def ask(batch: list[Probe]) -> None:
-        for p in batch:
-            t0 = time.perf_counter()
-            hits = system.search_hits(p.question, k)
-            latencies.append((time.perf_counter() - t0) * 1000.0)
-            rec: dict[str, Any] = {"qid": p.qid, "checkpoint": p.checkpoint, "group": p.group,
-                                   "gold": list(p.gold), "ranked": [d for d, _ in hits]}
-            rec.update(dict(p.extra))
-            if score is not None:
-                rec.update(score(p, hits))
-            records.append(rec)
+        def ask(batch: list[Probe]) -> None:
+            for p in batch:
+                t0 = time.perf_counter()
+                hits = system.search_hits(p.question, k)
+                latencies.append((time.perf_counter() - t0) * 1000.0)
+                rec: dict[str, Any] = {"qid": p.qid, "checkpoint": p.checkpoint, "group": p.group,
+                                       "gold": list(p.gold), "ranked": [d for d, _ in hits]}
+                rec.update(dict(p.extra))
+                if score is not None:
+                    rec.update(score(p, hits))
+                records.append(rec)
 
-    for s in order:
-        while ui < len(pending_uses) and pending_uses[ui].time < s.time:
+        for s in order:
+            while ui < len(pending_uses) and pending_uses[ui].time < s.time:
+                system.use(pending_uses[ui])
+                ui += 1
+            system.add_session(s)
+            ask(after.get(s.key, []))
+        while ui < len(pending_uses):
             system.use(pending_uses[ui])
             ui += 1
-        system.add_session(s)
-        ask(after.get(s.key, []))
-    while ui < len(pending_uses):
-        system.use(pending_uses[ui])
-        ui += 1
-    if end_time is not None:
-        system.advance_to(end_time)
-    end = after.get(None, [])
-    ask(end)
-    view_records: dict[str, list[dict[str, Any]]] = {}
-    if views and isinstance(system, LifeStore):
-        for v in views:
-            rows = []
-            for p in end:
-                hits = system.view_search_hits(v, p.question, k)
-                row: dict[str, Any] = {"qid": p.qid, "checkpoint": p.checkpoint, "group": p.group,
-                                       "ranked": [d for d, _ in hits]}
-                if score is not None:
-                    row.update(score(p, hits))
-                rows.append(row)
-            view_records[v] = rows
-    out: dict[str, Any] = {"records": records, "lifecycle": system.lifecycle(), "search_ms": latencies}
-    if view_records:
-        out["views"] = {v: {"records": rows} for v, rows in view_records.items()}
-    if after_end is not None:
-        out.update(after_end(system))
-    return out
+        if end_time is not None:
+            system.advance_to(end_time)
+        end = after.get(None, [])
+        ask(end)
+        view_records: dict[str, list[dict[str, Any]]] = {}
+        if views and isinstance(system, LifeStore):
+            for v in views:
+                rows = []
+                for p in end:
+                    hits = system.view_search_hits(v, p.question, k)
+                    row: dict[str, Any] = {"qid": p.qid, "checkpoint": p.checkpoint, "group": p.group,
+                                           "ranked": [d for d, _ in hits]}
+                    if score is not None:
+                        row.update(score(p, hits))
+                    rows.append(row)
+                view_records[v] = rows
+        out: dict[str, Any] = {"records": records, "lifecycle": system.lifecycle(), "search_ms": latencies}
+        if view_records:
+            out["views"] = {v: {"records": rows} for v, rows in view_records.items()}
+        if after_end is not None:
+            out.update(after_end(system))
+        return out

@@ -29,9 +29,10 @@ and agent; working and short-term memory belong to sessions and are left to
    (``pipeline.recall_effects``), and the name vocabulary in kv ``name_vocabulary``; a
    night takes both up and reads the words only of the memories stored since (a full
    count after an edit or an erasure), and tests the value only of the memories at or
-   below the review band or the STC tag threshold, the only ones a decision reads it for. ARCHIVE archives (recoverable, logged "archived"); RESTORE brings back a memory
-   that *decay* archived (one archived by the IB budget or by hand stays archived);
-   memories in the review band are reported.
+   below the review band or the STC tag threshold, the only ones a decision reads it for.
+   ARCHIVE archives (recoverable, logged "archived"); RESTORE brings back a memory that
+   *decay* archived (one archived by the IB budget or by hand stays archived); memories
+   in the review band are reported.
 
 Nothing decays when both ``ebbinghaus_decay`` and ``triple_copy`` are off.
 """
@@ -104,7 +105,7 @@ def decay_stages(
     # The value test matters only where a decision reads it: at or below the review band
     # (archive, or stay archived) and below the STC tag threshold (no tag for small talk).
     bar = max(ebb.review_threshold, engine.config.params.stc_rescue.tag_threshold)
-    low_value, _, counted = _low_value(engine, part, items, ebb, ~core & (r <= bar), now)
+    low_value, counted = _low_value(engine, part, items, ebb, ~core & (r <= bar), now)
     with engine.store.transaction() as tx:
         if engine.on("stc_rescue"):
             stages["stc_rescue"] = _rescue(engine, tx, snap, items, r, archived, core, now, limits,
@@ -162,62 +163,63 @@ def decay_stages(
     return stages
 
 
-def _fingerprint(items: Sequence[MemoryItem]) -> str:
-    """The memories' contents as a multiset, in 16 hex digits and a count: equal for the same
-    contents, whatever their order."""
+def _fingerprint(hashes: Sequence[int]) -> str:
+    """Memories' contents as a multiset (the first 64 bits of each content hash): a count
+    and their XOR, equal for the same contents whatever their order."""
     x = 0
-    for i in items:
-        x ^= int(i.content_hash[:16], 16)
-    return f"{len(items)}:{x:016x}"
+    for h in hashes:
+        x ^= h
+    return f"{len(hashes)}:{x:016x}"
 
 
 def _low_value(
     engine: Engine, part: Partition, items: list[MemoryItem], params: ebbinghaus.EbbinghausParams,
     tested: np.ndarray, now: float,
-) -> tuple[np.ndarray | None, information.InformationReference | None, dict[str, Any]]:
+) -> tuple[np.ndarray | None, dict[str, Any]]:
     """Which of the ``tested`` memories say little: fewer than ``low_information_words``
-    words said once in the partition (``mechanisms.information``); the document frequencies
+    words said once in the partition (``mechanisms.information``; None when nothing uses
+    it), and the records to save (empty when nothing changed): the document frequencies
     that measured it, which recall also prices rehearsals and cues of archived memories
-    with; and the records to save (empty when nothing changed). None for the first two when
-    nothing uses them.
+    with, and the name vocabulary.
 
-    The frequencies (and the name vocabulary ``spare_named`` reads) describe every memory
-    of the partition, but a night reads the words only of the memories stored since the
-    last one: the saved ones are taken up when the memories they counted (created up to
-    their time) are still there with the same contents, which their fingerprint checks.
-    An edit, an erasure or a memory that came from elsewhere makes this night count all."""
+    Both describe every memory of the partition, but a night reads the words only of the
+    memories stored since the last one: the saved ones are taken up when the memories they
+    counted (created up to their time) are still there with the same contents, which their
+    fingerprint checks. An edit, an erasure or a memory that came from elsewhere makes this
+    night count all."""
     need_reference = max(params.low_information_words, params.rehearsal_min_words, params.archive_cue_words) > 0
     if not need_reference:
-        return None, None, {}
+        return None, {}
     saved = engine.store.kv_get_many(part, [KV_INFORMATION_VERSION, KV_NAME_VOCABULARY])
     version, raw_vocabulary = saved.get(KV_INFORMATION_VERSION), saved.get(KV_NAME_VOCABULARY)
-    fingerprint = _fingerprint(items)
+    hashes = [int(i.content_hash[:16], 16) for i in items]
+    fingerprint = _fingerprint(hashes)
     reference: information.InformationReference | None = None
     vocabulary: NameVocabulary | None = None
-    vocabulary_saved = False
-    fresh: list[MemoryItem] = items
+    carried = vocabulary_carried = False
+    fresh: list[MemoryItem] = []
     if isinstance(version, list) and len(version) >= 4:
         since = float(version[0])
-        old = [i for i in items if i.created_at <= since]
-        if _fingerprint(old) == version[3]:
-            before = saved_reference(engine, part)
-            if before is not None and before.n == len(old):
-                fresh = [i for i in items if i.created_at > since]
-                reference = before.with_sets([token_set(i.content) for i in fresh])
-                if isinstance(raw_vocabulary, dict) and raw_vocabulary.get("fingerprint") == version[3]:
-                    vocabulary = NameVocabulary.from_dict(raw_vocabulary).with_texts(i.content for i in fresh)
-                    vocabulary_saved = True
+        counted_before = [h for h, i in zip(hashes, items) if i.created_at <= since]
+        before = saved_reference(engine, part) if _fingerprint(counted_before) == version[3] else None
+        if before is not None and before.n == len(counted_before):
+            carried = True
+            fresh = [i for i in items if i.created_at > since]
+            reference = before.with_sets([token_set(i.content) for i in fresh])
+            if isinstance(raw_vocabulary, dict) and raw_vocabulary.get("fingerprint") == version[3]:
+                vocabulary = NameVocabulary.from_dict(raw_vocabulary).with_texts(i.content for i in fresh)
+                vocabulary_carried = True
     sets: list[frozenset[str]] | None = None
     if reference is None:
         sets = [token_set(i.content) for i in items]
         reference = information.InformationReference.of(sets)
-    unchanged = not fresh and fresh is not items
+    unchanged = carried and not fresh
     counted: dict[str, Any] = {} if unchanged else {
         KV_INFORMATION: reference.to_dict(),
         KV_INFORMATION_VERSION: [now, reference.n, sum(reference.df.values()), fingerprint],
     }
     if params.low_information_words <= 0:
-        return None, reference, counted
+        return None, counted
     low = np.zeros(len(items), dtype=bool)
     at = np.flatnonzero(tested)
     if at.size:
@@ -233,9 +235,9 @@ def _low_value(
         for j in np.flatnonzero(low):
             if names_something(items[j].content, vocabulary, known=known):
                 low[j] = False
-    if vocabulary is not None and not (unchanged and vocabulary_saved):
+    if vocabulary is not None and not (unchanged and vocabulary_carried):
         counted[KV_NAME_VOCABULARY] = {"fingerprint": fingerprint, **vocabulary.to_dict()}
-    return low, reference, counted
+    return low, counted
 
 
 def _rescue(
