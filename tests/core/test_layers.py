@@ -31,6 +31,25 @@ def test_routing_by_content(mem, content, kind, layer):
 
 
 @pytest.mark.parametrize(
+    "content, kwargs, kind, layer",
+    [
+        ("The gallery opens at nine", {"speaker": "Maya"}, Kind.EPISODE, Layer.EPISODIC),
+        ("The gallery opens at nine", {"metadata": {"speaker": "Maya"}}, Kind.EPISODE, Layer.EPISODIC),
+        ("Maya: The gallery opens at nine", {}, Kind.EPISODE, Layer.EPISODIC),
+        ("The gallery opens at nine", {}, Kind.FACT, Layer.SEMANTIC),
+        ("I prefer green tea in the morning", {"speaker": "Maya"}, Kind.PREFERENCE, Layer.CORE),
+        ("The gallery opens at nine", {"speaker": "Maya", "kind": "fact"}, Kind.FACT, Layer.SEMANTIC),
+    ],
+)
+def test_a_turn_someone_said_is_an_episode(mem, content, kwargs, kind, layer):
+    # What a speaker said is the episode of its saying; the semantic layer gets facts stored
+    # as such and what consolidation abstracts. A stated identity or preference stays core,
+    # and an explicit kind wins.
+    [item] = mem.store_many([{"content": content, **kwargs}], S)
+    assert (item.kind, item.layer) == (kind, layer)
+
+
+@pytest.mark.parametrize(
     "scope, kwargs, layer",
     [
         (S1, {"kind": "note"}, Layer.WORKING),

@@ -32,14 +32,18 @@ _EPISODE = re.compile(
 )
 
 
-def classify_kind(content: str) -> Kind:
+def classify_kind(content: str, *, spoken: bool = False) -> Kind:
+    """The kind of a text. ``spoken``: someone said it in a conversation (the record has a
+    speaker); such a turn is the episode of its saying unless it states who someone is,
+    what they like, or how to do something. Facts reach the semantic layer from the notes
+    an application stores as such and from what consolidation abstracts from episodes."""
     if _IDENTITY.search(content):
         return Kind.IDENTITY
     if _PREFERENCE.search(content):
         return Kind.PREFERENCE
     if _SKILL.search(content):
         return Kind.SKILL
-    if _EPISODE.search(content):
+    if spoken or _EPISODE.search(content):
         return Kind.EPISODE
     return Kind.FACT
 

@@ -17,7 +17,8 @@ from ..errors import NotFoundError, StorageError, ValidationError
 from ..ids import new_id
 from ..layers.routing import classify_kind, reroute, route
 from ..model import HistoryEvent, Kind, Layer, MemoryItem, Scope
-from ..state import META_EVENT_TIME, META_KIND
+from ..retrieval.turn_context import split_speaker
+from ..state import META_EVENT_TIME, META_KIND, META_SPEAKER
 from ..storage.base import Filter, Partition, Transaction
 from ..text import content_hash
 from ..validation import check_content, check_metadata, check_number
@@ -101,6 +102,12 @@ def _store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]],
     return items, report
 
 
+def _spoken(rec: dict[str, Any], metadata: dict[str, Any], content: str) -> bool:
+    """Whether a record is a turn someone said: it names its speaker (the record, its
+    metadata, or a leading "Name: ")."""
+    return bool(rec.get("speaker") or metadata.get(META_SPEAKER) or split_speaker(content)[0])
+
+
 def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> MemoryItem:
     """A validated, classified and routed memory, not stored yet."""
     content = check_content(rec.get("content"), engine.config.max_content_chars)
@@ -112,7 +119,7 @@ def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> Memo
         except ValueError:
             raise ValidationError(f"unknown kind {kind_in!r}; kinds are {[k.value for k in Kind]}") from None
     else:
-        kind = classify_kind(content)
+        kind = classify_kind(content, spoken=_spoken(rec, metadata, content))
     disabled = engine.config.disabled_layers
     layer_in = rec.get("layer")
     layer = reroute(Layer.parse(layer_in) if layer_in is not None else route(kind, session_bound=scope.session_id is not None),
