@@ -37,8 +37,30 @@ def test_an_append_rewrites_only_the_newest_segment():
     for i in range(monitor_log.SEGMENT * 3 + 5):
         _append(store, mc.DEFAULT_PARAMS, retrievals=[mc.retrieval_event(at=float(i), returned=1, used=1)])
     writes = monitor_log.appended(store, PART, mc.DEFAULT_PARAMS, retrievals=[mc.retrieval_event(at=1e6, returned=1, used=0)])
-    assert set(writes) == {monitor_log.HEAD_KEY, "metacognition:retrievals:3"}
-    assert len(writes["metacognition:retrievals:3"]) == 6
+    newest = monitor_log.segment_key("retrievals", 3, monitor_log.ring_size(mc.DEFAULT_PARAMS))
+    assert set(writes) == {monitor_log.HEAD_KEY, newest}
+    assert len(writes[newest]) == 6
+
+
+def test_a_log_in_the_older_64_event_layout_is_read_as_the_oldest_part_and_never_rewritten():
+    store = _store()
+    rows = [mc.event_row(mc.retrieval_event(at=float(i), returned=1, used=1)) for i in range(74)]
+    with store.transaction() as tx:  # as earlier versions wrote it: 64 events a segment
+        tx.kv_put(PART, {"metacognition:retrievals:0": rows[:64], "metacognition:retrievals:1": rows[64:],
+                         monitor_log.HEAD_KEY: {"retrievals": {"seg": 1, "n": 10}}})
+    assert [r.at for r in monitor_log.load(store, PART).retrievals] == [float(i) for i in range(74)]
+    for i in range(74, 100):
+        writes = monitor_log.appended(store, PART, mc.DEFAULT_PARAMS,
+                                      retrievals=[mc.retrieval_event(at=float(i), returned=1, used=1)])
+        assert not {"metacognition:retrievals:0", "metacognition:retrievals:1"} & set(writes)
+        assert all(len(v) <= monitor_log.SEGMENT for k, v in writes.items() if k != monitor_log.HEAD_KEY)
+        with store.transaction() as tx:
+            tx.kv_put(PART, writes)
+    assert [r.at for r in monitor_log.load(store, PART).retrievals] == [float(i) for i in range(100)]
+    recent = monitor_log.load(store, PART, since=90.0).retrievals
+    assert recent[-1].at == 99.0 and recent[0].at >= 80.0  # the older layout is not read for it
+    small = mc.MetacognitionParams(max_events=30)
+    assert [r.at for r in monitor_log.load(store, PART, small).retrievals] == [float(i) for i in range(70, 100)]
 
 
 def test_since_reads_only_recent_segments_and_legacy_values_are_read_first():
