@@ -35,13 +35,13 @@ from ..retrieval import fusion
 from ..retrieval.dates import TimeWindow
 from ..retrieval.query import classify
 from ..retrieval.turn_context import named_speakers
-from ..state import KV_HYPER, KV_SPEAKERS, MENTIONED
+from ..state import KV_HYPER, KV_INFORMATION_VERSION, KV_SPEAKERS, MENTIONED
 from ..storage.base import Filter, Partition
 from ..text import jaccard, token_set
 from ..validation import check_content, check_k, check_number
 from . import ranking, turns
 from .access import partition_of, read_filter
-from .recall_effects import after_recall, records_read, saved_reference
+from .recall_effects import UNREAD, after_recall, records_read, saved_reference
 from .tuned import tuned_from
 
 
@@ -94,7 +94,8 @@ def _in_window(item: MemoryItem, window: TimeWindow) -> bool:
     return any(window.overlaps(TimeWindow(a, b)) for a, b in item.state.get(MENTIONED, ()))
 
 
-def archive_cue(engine: Engine, part: Partition, query: str) -> Callable[[MemoryItem], bool] | None:
+def archive_cue(engine: Engine, part: Partition, query: str,
+                version: Any = UNREAD) -> Callable[[MemoryItem], bool] | None:
     """Cue-dependent forgetting: an archived memory is out of reach of ordinary recall, but a
     query that shares its specific words (``archive_cue_words`` words said once, priced with
     the frequencies the last decay saved) brings it back, and the use that follows lets
@@ -103,7 +104,7 @@ def archive_cue(engine: Engine, part: Partition, query: str) -> Callable[[Memory
     words = engine.config.params.ebbinghaus_decay.archive_cue_words
     if words <= 0 or not engine.on("ebbinghaus_decay"):
         return None
-    ref = saved_reference(engine, part)
+    ref = saved_reference(engine, part, version)
     if ref is None:
         return None
     q = token_set(query)
@@ -139,17 +140,17 @@ def recall(
         as_of = check_number("as_of", as_of)
         before = as_of if before is None else min(before, as_of)
     only_current = as_of is None and not include_superseded
-    cue = None if include_archived else archive_cue(engine, part, query)
+    # The partition records this recall reads (the HyperAgent's tuned values, the speakers,
+    # the version of the word frequencies decay saved, what the side effects update), in one read.
+    records = engine.store.kv_get_many(part, [KV_HYPER, KV_SPEAKERS, KV_INFORMATION_VERSION,
+                                              *(records_read(engine, scope) if touch else ())])
+    cue = None if include_archived else archive_cue(engine, part, query, records.get(KV_INFORMATION_VERSION))
     flt = read_filter(engine, scope, layers=layer_set, include_archived=include_archived or cue is not None,
                       event_after=after, event_before=before, current_at=as_of)
     qvec = engine.embed_query(query)
     rp = engine.config.recall
     recipe = turns.recipe(engine)
     per_layer = max(rp.per_layer_k, rp.candidate_factor * k, recipe.dense_candidates)
-
-    # The partition records this recall reads (the HyperAgent's tuned values, the speakers,
-    # what the side effects update), in one read.
-    records = engine.store.kv_get_many(part, [KV_HYPER, KV_SPEAKERS, *(records_read(engine, scope) if touch else ())])
 
     # 1. Candidates.
     dense = dict(engine.store.vector_search(part, qvec, per_layer, flt, per_layer=True))

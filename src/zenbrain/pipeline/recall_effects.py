@@ -16,7 +16,7 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -55,6 +55,8 @@ from ..text import token_set
 from . import monitor_log
 from .tuned import tuned_from
 
+UNREAD: Final = object()  # a partition record the caller has not read
+
 
 def topic_vector(engine: Engine, part: Partition) -> np.ndarray | None:
     """The running average of recent query vectors (None before the first recall)."""
@@ -86,7 +88,7 @@ def scaled_due(card: Any, due: float, now: float, factor: float) -> tuple[Any, f
 def records_read(engine: Engine, scope: Scope) -> list[str]:
     """The partition records ``after_recall`` reads (a caller may read them beforehand,
     with its own, in one call)."""
-    keys = [KV_TOPIC, KV_HYPER, KV_NEURO, monitor_log.HEAD_KEY]
+    keys = [KV_TOPIC, KV_HYPER, KV_NEURO, monitor_log.HEAD_KEY, KV_INFORMATION_VERSION]
     if engine.on("prospective_memory"):
         keys.append(intentions_key(scope.context))
     return keys
@@ -114,7 +116,7 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
     topic_text = encode_vec(topic)
     states: dict[str, MemoryState] = {}
     stability: list[float] = []
-    credited = rehearsed(engine, part, query, hits)
+    credited = rehearsed(engine, part, query, hits, version=records.get(KV_INFORMATION_VERSION))
     used = [h for h, ok in zip(hits, credited) if ok]
     ranks = [rank for rank, ok in enumerate(credited, start=1) if ok]
     for h, (st, s) in zip(used, states_after_use(engine, [h.item for h in used], now, ranks=ranks,
@@ -173,7 +175,8 @@ def after_recall(engine: Engine, part: Partition, scope: Scope, query: str, qvec
     return info
 
 
-def rehearsed(engine: Engine, part: Partition, query: str, hits: Sequence[RecallHit]) -> list[bool]:
+def rehearsed(engine: Engine, part: Partition, query: str, hits: Sequence[RecallHit],
+              version: Any = UNREAD) -> list[bool]:
     """Which hits this recall rehearses. Retrieval practice strengthens what a recall
     carried, priced in words said once (``mechanisms.information``) with the frequencies
     the last decay saved: a hit is rehearsed when the query and it share at least
@@ -182,11 +185,12 @@ def rehearsed(engine: Engine, part: Partition, query: str, hits: Sequence[Recall
     found by meaning alone; so small talk fades on schedule instead of being kept fresh by
     the agent's own look-ups. Every hit is rehearsed (the paper) when value-aware
     forgetting is off (``ebbinghaus_decay`` off or ``rehearsal_min_words`` 0) and before
-    the first decay."""
+    the first decay. ``version``: the stored ``KV_INFORMATION_VERSION`` when the caller has
+    read it already."""
     ebb = engine.config.params.ebbinghaus_decay
     if not hits or not engine.on("ebbinghaus_decay") or ebb.rehearsal_min_words <= 0:
         return [True] * len(hits)
-    ref = saved_reference(engine, part)
+    ref = saved_reference(engine, part, version)
     if ref is None:
         return [True] * len(hits)
     q = token_set(query)
@@ -201,9 +205,12 @@ _REFERENCES: OrderedDict[tuple[int, Partition], tuple[weakref.ref[Any], Any, inf
 _REFERENCES_KEPT = 64
 
 
-def saved_reference(engine: Engine, part: Partition) -> information.InformationReference | None:
-    """The word frequencies the last ``decay()`` saved for the partition (None before it)."""
-    version = engine.store.kv_get(part, KV_INFORMATION_VERSION)
+def saved_reference(engine: Engine, part: Partition, version: Any = UNREAD) -> information.InformationReference | None:
+    """The word frequencies the last ``decay()`` saved for the partition (None before it).
+    ``version``: the stored ``KV_INFORMATION_VERSION`` when the caller has read it already
+    (None: there is none)."""
+    if version is UNREAD:
+        version = engine.store.kv_get(part, KV_INFORMATION_VERSION)
     if version is None:
         return None
     key = (id(engine.store), part)
