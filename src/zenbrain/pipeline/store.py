@@ -17,8 +17,7 @@ from ..errors import NotFoundError, StorageError, ValidationError
 from ..ids import new_id
 from ..layers.routing import classify_kind, reroute, route
 from ..model import HistoryEvent, Kind, Layer, MemoryItem, Scope
-from ..retrieval.turn_context import split_speaker
-from ..state import META_EVENT_TIME, META_KIND, META_SPEAKER
+from ..state import META_EVENT_TIME, META_KIND
 from ..storage.base import Filter, Partition, Transaction
 from ..text import content_hash
 from ..validation import check_content, check_metadata, check_number
@@ -102,16 +101,14 @@ def _store_many(engine: Engine, scope: Scope, records: Sequence[dict[str, Any]],
     return items, report
 
 
-def _spoken(rec: dict[str, Any], metadata: dict[str, Any], content: str) -> bool:
-    """Whether a record is a turn someone said: it names its speaker (the record, its
-    metadata, or a leading "Name: ")."""
-    return bool(rec.get("speaker") or metadata.get(META_SPEAKER) or split_speaker(content)[0])
-
-
 def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> MemoryItem:
     """A validated, classified and routed memory, not stored yet."""
     content = check_content(rec.get("content"), engine.config.max_content_chars)
     metadata = check_metadata(rec.get("metadata"))
+    speaker = rec.get("speaker")
+    if speaker is not None and (not isinstance(speaker, str) or not speaker.strip() or len(speaker) > 200):
+        raise ValidationError(f"speaker must be a non-empty name of at most 200 characters, got {speaker!r}")
+    speaker = turns.speaker_of(speaker.strip() if speaker else None, metadata, content)
     kind_in = rec.get("kind") or metadata.get(META_KIND)
     if kind_in is not None:
         try:
@@ -119,7 +116,7 @@ def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> Memo
         except ValueError:
             raise ValidationError(f"unknown kind {kind_in!r}; kinds are {[k.value for k in Kind]}") from None
     else:
-        kind = classify_kind(content, spoken=_spoken(rec, metadata, content))
+        kind = classify_kind(content, spoken=speaker is not None)
     disabled = engine.config.disabled_layers
     layer_in = rec.get("layer")
     layer = reroute(Layer.parse(layer_in) if layer_in is not None else route(kind, session_bound=scope.session_id is not None),
@@ -133,9 +130,6 @@ def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> Memo
         event_time = check_number("event_time", event_time, 0.0, 1e11)
     importance = rec.get("importance")
     importance = 0.5 if importance is None else check_number("importance", importance, 0.0, 1.0)
-    speaker = rec.get("speaker")
-    if speaker is not None and (not isinstance(speaker, str) or not speaker.strip() or len(speaker) > 200):
-        raise ValidationError(f"speaker must be a non-empty name of at most 200 characters, got {speaker!r}")
     return MemoryItem(
         id=new_id(),
         user_id=scope.user_id,
@@ -152,7 +146,7 @@ def draft(engine: Engine, scope: Scope, rec: dict[str, Any], now: float) -> Memo
         event_time=event_time if event_time is not None else (now if layer is Layer.EPISODIC else None),
         last_access=now,
         importance=importance,
-        speaker=speaker.strip() if speaker else None,
+        speaker=speaker,
     )
 
 

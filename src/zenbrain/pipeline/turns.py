@@ -13,8 +13,9 @@ A change to a turn (a revision, an erasure) changes what its successors were ind
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,16 +49,22 @@ def index_window(engine: Engine) -> int:
 MAX_MENTIONS = 8  # time expressions kept per memory
 
 
+def speaker_of(given: str | None, metadata: Mapping[str, Any], content: str) -> str | None:
+    """Who said a memory: the speaker its record gives, else its metadata's, else a leading
+    "Name: " of its content (None: nobody, it is not a turn of a conversation)."""
+    if given is not None:
+        return given
+    named = metadata.get(META_SPEAKER)
+    return named if isinstance(named, str) and named.strip() else split_speaker(content)[0]
+
+
 def assign(engine: Engine, part: Partition, items: Sequence[MemoryItem]) -> None:
-    """Set every new memory's speaker and the times its text speaks of (resolved against
-    when it happened), and for one stored in a session its position and index text
-    (predecessors read from the store and from earlier items of the batch)."""
+    """Set the times every new memory's text speaks of (resolved against when it
+    happened), and for one stored in a session its position and index text (predecessors
+    read from the store and from earlier items of the batch)."""
     window = index_window(engine)
     keep = recipe(engine).speaker_in_text
     for item in items:
-        if item.speaker is None:
-            named = item.metadata.get(META_SPEAKER)
-            item.speaker = named if isinstance(named, str) and named.strip() else split_speaker(item.content)[0]
         when = item.event_time if item.event_time is not None else item.created_at
         windows = [m.window for m in resolve(own_words(item), when)]
         mentioned = [[w.start, w.end] for w in windows if w.start is not None and w.end is not None][:MAX_MENTIONS]
