@@ -310,6 +310,7 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
 
     prober = asyncio.create_task(probe())
     n = int((warmup + seconds) * rate)
+    run_mark = uuid.uuid4().hex[:8]
     for i in range(n):
         at = t_start + i / rate
         user = f"user{rng.randrange(users)}"
@@ -318,9 +319,11 @@ async def run_rate(port: int, rate: float, seconds: float, warmup: float, recall
             raw = http("POST", f"/v1/recall?user_id={user}", {"query": rng.choice(questions), "k": 10, "touch": touch})
         else:
             kind = "store"
-            # Numbered, so no two stores repeat a text: an exact repeat is answered with the
+            # Numbered within the run and marked with the run, so no two stores repeat a text
+            # (runs on one store draw the same sequence): an exact repeat is answered with the
             # memory already stored (no new row), which would blur "acknowledged = added".
-            raw = http("POST", f"/v1/memories?user_id={user}", {"content": f"{rng.choice(new_texts)} (note {i})"},
+            raw = http("POST", f"/v1/memories?user_id={user}",
+                       {"content": f"{rng.choice(new_texts)} (note {run_mark}-{i})"},
                        {"Idempotency-Key": uuid.uuid4().hex})  # unique in every run: a replay would not write
         # Tasks are created a little ahead of their time and sleep until it.
         while at - time.perf_counter() > 0.05:

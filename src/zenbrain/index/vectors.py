@@ -217,14 +217,12 @@ class VectorPartition:
         """The vectors of ``ids`` in one gather (rows of zeros for unknown ids and memories
         without a vector)."""
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        at, rows = [], []
-        for i, mid in enumerate(ids):
-            r = self.pos.get(mid)
-            if r is not None and self.cols.dense[r]:
-                at.append(i)
-                rows.append(r)
-        if rows:
-            out[at] = self.vectors_of(np.asarray(rows, dtype=np.int64))
+        pos = self.pos
+        rows = np.fromiter((pos.get(mid, -1) for mid in ids), np.int64, len(ids))
+        at = np.flatnonzero(rows >= 0)
+        at = at[self.cols.dense[rows[at]]]
+        if len(at):
+            out[at] = self.vectors_of(rows[at])
         return out
 
     def accept(self, flt: FilterLike | None) -> Callable[[list[str]], np.ndarray]:

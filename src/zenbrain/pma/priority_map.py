@@ -134,12 +134,17 @@ def novelty_saliency(*, embeddings: Any, existing: Any) -> Any:
     e = np.asarray(embeddings, dtype=float)
     single = e.ndim == 1
     e2 = _unit_rows(np.atleast_2d(e))
-    ex = np.asarray(existing, dtype=float)
+    ex = np.atleast_2d(np.asarray(existing, dtype=np.float32))
     if ex.size == 0:
         out = np.ones(e2.shape[0])
     else:
-        sims = e2 @ _unit_rows(np.atleast_2d(ex)).T
-        out = np.clip(1.0 - sims.max(axis=1), 0.0, 1.0)
+        # In float32 and divided by the norms after the product: the sample is a thousand
+        # stored vectors (float16 values), and normalising them as float64 first took
+        # most of a store's novelty test.
+        norms = np.sqrt(np.einsum("ij,ij->i", ex, ex))
+        raw = e2.astype(np.float32) @ ex.T
+        sims = np.divide(raw, norms, out=np.zeros_like(raw), where=norms > 0)
+        out = np.clip(1.0 - sims.max(axis=1).astype(float), 0.0, 1.0)
     return float(out[0]) if single else out
 
 

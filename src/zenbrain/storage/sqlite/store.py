@@ -666,6 +666,12 @@ class SQLiteStore:
                 # sample's vectors from: a read of rows by id took 4 ms a store for 1,100
                 # memories among 11,000 (and random rowids of the file mostly miss them).
                 return index.sample_ids(k, rng, exclude)
+            # The index holds a row for every memory of the partition: when all of them are
+            # the sample, its ids are the answer (reading them from the table took 1.4 ms
+            # for 1,000 memories); order does not matter when nothing is drawn.
+            everyone = [i for i in index.pos if i not in exclude]
+            if len(everyone) <= k:
+                return everyone
         with self._c.reading("sampling memories") as db:
             head = [r[0] for r in db.execute("SELECT id FROM memories WHERE user_id=? AND agent_id=?", partition)]
         ids = [i for i in head if i not in exclude]
