@@ -215,11 +215,12 @@ def test_cli_timeline_updates_noise_and_mechanisms(tmp_path: Path, monkeypatch, 
     assert set(views) == {"with_archived", "no_retrievability", "no_layer_weights"}
     assert views["no_retrievability"]["summary"]["overall"]["n"] == len(up["sources"]["generated"]["systems"]["bm25"]["questions"])
     assert main(["bench", "noise", "--data", str(data), "--conversations", "conv-1", "--per-day", "1",
-                 "--context-k", "0", "--ablate", "ebbinghaus_decay+triple_copy", "--out", str(tmp_path / "nz"),
+                 "--context-k", "0", "--ablate", "ebbinghaus_decay+triple_copy+ib_budget", "--out", str(tmp_path / "nz"),
                  *common]) == 0
     nz = json.loads((tmp_path / "nz" / "noise.json").read_text())
     assert nz["systems"]["zenbrain"]["shares"]["noise"]["n"] > 0
-    assert nz["systems"]["zenbrain-ebbinghaus_decay+triple_copy"]["shares"]["all"]["archived"] == 0
+    # Neither forgetting curve nor the IB budget (which archives what a schema covers): nothing archived
+    assert nz["systems"]["zenbrain-ebbinghaus_decay+triple_copy+ib_budget"]["shares"]["all"]["archived"] == 0
     assert main(["bench", "mechanisms", "--data", str(data), "--workloads", "updates", "--only", "bare",
                  "--update-seeds", "1", "--workers", "1", "--context-k", "0", "--out", str(tmp_path / "mx"),
                  *common]) == 0

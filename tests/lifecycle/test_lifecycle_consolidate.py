@@ -144,11 +144,40 @@ def test_ib_budget_archives_covered_episodes_that_cost_more_than_they_give(world
     assert not any(w_off.get(e.id).archived for e in eps_off)
 
 
-def test_ib_budget_keeps_short_useful_episodes(world):
+def test_a_recall_that_reaches_a_schema_brings_back_the_episodes_it_archived(world):
     w = world()
-    _episodes(w, RUNS)
+    eps = _episodes(w, [f"{LONG} on day {d}." for d in ("one", "two", "three", "four")])
+    _episodes(w, [OTHER])
+    w.mem.consolidate(w.scope)
+    archived = {e.id for e in eps if w.get(e.id).archived}
+    assert len(archived) >= 3 and _schemas(w)
+    # No decay has run, so no word of the query cues the archive: the schema is what the
+    # recall reaches, and its archived episodes compete beside it.
+    hits = w.mem.recall("a walk along the river path past the old mill", w.scope, k=10, touch=False)
+    assert archived & {h.item.id for h in hits}
+    assert any(h.item.kind is Kind.SCHEMA for h in hits)
+    # A recall that cannot reach the schema (it searches the episodic layer only) leaves
+    # them out of reach.
+    hits = w.mem.recall("a walk along the river path past the old mill", w.scope, k=10, layers="episodic",
+                        touch=False)
+    assert hits and not archived & {h.item.id for h in hits}
+
+
+def test_ib_budget_keeps_short_episodes_that_were_used_and_archives_the_others(world):
+    w = world()
+    eps = _episodes(w, RUNS)
+    w.mem.recall("running in the park with Sam", w.scope, k=10)  # a use of each of them
+    assert all(w.get(e.id).access_count > 0 for e in eps)
     rep = w.mem.consolidate(w.scope)
     assert rep.stages["ib_budget"]["evaluated"] >= 3 and rep.stages["ib_budget"]["archived"] == {}
+
+    # Never used and never confirmed: the schema carries their gist, nothing shows they are
+    # worth more, so they leave the active store (reachable through the schema).
+    w = world()
+    eps = _episodes(w, RUNS)
+    rep = w.mem.consolidate(w.scope)
+    covered = {e.id for e in eps if CONSOLIDATED_INTO in w.get(e.id).state}
+    assert len(covered) >= 3 and set(rep.stages["ib_budget"]["archived"]) == covered
 
 
 def test_procedures_with_a_good_record_move_to_procedural_memory(world):

@@ -135,7 +135,9 @@ def test_sleep_selection_is_deterministic_for_a_seed(world):
 # ---------------------------------------------------------------------------- TripleCopy promotion
 def test_replayed_memories_consolidate_into_the_deep_copy(world):
     def run(*off):
-        w = world(*off, value_aware=False)
+        # The IB budget off: it would archive the running episodes, which a schema covers
+        # and nobody used, before decay could show what the deep copy keeps.
+        w = world(*off, "ib_budget", value_aware=False)
         ids = _selection_scene(w)
         rep = _sleep_detailed(w)
         w.clock.advance(days=60)

@@ -29,13 +29,19 @@ from ..clock import DAY
 from ..engine import Engine
 from ..errors import ValidationError
 from ..mechanisms import information
-from ..model import Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
+from ..model import Kind, Layer, MemoryItem, RecallHit, Scope, ScoreBreakdown
 from ..results import RecallResult
 from ..retrieval import fusion
 from ..retrieval.dates import TimeWindow
 from ..retrieval.query import classify
 from ..retrieval.turn_context import named_speakers
-from ..state import KV_HYPER, KV_INFORMATION_VERSION, KV_SPEAKERS, MENTIONED
+from ..state import (
+    CONSOLIDATED_INTO,
+    KV_HYPER,
+    KV_INFORMATION_VERSION,
+    KV_SPEAKERS,
+    MENTIONED,
+)
 from ..storage.base import Filter, Partition
 from ..text import jaccard, token_set
 from ..validation import check_content, check_k, check_number
@@ -111,6 +117,23 @@ def archive_cue(engine: Engine, part: Partition, query: str,
     return lambda m: information.rehearses(ref, q, token_set(m.content), min_shared=words)
 
 
+def brought_back(candidates: dict[str, MemoryItem],
+                 cue: Callable[[MemoryItem], bool] | None) -> Callable[[MemoryItem], bool]:
+    """Which candidates a recall may return: every active one, and an archived one the query
+    cues (``archive_cue``) or whose schema is among the active candidates. A schema carries
+    the gist of the episodes consolidation folded into it, and the IB budget archives those
+    that no longer earn their keep beside it; reaching the schema brings its episodes back
+    into the competition, where they are scored as any candidate (pattern completion: the
+    gist is the cue to its episodes)."""
+    schemas = {i for i, m in candidates.items() if m.kind is Kind.SCHEMA and not m.archived}
+
+    def admit(m: MemoryItem) -> bool:
+        return (not m.archived or (cue is not None and cue(m))
+                or (bool(schemas) and m.state.get(CONSOLIDATED_INTO) in schemas))
+
+    return admit
+
+
 def recall(
     engine: Engine,
     scope: Scope,
@@ -145,7 +168,10 @@ def recall(
     records = engine.store.kv_get_many(part, [KV_HYPER, KV_SPEAKERS, KV_INFORMATION_VERSION,
                                               *(records_read(engine, scope) if touch else ())])
     cue = None if include_archived else archive_cue(engine, part, query, records.get(KV_INFORMATION_VERSION))
-    flt = read_filter(engine, scope, layers=layer_set, include_archived=include_archived or cue is not None,
+    # Archived memories are searched when something can bring them back: the query's cue,
+    # or a schema the recall reaches (the IB budget archives episodes a schema covers).
+    search_archived = include_archived or cue is not None or engine.on("ib_budget")
+    flt = read_filter(engine, scope, layers=layer_set, include_archived=search_archived,
                       event_after=after, event_before=before, current_at=as_of)
     qvec = engine.embed_query(query)
     rp = engine.config.recall
@@ -171,8 +197,9 @@ def recall(
         extra = after_recall(engine, part, scope, query, qvec, [], now, records=records) if touch else {}
         return RecallResult([], query_type=info.type, core=core_items, info={"candidates": 0, **extra})
     items = {i.id: i for i in engine.store.get(part, cand_ids)}
-    # Archived memories the query does not cue stay forgotten...
-    admit = None if cue is None else (lambda m: not m.archived or cue(m))
+    # Archived memories the query does not cue, and whose schema it does not reach, stay
+    # forgotten...
+    admit = None if include_archived or not search_archived else brought_back(items, cue)
     if admit is not None:
         items = {i: m for i, m in items.items() if admit(m)}
     # ...unless they surround a turn the recall reached: recalling a moment of a

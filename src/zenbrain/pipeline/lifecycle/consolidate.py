@@ -234,10 +234,17 @@ def _ib_budget(engine: Engine, snap: Snapshot, now: float) -> dict[str, Any]:
     if not covered:
         return report
     n = len(covered)
+    # The schema carries an episode's gist; the gain of keeping the episode itself active
+    # counts evidence of its own value only: its uses (how many, and how recent the last
+    # one was: an episode never used has no recency of use, however new) and its
+    # confidence above the uninformed prior (Beta(1, 1), mean 0.5). The prior alone was
+    # 0.15 of gain and kept every episode shorter than a few hundred words.
+    used = np.fromiter((i.access_count > 0 for i in covered), bool, n)
+    since_use = np.fromiter((max(0.0, now - i.last_access) / 86400.0 for i in covered), float, n)
     decision = ib_budget.evaluate(
         retrievals=np.fromiter((i.access_count for i in covered), float, n),
-        confidence=np.fromiter((i.confidence for i in covered), float, n),
-        days_since_access=np.fromiter((max(0.0, now - i.last_access) / 86400.0 for i in covered), float, n),
+        confidence=np.maximum(0.0, 2.0 * np.fromiter((i.confidence for i in covered), float, n) - 1.0),
+        days_since_access=np.where(used, since_use, np.inf),
         chars=np.fromiter((len(i.content) for i in covered), float, n),
         entities=np.fromiter((len(entities(i.content)) for i in covered), float, n),
         contexts=[i.context for i in covered],
