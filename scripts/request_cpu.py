@@ -10,6 +10,14 @@ requests): N stores of a LoCoMo turn for a random user, then N recalls (k=10) of
 question; prints the CPU per store and per recall and a digest of what they wrote and
 returned, so that two versions can be checked to do the same.
 
+``instructions``: the instructions a store and a recall execute, counted by valgrind's
+callgrind (Debian's valgrind): the in-process workload run with N operations of one kind
+and with none, the difference divided by N. Unlike CPU time, the count does not move with
+what else the shared cores do (CPU time of the same code here moved by up to 1.5x between
+runs), so it compares two versions in one pair of runs (a few minutes)::
+
+    OMP_NUM_THREADS=1 PYTHONPATH=src python scripts/request_cpu.py instructions /tmp/zl/load-hashing384-10000-10.db --requests 60
+
 ``server``: a REST server (``zenbrain.server.workers``, one worker) on the copy; N recalls,
 N stores, N recalls again and N health checks (the HTTP layer's own floor), one request at a time over one keep-alive connection; prints
 the server process's CPU time per request (from /proc), so the HTTP layer is counted::
@@ -27,6 +35,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -94,6 +103,72 @@ def in_process(src: Path, n: int, data: str | None, users: int) -> None:
         print(f"{Path(zenbrain.__file__).parents[1]}: CPU per store {(c1 - c0) / n * 1e3:.2f} ms, per recall "
               f"{(c2 - c1) / n * 1e3:.2f} ms; edges {edges[0]}; digest {h.hexdigest()[:16]}; load average "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def operations(src: Path, kind: str, n: int, data: str | None, users: int) -> None:
+    """``n`` stores or recalls as ``in_process`` does them, after the same set-up (the body
+    of one run under callgrind)."""
+    from zenbrain.api import open_memory
+    from zenbrain.clock import SimulatedClock
+    from zenbrain.model import Scope
+    from zenbrain.providers.factory import make_embedder
+
+    turns, questions = locomo(data)
+    rng = random.Random(0)
+    work = Path(tempfile.mkdtemp(prefix="request-cpu-"))
+    try:
+        db = copy_store(src, work)
+        con = sqlite3.connect(db)
+        newest = con.execute("SELECT MAX(MAX(created_at, last_access)) FROM memories").fetchone()[0]
+        con.close()
+        clock = SimulatedClock(float(newest) + 86_400.0)
+        mem = open_memory(str(db), embedder=make_embedder("hashing:384"), clock=clock)
+        for u in range(users):
+            mem.recall(rng.choice(questions), Scope(f"user{u}"), k=10)
+        for i in range(n):
+            if kind == "store":
+                mem.store(f"{rng.choice(turns)} (note {i})", Scope(f"user{rng.randrange(users)}"))
+            else:
+                mem.recall(rng.choice(questions), Scope(f"user{rng.randrange(users)}"), k=10)
+            clock.advance(minutes=3)
+        mem.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def instructions(src: Path, n: int, data: str | None, users: int) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("instructions: valgrind is not installed (Debian: apt-get install valgrind)")
+    work = Path(tempfile.mkdtemp(prefix="request-instructions-"))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    runs = {}
+    try:
+        for kind in ("store", "recall"):
+            for count in (0, n):
+                log = work / f"{kind}-{count}.log"
+                cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={work / f'{kind}-{count}.out'}",
+                       sys.executable, __file__, "_operations", str(src), "--kind", kind, "--requests", str(count),
+                       "--users", str(users), *(["--data", data] if data else [])]
+                runs[(kind, count)] = (subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                                        stderr=log.open("wb")), log)
+            # Two at a time: one of each count of a kind.
+            for count in (0, n):
+                proc, log = runs[(kind, count)]
+                if proc.wait() != 0:
+                    raise SystemExit(f"instructions: the {kind} run failed; see {log}")
+        counts = {}
+        for key, (_, log) in runs.items():
+            found = re.findall(r"Collected : (\d+)", log.read_text())
+            if not found:
+                raise SystemExit(f"instructions: no count in {log}")
+            counts[key] = int(found[-1])
+        import zenbrain
+
+        per = {kind: (counts[(kind, n)] - counts[(kind, 0)]) / n / 1e6 for kind in ("store", "recall")}
+        print(f"{Path(zenbrain.__file__).parents[1]}: million instructions per store {per['store']:.2f}, "
+              f"per recall {per['recall']:.2f} (callgrind, {n} of each against none)", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -169,13 +244,19 @@ def server(src: Path, n: int, data: str | None, users: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=["inprocess", "server"])
+    ap.add_argument("mode", choices=["inprocess", "server", "instructions", "_operations"])
     ap.add_argument("store", type=Path, help="a store scripts/load_rest.py built (hashing embedder)")
     ap.add_argument("--requests", type=int, default=200, help="requests of each kind")
     ap.add_argument("--users", type=int, default=10)
     ap.add_argument("--data", default=None)
+    ap.add_argument("--kind", choices=["store", "recall"], default="store", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    (in_process if args.mode == "inprocess" else server)(args.store, args.requests, args.data, args.users)
+    if args.mode == "_operations":
+        operations(args.store, args.kind, args.requests, args.data, args.users)
+    elif args.mode == "instructions":
+        instructions(args.store, args.requests, args.data, args.users)
+    else:
+        (in_process if args.mode == "inprocess" else server)(args.store, args.requests, args.data, args.users)
     return 0
 
 
