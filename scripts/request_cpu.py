@@ -45,6 +45,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_rest import free_port, locomo
@@ -58,35 +59,55 @@ def copy_store(src: Path, work: Path) -> Path:
     return db
 
 
-def in_process(src: Path, n: int, data: str | None, users: int) -> None:
+def open_copy(src: Path, work: Path, users: int, rng: random.Random,
+              questions: list[str]) -> tuple[Any, Any, Path]:
+    """A memory on a copy of ``src`` in ``work`` under a simulated clock, every user's
+    indexes opened by one recall: (memory, clock, the copy's path)."""
     from zenbrain.api import open_memory
     from zenbrain.clock import SimulatedClock
     from zenbrain.model import Scope
     from zenbrain.providers.factory import make_embedder
 
+    db = copy_store(src, work)
+    # After everything in the store (load_rest.py builds it on the real clock): a clock
+    # before its memories' last use would make every recall a massed repetition, which
+    # skips the spaced-review bookkeeping a server on the real clock does.
+    con = sqlite3.connect(db)
+    newest = con.execute("SELECT MAX(MAX(created_at, last_access)) FROM memories").fetchone()[0]
+    con.close()
+    clock = SimulatedClock(float(newest) + 86_400.0)
+    mem = open_memory(str(db), embedder=make_embedder("hashing:384"), clock=clock)
+    for u in range(users):  # opens every user's indexes
+        mem.recall(rng.choice(questions), Scope(f"user{u}"), k=10)
+    return mem, clock, db
+
+
+def store_one(mem: Any, rng: random.Random, turns: list[str], users: int, i: int) -> None:
+    from zenbrain.model import Scope
+
+    mem.store(f"{rng.choice(turns)} (note {i})", Scope(f"user{rng.randrange(users)}"))
+
+
+def recall_one(mem: Any, rng: random.Random, questions: list[str], users: int) -> Any:
+    from zenbrain.model import Scope
+
+    return mem.recall(rng.choice(questions), Scope(f"user{rng.randrange(users)}"), k=10)
+
+
+def in_process(src: Path, n: int, data: str | None, users: int) -> None:
     turns, questions = locomo(data)
     rng = random.Random(0)
     work = Path(tempfile.mkdtemp(prefix="request-cpu-"))
     try:
-        db = copy_store(src, work)
-        # After everything in the store (load_rest.py builds it on the real clock): a clock
-        # before its memories' last use would make every recall a massed repetition, which
-        # skips the spaced-review bookkeeping a server on the real clock does.
-        con = sqlite3.connect(db)
-        newest = con.execute("SELECT MAX(MAX(created_at, last_access)) FROM memories").fetchone()[0]
-        con.close()
-        clock = SimulatedClock(float(newest) + 86_400.0)
-        mem = open_memory(str(db), embedder=make_embedder("hashing:384"), clock=clock)
-        for u in range(users):  # opens every user's indexes
-            mem.recall(rng.choice(questions), Scope(f"user{u}"), k=10)
+        mem, clock, db = open_copy(src, work, users, rng, questions)
         c0 = time.process_time()
         for i in range(n):
-            mem.store(f"{rng.choice(turns)} (note {i})", Scope(f"user{rng.randrange(users)}"))
+            store_one(mem, rng, turns, users, i)
             clock.advance(minutes=3)
         c1 = time.process_time()
         results = []
         for _ in range(n):
-            hits = mem.recall(rng.choice(questions), Scope(f"user{rng.randrange(users)}"), k=10)
+            hits = recall_one(mem, rng, questions, users)
             results.append([(h.item.content, round(h.score, 12)) for h in hits])
             clock.advance(minutes=3)
         c2 = time.process_time()
@@ -110,28 +131,16 @@ def in_process(src: Path, n: int, data: str | None, users: int) -> None:
 def operations(src: Path, kind: str, n: int, data: str | None, users: int) -> None:
     """``n`` stores or recalls as ``in_process`` does them, after the same set-up (the body
     of one run under callgrind)."""
-    from zenbrain.api import open_memory
-    from zenbrain.clock import SimulatedClock
-    from zenbrain.model import Scope
-    from zenbrain.providers.factory import make_embedder
-
     turns, questions = locomo(data)
     rng = random.Random(0)
     work = Path(tempfile.mkdtemp(prefix="request-cpu-"))
     try:
-        db = copy_store(src, work)
-        con = sqlite3.connect(db)
-        newest = con.execute("SELECT MAX(MAX(created_at, last_access)) FROM memories").fetchone()[0]
-        con.close()
-        clock = SimulatedClock(float(newest) + 86_400.0)
-        mem = open_memory(str(db), embedder=make_embedder("hashing:384"), clock=clock)
-        for u in range(users):
-            mem.recall(rng.choice(questions), Scope(f"user{u}"), k=10)
+        mem, clock, _ = open_copy(src, work, users, rng, questions)
         for i in range(n):
             if kind == "store":
-                mem.store(f"{rng.choice(turns)} (note {i})", Scope(f"user{rng.randrange(users)}"))
+                store_one(mem, rng, turns, users, i)
             else:
-                mem.recall(rng.choice(questions), Scope(f"user{rng.randrange(users)}"), k=10)
+                recall_one(mem, rng, questions, users)
             clock.advance(minutes=3)
         mem.close()
     finally:

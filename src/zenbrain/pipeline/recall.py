@@ -128,8 +128,7 @@ def brought_back(candidates: dict[str, MemoryItem],
     schemas = {i for i, m in candidates.items() if m.kind is Kind.SCHEMA and not m.archived}
 
     def admit(m: MemoryItem) -> bool:
-        return (not m.archived or (cue is not None and cue(m))
-                or (bool(schemas) and m.state.get(CONSOLIDATED_INTO) in schemas))
+        return not m.archived or (cue is not None and cue(m)) or m.state.get(CONSOLIDATED_INTO) in schemas
 
     return admit
 
