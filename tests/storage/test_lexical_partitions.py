@@ -70,3 +70,43 @@ def test_a_small_partition_of_a_large_store_is_searched_through_the_lexical_inde
     mine = {i.id for i in store.query(P1, Filter(include_archived=True))}
     assert set(indexed) <= mine
     store.close()
+
+
+def test_a_store_that_grew_large_keeps_no_second_copy_of_its_texts(tmp_path):
+    """Once a store has held ``lexical_index_min_rows`` memories every lexical search runs on
+    the index, so the FTS5 table is emptied for good (its copy of each text took about 250
+    bytes a memory): later writes add nothing to it, search still finds what was stored
+    before and after, the store's checks pass, and a reopened store stays so."""
+    path = str(tmp_path / "lex.db")
+    store = SQLiteStore(path, embedder_name="m", dim=4, lexical_index_min_rows=60)
+    con = store.raw_connection()
+    with store.transaction() as tx:
+        tx.put_memories([make_item(P1, f"early note {n} about {WORDS[n % len(WORDS)]}") for n in range(50)])
+    assert con.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0] == 50
+    with store.transaction() as tx:
+        tx.put_memories([make_item(P2, f"later note {n} about rain") for n in range(20)])
+    assert con.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0] == 0
+    with store.transaction() as tx:
+        tx.put_memories([make_item(P1, "a late note about the cello and the snow")])
+    assert con.execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0] == 0
+    found = [mid for mid, _ in store.lexical_search(P1, "cello snow", 20)]
+    texts = {i.id: i.content for i in store.get(P1, found)}
+    assert texts[found[0]] == "a late note about the cello and the snow"
+    assert any(t.startswith("early note") for t in texts.values())
+    victim = found[0]
+    with store.transaction() as tx:
+        receipt = tx.delete_memory(P1, victim)
+    assert receipt["memories"] == 1 and receipt["lexical_entries"] == 0  # no row of it in the table
+    assert victim not in [mid for mid, _ in store.lexical_search(P1, "cello snow", 20)]
+    lexical_problems = [p for p in store.check().problems if "lexical" in p]  # (no vectors were written)
+    assert not lexical_problems, lexical_problems
+    store.close()
+
+    again = SQLiteStore(path, embedder_name="m", dim=4, lexical_index_min_rows=10**6)
+    with again.transaction() as tx:
+        tx.put_memories([make_item(P1, "a reopened store's note about the piano")])
+    assert again.raw_connection().execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0] == 0
+    assert [again.get(P1, [m])[0].content for m, _ in again.lexical_search(P1, "reopened piano", 1)] == [
+        "a reopened store's note about the piano"]
+    assert not [p for p in again.check().problems if "lexical" in p]
+    again.close()

@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .lexical import fts_retired
+
 try:  # POSIX only; elsewhere an unclean shutdown is left to SQLite's own recovery
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
@@ -131,9 +133,13 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
     if not report.problems:  # the checks below read the tables; on a broken file they only add noise
         if fts_check:
             run("fts5 integrity-check", fts)
-        run("lexical entries of every memory", counted(
-            "SELECT COUNT(*) FROM memories WHERE id NOT IN (SELECT memory_id FROM memories_fts)",
-            "memories without a lexical entry"))
+        if fts_retired(db):  # text is searched through the index files only
+            run("no lexical entries in a retired FTS5 table", counted(
+                "SELECT COUNT(*) FROM memories_fts", "lexical entries in the retired FTS5 table"))
+        else:
+            run("lexical entries of every memory", counted(
+                "SELECT COUNT(*) FROM memories WHERE id NOT IN (SELECT memory_id FROM memories_fts)",
+                "memories without a lexical entry"))
         run("no lexical entry without its memory", counted(
             "SELECT COUNT(*) FROM memories_fts f LEFT JOIN memories m ON m.id = f.memory_id WHERE m.id IS NULL",
             "lexical entries without a memory"))

@@ -48,7 +48,7 @@ from .codec import EDGE_COLUMNS, SELECT, VECTOR_KEY, decode, item_from_row
 from .connections import Connections, connect
 from .filters import turn_runs, where
 from .guard import TRANSLATED, recovery_hint
-from .lexical import fts_query, lexical_search
+from .lexical import fts_query, fts_retired, lexical_search, retire_fts
 from .transaction import SQLiteTransaction
 
 CommitHook = Callable[[SQLiteTransaction], None]
@@ -129,6 +129,7 @@ class SQLiteStore:
         self._ann = ann
         self.lexical_index_min_rows = int(lexical_index_min_rows)
         self._lexical_large = False  # see _lexical_indexed
+        self._fts_off = False  # the FTS5 table is retired (lexical.retire_fts); once true it stays so
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
         self._part_numbers: dict[Partition, int] = {}  # see lexical.entry_range (never deleted, so never stale)
@@ -254,6 +255,8 @@ class SQLiteStore:
                     f"{self.path} holds vectors of embedder {rows.get('embedder')!r} (dim {rows.get('dim')}); "
                     f"it cannot be opened with {self.embedder_name!r} (dim {self.dim}). Open it with the same "
                     "embedder, or create a new store.")
+            self._fts_off = fts_retired(self._db)
+        self._keep_lexical()  # a store that grew large before the FTS5 table could be retired
 
     def close(self) -> None:
         with self._lock:
@@ -371,7 +374,10 @@ class SQLiteStore:
                 if not durable:
                     self._db.execute("PRAGMA synchronous=NORMAL")
                 self._c.begin()
-                tx = self._tx = SQLiteTransaction(self._db, self.lexical_text, self._c.fail, self._part_numbers)
+                if not self._fts_off:  # another process may have retired it since
+                    self._fts_off = fts_retired(self._db)
+                tx = self._tx = SQLiteTransaction(self._db, self.lexical_text, self._c.fail, self._part_numbers,
+                                                  fts=not self._fts_off)
                 self._c.tx_thread = threading.get_ident()
                 try:
                     yield tx
@@ -404,8 +410,28 @@ class SQLiteStore:
                     tx.scrubbed = self._scrub(self.scrub_wait_s if tx.erased else 0.0)
                 if tx.inserted:
                     self._keep_statistics()
+                    self._keep_lexical()
             except TRANSLATED as exc:
                 raise self._c.fail(exc, "scrubbing erased text") from exc
+
+    def _keep_lexical(self) -> None:
+        """Retire the FTS5 table once the store has held ``lexical_index_min_rows`` memories:
+        from then on every lexical search runs on the index (``lexical_search``), so the
+        table's copy of each text would only take space and time."""
+        if self._fts_off or self.read_only or self._c.damaged is not None:
+            return
+        with self._lock:
+            top = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+            if int(top) < self.lexical_index_min_rows:
+                return
+            self._c.begin()
+            try:
+                retire_fts(self._db, time.time())
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                self._c.rollback(exc)
+                raise
+            self._fts_off = True
 
     def _keep_statistics(self) -> None:
         """ANALYZE (sampled) whenever the memories table has doubled since it last ran, so the
@@ -544,6 +570,8 @@ class SQLiteStore:
     def _lexical_indexed(self) -> bool:
         """Whether the store has held ``lexical_index_min_rows`` memories (its highest
         rowid, one index seek; once true it stays so)."""
+        if not self._lexical_large and self._fts_off:
+            self._lexical_large = True
         if not self._lexical_large:
             top = self._reader.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
             self._lexical_large = int(top) >= self.lexical_index_min_rows

@@ -68,9 +68,10 @@ def _column_rows(ids: Sequence[str], columns: Mapping[str, Sequence[Any]]) -> li
 
 class SQLiteTransaction:
     def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str], fail: Failure,
-                 part_numbers: dict[Partition, int]) -> None:
+                 part_numbers: dict[Partition, int], *, fts: bool = True) -> None:
         self._db = db
         self._lexical_text = lexical_text
+        self._fts = fts  # False: the store's FTS5 table is retired (lexical.retire_fts), nothing goes there
         self._fail = fail
         self._part_numbers = part_numbers  # the store's cache of committed numbers (rows are never deleted)
         self.new_part_numbers: dict[Partition, int] = {}  # numbers read or given here: cached once committed
@@ -125,13 +126,16 @@ class SQLiteTransaction:
                     f"SELECT id, {VECTOR_KEY} FROM memories WHERE +user_id=? AND +agent_id=? AND id IN ({marks})",
                     (user, agent, *chunk)).fetchall())
                 lo, hi = entry_range(self.part_number((user, agent)))
-                self._db.executemany(_DELETE_FTS, [(lo, hi, mid, user, agent) for mid in chunk if mid in old_hashes])
+                if self._fts:
+                    self._db.executemany(_DELETE_FTS, [(lo, hi, mid, user, agent) for mid in chunk
+                                                       if mid in old_hashes])
         rows = [item_row(i) for i in items]
         self._db.executemany(_INSERT_MEMORY, [r for r, i in zip(rows, items) if i.id not in old_hashes])
         self._db.executemany(_UPDATE_MEMORY, [(*r[3:], *r[:3]) for r, i in zip(rows, items) if i.id in old_hashes])
-        rowids = {part: iter(self._entry_rowids(part, len(ids))) for part, ids in by_part.items()}
-        self._db.executemany(_INSERT_FTS, [(next(rowids[(i.user_id, i.agent_id)]), self._lexical_text(i), i.id,
-                                            i.user_id, i.agent_id) for i in items])
+        if self._fts:
+            rowids = {part: iter(self._entry_rowids(part, len(ids))) for part, ids in by_part.items()}
+            self._db.executemany(_INSERT_FTS, [(next(rowids[(i.user_id, i.agent_id)]), self._lexical_text(i),
+                                                i.id, i.user_id, i.agent_id) for i in items])
         for item in items:
             old = old_hashes.get(item.id)
             if old is not None and old != (item.vector_key or item.content_hash):
@@ -187,7 +191,7 @@ class SQLiteTransaction:
         out = {"memories": db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?",
                                       (memory_id, user, agent)).rowcount}
         lo, hi = entry_range(self.part_number(partition))
-        out["lexical_entries"] = db.execute(_DELETE_FTS, (lo, hi, memory_id, user, agent)).rowcount
+        out["lexical_entries"] = db.execute(_DELETE_FTS, (lo, hi, memory_id, user, agent)).rowcount if self._fts else 0
         out["edges"] = db.execute("DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)",
                                   (user, agent, memory_id, memory_id)).rowcount
         out["history_rows"] = db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?",
