@@ -63,7 +63,7 @@ def main() -> int:
     print(f"{'size':>7} {'FTS5 p50':>9} {'p95':>7} {'tantivy p50':>12} {'p95':>7} {'top-10 overlap':>15}")
     with tempfile.TemporaryDirectory() as d:
         fts = SQLiteStore(Path(d) / "s.db", embedder_name="none", dim=4, lexical_index_min_rows=10**12)
-        tan = SQLiteStore(Path(d) / "s.db", embedder_name="none", dim=4, lexical_index_min_rows=0)
+        tan = SQLiteStore(Path(d) / "s.db", embedder_name="none", dim=4, lexical_index_min_rows=0, keep_fts=True)
         have = 0
         for size in sizes:
             batch = items(texts[have:size], have)

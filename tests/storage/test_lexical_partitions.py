@@ -110,3 +110,20 @@ def test_a_store_that_grew_large_keeps_no_second_copy_of_its_texts(tmp_path):
         "a reopened store's note about the piano"]
     assert not [p for p in again.check().problems if "lexical" in p]
     again.close()
+
+
+def test_keep_fts_leaves_the_table_to_an_opening_that_searches_it(tmp_path):
+    """Two openings of one file, one searching through FTS5 and one through the index (how
+    scripts/bench_lexical_paths.py compares them): ``keep_fts`` stops the second from
+    retiring the table the first searches."""
+    path = str(tmp_path / "lex.db")
+    fts = SQLiteStore(path, embedder_name="m", dim=4, lexical_index_min_rows=10**12)
+    index = SQLiteStore(path, embedder_name="m", dim=4, lexical_index_min_rows=0, keep_fts=True)
+    with fts.transaction() as tx:
+        tx.put_memories([make_item(P1, f"note {n} about {WORDS[n % len(WORDS)]}") for n in range(30)])
+    assert fts.raw_connection().execute("SELECT COUNT(*) FROM memories_fts").fetchone()[0] == 30
+    a = {m for m, _ in fts.lexical_search(P1, "tea garden", 5)}
+    b = {m for m, _ in index.lexical_search(P1, "tea garden", 5)}
+    assert a and a == b
+    index.close()
+    fts.close()

@@ -102,7 +102,9 @@ class SQLiteStore:
     survives a crash of the process but a power cut may undo the last ones, and writers
     hold the write lock for less time (no fsync inside it). ``ann`` and
     ``lexical_index_min_rows``: when and how the search indexes approximate (defaults
-    measured, see docs/indexes.md).
+    measured, see docs/indexes.md); once the store has held that many memories its FTS5
+    table is emptied for good (every lexical search then runs on the index), unless
+    ``keep_fts`` (for comparing the two lexical paths on one file).
 
     ``create``: None (default) makes a new store where the path is free; True also makes
     one of an empty file; False opens an existing store only. A file that is not a store
@@ -114,7 +116,7 @@ class SQLiteStore:
     def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0,
                  allow_damaged: bool = False, scrub_wait_s: float = SCRUB_WAIT_S, durability: str = "full",
                  create: bool | None = None, read_only: bool = False, ann: AnnParams | None = None,
-                 lexical_index_min_rows: int = LEXICAL_INDEX_MIN_ROWS) -> None:
+                 lexical_index_min_rows: int = LEXICAL_INDEX_MIN_ROWS, keep_fts: bool = False) -> None:
         if durability not in ("full", "process"):
             raise ConfigError(f"durability must be 'full' or 'process', got {durability!r}")
         if create is not None and not isinstance(create, bool):
@@ -130,6 +132,7 @@ class SQLiteStore:
         self.lexical_index_min_rows = int(lexical_index_min_rows)
         self._lexical_large = False  # see _lexical_indexed
         self._fts_off = False  # the FTS5 table is retired (lexical.retire_fts); once true it stays so
+        self._keep_fts = bool(keep_fts)
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
         self._part_numbers: dict[Partition, int] = {}  # see lexical.entry_range (never deleted, so never stale)
@@ -418,7 +421,7 @@ class SQLiteStore:
         """Retire the FTS5 table once the store has held ``lexical_index_min_rows`` memories:
         from then on every lexical search runs on the index (``lexical_search``), so the
         table's copy of each text would only take space and time."""
-        if self._fts_off or self.read_only or self._c.damaged is not None:
+        if self._fts_off or self._keep_fts or self.read_only or self._c.damaged is not None:
             return
         with self._lock:
             top = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
