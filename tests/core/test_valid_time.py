@@ -273,3 +273,27 @@ def test_the_newest_versions_of_two_known_chains_are_two_facts(tmp_path, clock):
     hits = mem.recall("What is Bruno's usual drink?", ALICE, k=3, touch=False)
     assert _texts(hits)[:2] == ["Bruno switched to rooibos", "Bruno moved to Cardiff"]
     assert all("version_order" not in h.why.other for h in hits)
+
+
+def test_a_chains_newest_version_that_outscored_what_it_replaced_is_still_its_own_fact(tmp_path, clock):
+    """As above, but the flat's old statement matches the question less than the move to
+    Cardiff does, so the move keeps its own score and inherits nothing: it is still the
+    newest version of another chain, and must not take the drink's place."""
+    e = np.eye(DIM)
+    name, drink, flat, change, photos, other = e[0], e[1], e[2], e[3], e[4], e[5]
+    emb = TableEmbedder([("drink?", name + drink), ("americano", name + drink + 0.7 * other),
+                         ("Ljubljana", name + 1.2 * flat), ("rooibos", name + change + 0.2 * drink),
+                         ("Cardiff", name + change + 0.2 * flat), ("photos", name + photos)])
+    mem = open_memory(tmp_path / "chains.db", embedder=emb, clock=clock)
+    drink_then = mem.store("Bruno's usual drink is iced americano", ALICE, layer="semantic")
+    flat_then = mem.store("Bruno rents a flat in Ljubljana", ALICE, layer="semantic")
+    mem.store("Bruno sent photos of the weekend", ALICE, layer="semantic")
+    clock.advance(days=10)
+    mem.store("Bruno switched to rooibos", ALICE, layer="semantic", supersedes=drink_then.id)
+    clock.advance(days=10)
+    mem.store("Bruno moved to Cardiff", ALICE, layer="semantic", supersedes=flat_then.id)
+    hits = mem.recall("What is Bruno's usual drink?", ALICE, k=3, touch=False)
+    cardiff = next(h for h in hits if h.item.content == "Bruno moved to Cardiff")
+    assert "succeeds" not in cardiff.why.other  # it kept its own score
+    assert _texts(hits)[0] == "Bruno switched to rooibos"
+    assert all("version_order" not in h.why.other for h in hits)

@@ -30,6 +30,10 @@ from ..text import entities, entities_as_written, token_set
 from .retrievability import retrievability
 from .tuned import tuned_from
 
+# why.other key of a hit that is the newest version of a chain whose older version was a
+# candidate of this recall (``drop_superseded``); ``order_versions`` never groups two such.
+NEWEST_VERSION = "newest_version"
+
 
 def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, window: bool = True) -> None:
     """A query naming a time window favours hits inside it (``window=False``: the fusion
@@ -176,9 +180,10 @@ def drop_superseded(engine: Engine, part: Partition, hits: list[RecallHit], quer
     for mid, src in best.items():
         cur = placed.get(mid)
         if cur is not None and cur.score >= src.score:
+            cur.why.other[NEWEST_VERSION] = 1.0  # it outscored what it replaced: still a chain's newest
             continue
         why = copy.deepcopy(src.why)
-        why.other["succeeds"] = 1.0
+        why.other["succeeds"] = why.other[NEWEST_VERSION] = 1.0
         lifted = RecallHit(visible[mid], src.score, why)
         if cur is not None:
             kept[kept.index(cur)] = lifted
@@ -267,9 +272,10 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
 
     for x, i in enumerate(facts):
         for j in facts[x + 1:]:
-            # Two newest versions of known chains (each took its place from what it superseded)
-            # are two facts: were they one, one would have superseded the other.
-            if "succeeds" in about[i].why.other and "succeeds" in about[j].why.other:
+            # Two newest versions of known chains (each replaced a memory among the candidates,
+            # whether or not it took that one's place) are two facts: were they one, one would
+            # have superseded the other.
+            if NEWEST_VERSION in about[i].why.other and NEWEST_VERSION in about[j].why.other:
                 continue
             hi = max(rel[i], rel[j])
             if (subjects[i] & subjects[j] and close[i, j] >= ip.version_similarity and hi > 0
