@@ -447,9 +447,12 @@ MITTS = "Oven mitts hang beside the spice rack"
 def test_two_factor_hebbian_co_recall_edges_strengthen_and_boost_a_ranking(open_coord):
     """On: two memories recalled together get a co_recall edge; each repeated co-recall
     raises its weight (tag x cosine amplitude) and lowers its variance (maturation). The
-    recall boost 1 + 0.2 w / (w + 1) I^0.1 then lifts the linked memory above one that
-    matches the query slightly better. Off: no co_recall edges, boost 1, the better match
-    wins."""
+    boost then lifts a memory toward a linked memory that matches the query better (by the
+    share recall_boost(w, var) - 1 of the gap): the dough, linked to the best match, rises
+    above the mitts, which match "flour oven" slightly better than it. The best match itself
+    is not lifted, and a link to a memory that matches worse lifts nothing: for "oven" the
+    dough's link to the starter leaves the mitts first. Off: no co_recall edges, boost 1,
+    the better match wins."""
 
     def scenario(coord, clock):
         part = (SCOPE.user_id, SCOPE.agent_id)
@@ -462,8 +465,9 @@ def test_two_factor_hebbian_co_recall_edges_strengthen_and_boost_a_ranking(open_
             hits = coord.recall("sourdough starter bread dough", SCOPE, k=2)
             assert {h.item.content for h in hits} == {STARTER, DOUGH}
             trace.append([e for e in coord.storage.edges(part) if e.relation == "co_recall"])
-        ranked = coord.recall("oven", SCOPE, k=3, touch=False)
-        return dict(trace=trace, ranked=ranked)
+        lifted = coord.recall("flour oven", SCOPE, k=3, touch=False)
+        unlifted = coord.recall("oven", SCOPE, k=3, touch=False)
+        return dict(trace=trace, lifted=lifted, unlifted=unlifted)
 
     on, off = run_both(open_coord, "two_factor_hebbian", scenario)
 
@@ -476,15 +480,59 @@ def test_two_factor_hebbian_co_recall_edges_strengthen_and_boost_a_ranking(open_
     assert weights[0] > two_factor.DEFAULTS.initial_weight
 
     edge = on["trace"][-1][0]
-    h_dough, h_mitts = by_content(on["ranked"], DOUGH), by_content(on["ranked"], MITTS)
-    assert h_dough.why.hebbian_boost == pytest.approx(two_factor.recall_boost(edge.weight, edge.variance))
-    assert h_mitts.why.hebbian_boost == 1.0
-    assert h_mitts.why.fused > h_dough.why.fused  # mitts match "oven" better ...
-    assert on["ranked"][0].item.content == DOUGH  # ... but the co-recalled memory wins
+    ranked = on["lifted"]
+    h_starter, h_dough, h_mitts = (by_content(ranked, t) for t in (STARTER, DOUGH, MITTS))
+    assert h_starter.why.fused > h_mitts.why.fused > h_dough.why.fused  # the mitts match better ...
+    assert h_dough.why.hebbian_boost == pytest.approx(
+        two_factor.association_lift(edge.weight, edge.variance, h_dough.why.fused, h_starter.why.fused))
+    assert h_dough.why.hebbian_boost > 1.0
+    assert h_starter.why.hebbian_boost == 1.0 and h_mitts.why.hebbian_boost == 1.0
+    assert [h.item.content for h in ranked] == [STARTER, DOUGH, MITTS]  # ... but the starter's associate wins
+    assert h_dough.score < h_starter.score
+
+    ranked = on["unlifted"]
+    h_starter, h_dough = by_content(ranked, STARTER), by_content(ranked, DOUGH)
+    assert h_dough.why.fused > h_starter.why.fused
+    assert h_dough.why.hebbian_boost == 1.0  # its associate matches "oven" worse than it does
+    assert h_starter.why.hebbian_boost > 1.0  # and lifts the starter toward the dough instead
+    assert h_starter.score < h_dough.score
+    assert ranked[0].item.content == MITTS
 
     assert all(edges == [] for edges in off["trace"])
-    assert all(h.why.hebbian_boost == 1.0 for h in off["ranked"])
-    assert off["ranked"][0].item.content == MITTS
+    assert all(h.why.hebbian_boost == 1.0 for h in off["lifted"] + off["unlifted"])
+    assert [h.item.content for h in off["lifted"]] == [STARTER, MITTS, DOUGH]
+    assert off["unlifted"][0].item.content == MITTS
+
+
+def test_two_factor_boost_flows_only_through_associations_co_activation_taught(open_coord):
+    """The dough and the starter stored in one batch are linked at once (a temporal edge,
+    never co-activated): for a query the starter matches best, that link lifts the dough by
+    nothing. Recalled together twice, they get a co_recall edge, and then the same query
+    lifts the dough toward the starter."""
+    coord, clock = open_coord(Config(), "on")
+    part = (SCOPE.user_id, SCOPE.agent_id)
+    coord.store_many([dict(content=STARTER), dict(content=DOUGH)], SCOPE)
+    stored = coord.storage.edges(part)
+    assert stored and all(e.activations == 0 for e in stored)
+    assert any(e.relation == "temporal" for e in stored)
+
+    def ranked():
+        hits = coord.recall("sourdough rye", SCOPE, k=2, touch=False)
+        return by_content(hits, STARTER), by_content(hits, DOUGH)
+
+    starter, dough = ranked()
+    assert starter.why.fused > dough.why.fused > 0.0
+    assert starter.why.hebbian_boost == 1.0 and dough.why.hebbian_boost == 1.0
+    for _ in range(2):
+        clock.advance(minutes=5)
+        coord.recall("sourdough starter bread dough", SCOPE, k=2)
+    learned = [e for e in coord.storage.edges(part) if e.relation == "co_recall"]
+    assert len(learned) == 1 and learned[0].activations == 2
+    starter, dough = ranked()
+    assert starter.why.hebbian_boost == 1.0
+    assert dough.why.hebbian_boost == pytest.approx(two_factor.association_lift(
+        learned[0].weight, learned[0].variance, dough.why.fused, starter.why.fused))
+    assert dough.why.hebbian_boost > 1.0
 
 
 def test_stability_protector_slows_the_learning_of_maturing_co_recall_edges(open_coord):

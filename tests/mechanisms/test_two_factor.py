@@ -98,6 +98,21 @@ def test_recall_boost_golden_and_range():
     assert tf.max_recall_boost() == pytest.approx(1.3169786, abs=1e-6)
 
 
+def test_association_lift_golden():
+    # fresh edge (share 0.1), associate scoring twice as much: 0.5 + 0.1 * (1.0 - 0.5) = 0.55
+    assert tf.association_lift(1.0, 1.0, 0.5, 1.0) == pytest.approx(1.1)
+    # mature strong edge, associate scoring three times as much
+    c = 0.2 * (10 / 11) * 100**0.1
+    assert tf.association_lift(10.0, 0.01, 0.25, 0.75) == pytest.approx(1 + 2 * c)
+    # an associate that scored no higher, no edge, no score of its own: no lift
+    assert tf.association_lift(10.0, 0.01, 0.75, 0.25) == 1.0
+    assert tf.association_lift(5.0, 0.5, 0.5, 0.5) == 1.0
+    assert tf.association_lift(0.0, 1.0, 0.5, 1.0) == 1.0
+    assert tf.association_lift(5.0, 0.5, 0.0, 1.0) == 1.0
+    lifts = tf.association_lift(np.array([1.0, 1.0]), np.array([1.0, 1.0]), np.array([0.5, 1.0]), np.array([1.0, 0.5]))
+    np.testing.assert_allclose(lifts, [1.1, 1.0])
+
+
 def test_from_legacy_weight_golden():
     w, v, k = tf.from_legacy_weight(np.array([0.0, 2.0, 10.0]))
     np.testing.assert_allclose(w, [0.05, 2.0, 10.0])
@@ -146,6 +161,18 @@ def test_mature_edges_decay_slower(w, v1, v2):
 def test_boost_within_documented_range(w, v):
     b = tf.recall_boost(w, v)
     assert 1.0 <= b < tf.max_recall_boost()
+
+
+@FAST
+@given(w=st.floats(0, 1000), v=st.floats(1e-6, 100), own=st.floats(1e-3, 10), other=st.floats(0, 10))
+def test_association_lift_moves_toward_the_associate_never_past_it(w, v, own, other):
+    lifted = own * tf.association_lift(w, v, own, other)
+    if other <= own:
+        assert lifted == own
+    else:
+        share = (lifted - own) / (other - own)
+        assert share == pytest.approx(tf.recall_boost(w, v) - 1.0, abs=1e-9)
+        assert own <= lifted < other
 
 
 # ---- params --------------------------------------------------------------------------

@@ -24,6 +24,12 @@ min_variance^-0.1) = [1, 1.317) by default; ``boost_alpha`` is the paper's alpha
 would give boosts up to 1 + 0.2 * 10 * 1.58) and the plain w / w_max (under which a
 fresh edge of weight 1 would boost by only 2%).
 
+Association lift (what recall multiplies in): c = recall_boost - 1 is the share of the gap
+to a better-matching associate that a memory makes up, own' = own + c * (associate - own),
+the multiplier 1 + c * (associate / own - 1) (``association_lift``). It flows only downhill,
+so the paper's boost of every linked memory, which rewards being well connected whatever
+the query, becomes spreading activation from the query's better matches.
+
 All functions broadcast over numpy arrays of edges and return floats for scalars.
 """
 
@@ -192,6 +198,26 @@ def recall_boost(weight: Any, variance: Any, *, params: TwoFactorParams = DEFAUL
     return _out(b, weight, variance)
 
 
+def association_lift(
+    weight: Any, variance: Any, own: Any, associate: Any, *, params: TwoFactorParams = DEFAULTS
+) -> Any:
+    """Score multiplier for a memory whose associate (through an edge of this weight/variance)
+    scored ``associate`` for the query against the memory's own score ``own``.
+
+    The memory moves the share c = recall_boost(w, sigma^2) - 1 of the way up to its
+    associate's score: own' = own + c * (associate - own), i.e. the multiplier
+    1 + c * (associate / own - 1). An associate that scored no higher lifts nothing (1),
+    and the lifted score stays below the associate's (c < 1); a memory with no score of
+    its own (own <= 0) is not lifted.
+    """
+    c = np.asarray(recall_boost(weight, variance, params=params), dtype=float) - 1.0
+    o = np.asarray(own, dtype=float)
+    a = np.asarray(associate, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.where(o > 0, np.maximum(0.0, a / np.where(o > 0, o, 1.0) - 1.0), 0.0)
+    return _out(1.0 + c * gap, weight, variance, own, associate)
+
+
 def max_recall_boost(*, params: TwoFactorParams = DEFAULTS) -> float:
     """The supremum of ``recall_boost`` (never reached: w / (w + w_half) < 1)."""
     return 1.0 + params.boost_alpha * params.min_variance ** (-params.boost_importance_exponent)
@@ -209,6 +235,7 @@ def from_legacy_weight(weight: Any, *, params: TwoFactorParams = DEFAULTS) -> tu
 
 __all__ = [
     "TwoFactorParams",
+    "association_lift",
     "constrain_change",
     "decay",
     "ewc_penalty",

@@ -97,23 +97,37 @@ def cross_context_dense(engine: Engine, part: Partition, qvec: np.ndarray, items
 
 
 def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int) -> None:
-    """Two-Factor boost: a candidate linked by strong, mature edges to other strong
-    candidates of this query gets score x (1 + alpha * f(w) * I^0.1)."""
+    """Two-Factor boost: learned association spreads a query's activation downhill. Among
+    the top (boost_pool x k) candidates, one linked to a candidate that matches the query
+    better moves the share c = recall_boost(w, sigma^2) - 1 of the way up to that
+    candidate's score (``two_factor.association_lift``; the link that lifts it most
+    counts). Only links co-activation has taught (activations >= 1: memories recalled
+    together) carry the lift; links made at store time, declared, provenance or bridge
+    edges do not. The best match is never lifted, a memory never rises above the associate
+    lifting it, and memories that match the query equally lift each other by nothing, however
+    well connected they are."""
     if not engine.on("two_factor_hebbian") or len(hits) < 2:
         return
     tp = engine.config.params.two_factor_hebbian
     ranked = sorted(hits, key=lambda h: -h.why.fused)[: max(engine.config.recall.boost_pool * k, 10)]
-    best: dict[str, tuple[float, float]] = {}
-    for e in engine.store.edges(part, [h.item.id for h in ranked], both_ends=True):
-        if e.relation == RELATION_CONTRADICTS:
-            continue
-        for node in (e.src, e.dst):
-            if node not in best or e.weight > best[node][0]:
-                best[node] = (e.weight, e.variance)
+    fused = {h.item.id: h.why.fused for h in ranked}
+    edges = [e for e in engine.store.edges(part, list(fused), both_ends=True)
+             if e.activations > 0 and e.relation != RELATION_CONTRADICTS]
+    if not edges:
+        return
+    node = [e.src for e in edges] + [e.dst for e in edges]
+    other = [e.dst for e in edges] + [e.src for e in edges]
+    lift = np.atleast_1d(two_factor.association_lift(
+        np.array([e.weight for e in edges] * 2, dtype=float), np.array([e.variance for e in edges] * 2, dtype=float),
+        np.array([fused[n] for n in node], dtype=float), np.array([fused[o] for o in other], dtype=float),
+        params=tp))
+    best: dict[str, float] = {}
+    for n, b in zip(node, lift.tolist()):
+        if b > best.get(n, 1.0):
+            best[n] = b
     for h in hits:
         if h.item.id in best:
-            w, var = best[h.item.id]
-            h.why.hebbian_boost = float(two_factor.recall_boost(w, var, params=tp))
+            h.why.hebbian_boost = best[h.item.id]
 
 
 def _named(item: MemoryItem) -> frozenset[str]:
