@@ -89,6 +89,12 @@ RELATION_EVIDENCE_OF: Final = "evidence_of"  # episode -> schema: provenance, ne
 RELATION_BRIDGE: Final = "bridge"  # spectral health: joins two components of the graph
 RELATION_COUNTERFACTUAL: Final = "counterfactual"  # sleep: a selected counterfactual's bridge edge
 PROVENANCE: Final = frozenset({RELATION_EVIDENCE_OF})
+# Relations only the library's mechanisms write: an application cannot declare them
+# (``relate``), so an edge of any other relation was declared (``contradicts`` and
+# ``supports`` may be either).
+MECHANISM_RELATIONS: Final = frozenset({RELATION_EVIDENCE_OF, RELATION_COUNTERFACTUAL, RELATION_BRIDGE,
+                                        RELATION_CO_RECALL, RELATION_TEMPORAL, RELATION_SIMILAR,
+                                        RELATION_SHARES_ENTITY})
 
 # Metadata keys the library reads or writes.
 META_KIND: Final = "kind"  # an explicit kind given in metadata

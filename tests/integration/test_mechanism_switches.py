@@ -535,6 +535,29 @@ def test_two_factor_boost_flows_only_through_associations_co_activation_taught(o
     assert dough.why.hebbian_boost > 1.0
 
 
+def test_a_declared_relation_carries_the_lift_from_the_start(open_coord):
+    """What an application declares goes together (``relate``) is knowledge, not a store-time
+    resemblance: the dough, related to the starter, is lifted toward it at once, while the
+    library's own temporal link between the two lifts nothing until they are recalled
+    together (the test above)."""
+    coord, _ = open_coord(Config(), "on")
+    starter = coord.store(STARTER, SCOPE)
+    dough = coord.store(DOUGH, SCOPE)
+
+    def ranked():
+        hits = coord.recall("sourdough rye", SCOPE, k=2, touch=False)
+        return by_content(hits, STARTER), by_content(hits, DOUGH)
+
+    s, d = ranked()
+    assert s.why.fused > d.why.fused > 0.0 and d.why.hebbian_boost == 1.0
+    edge = coord.relate(dough.id, starter.id, "made_from", SCOPE, weight=2.0)
+    s, d = ranked()
+    assert s.why.hebbian_boost == 1.0
+    assert d.why.hebbian_boost == pytest.approx(two_factor.association_lift(
+        edge.weight, edge.variance, d.why.fused, s.why.fused))
+    assert d.why.hebbian_boost > 1.0
+
+
 def test_stability_protector_slows_the_learning_of_maturing_co_recall_edges(open_coord):
     """The StabilityProtector also gates Hebbian learning: a co-activation step on an edge
     of variance s2 has learning rate eta (1 - 0.5 (1 - s2)). On: after the first

@@ -20,6 +20,7 @@ from ..retrieval import fusion
 from ..retrieval.query import QueryInfo
 from ..state import (
     KV_COMPOSITIONAL,
+    MECHANISM_RELATIONS,
     META_DISPUTED,
     META_ENTITIES,
     PRIORITY,
@@ -102,8 +103,8 @@ def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int
     better moves the share c = recall_boost(w, sigma^2) - 1 of the way up to that
     candidate's score (``two_factor.association_lift``; the link that lifts it most
     counts). Only links co-activation has taught (activations >= 1: memories recalled
-    together) carry the lift; links made at store time, declared, provenance or bridge
-    edges do not. The best match is never lifted, a memory never rises above the associate
+    together) and relations the application declared (``relate``) carry the lift; links
+    the library made at store time, provenance or bridge edges do not. The best match is never lifted, a memory never rises above the associate
     lifting it, and memories that match the query equally lift each other by nothing, however
     well connected they are."""
     if not engine.on("two_factor_hebbian") or len(hits) < 2:
@@ -112,7 +113,7 @@ def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int
     ranked = sorted(hits, key=lambda h: -h.why.fused)[: max(engine.config.recall.boost_pool * k, 10)]
     fused = {h.item.id: h.why.fused for h in ranked}
     edges = [e for e in engine.store.edges(part, list(fused), both_ends=True)
-             if e.activations > 0 and e.relation != RELATION_CONTRADICTS]
+             if e.relation != RELATION_CONTRADICTS and (e.activations > 0 or e.relation not in MECHANISM_RELATIONS)]
     if not edges:
         return
     node = [e.src for e in edges] + [e.dst for e in edges]

@@ -22,23 +22,14 @@ from ..engine import Engine
 from ..errors import ValidationError
 from ..mechanisms import two_factor
 from ..model import Edge, HistoryEvent, Scope
-from ..state import (
-    RELATION_BRIDGE,
-    RELATION_CO_RECALL,
-    RELATION_COUNTERFACTUAL,
-    RELATION_EVIDENCE_OF,
-    RELATION_SHARES_ENTITY,
-    RELATION_SIMILAR,
-    RELATION_TEMPORAL,
-)
+from ..state import MECHANISM_RELATIONS
 from ..validation import check_number
 from .access import get_own, get_visible, partition_of, visible
 
 __all__ = ["COUPLED", "RESERVED", "check_relation", "relate", "relations", "unrelate"]
 
 COUPLED = ("supports", "contradicts", "causes", "requires", "part_of", "similar_to")
-RESERVED = frozenset({RELATION_EVIDENCE_OF, RELATION_COUNTERFACTUAL, RELATION_BRIDGE, RELATION_CO_RECALL,
-                      RELATION_TEMPORAL, RELATION_SIMILAR, RELATION_SHARES_ENTITY})
+RESERVED = MECHANISM_RELATIONS
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
 
 
