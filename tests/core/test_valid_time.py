@@ -254,12 +254,12 @@ def test_the_current_version_is_handed_a_place_only_inside_the_recalls_filter(tm
     assert ROSA_NEW not in _texts(hits) and ROSA_OLD not in _texts(hits)
 
 
-def test_the_newest_versions_of_two_known_chains_are_two_facts(tmp_path, clock):
-    """Bruno's drink and Bruno's flat changed separately: the later change of the flat must not
-    be taken for a newer version of the drink, however alike the two statements of change."""
+def _bruno_chains(tmp_path, clock, *, americano, ljubljana):
+    """Bruno's drink and Bruno's flat, each changed later (``supersedes``); the vectors of the
+    two old statements are the test's to choose. Returns the hits of the drink question."""
     e = np.eye(DIM)
     name, drink, flat, change, photos = e[0], e[1], e[2], e[3], e[4]
-    emb = TableEmbedder([("drink?", name + drink), ("americano", name + drink), ("Ljubljana", name + 0.6 * drink + flat),
+    emb = TableEmbedder([("drink?", name + drink), ("americano", americano), ("Ljubljana", ljubljana),
                          ("rooibos", name + change + 0.2 * drink), ("Cardiff", name + change + 0.2 * flat),
                          ("photos", name + photos)])
     mem = open_memory(tmp_path / "chains.db", embedder=emb, clock=clock)
@@ -270,7 +270,15 @@ def test_the_newest_versions_of_two_known_chains_are_two_facts(tmp_path, clock):
     mem.store("Bruno switched to rooibos", ALICE, layer="semantic", supersedes=drink_then.id)
     clock.advance(days=10)
     mem.store("Bruno moved to Cardiff", ALICE, layer="semantic", supersedes=flat_then.id)
-    hits = mem.recall("What is Bruno's usual drink?", ALICE, k=3, touch=False)
+    return mem.recall("What is Bruno's usual drink?", ALICE, k=3, touch=False)
+
+
+def test_the_newest_versions_of_two_known_chains_are_two_facts(tmp_path, clock):
+    """Bruno's drink and Bruno's flat changed separately: the later change of the flat must not
+    be taken for a newer version of the drink, however alike the two statements of change."""
+    e = np.eye(DIM)
+    name, drink, flat = e[0], e[1], e[2]
+    hits = _bruno_chains(tmp_path, clock, americano=name + drink, ljubljana=name + 0.6 * drink + flat)
     assert _texts(hits)[:2] == ["Bruno switched to rooibos", "Bruno moved to Cardiff"]
     assert all("version_order" not in h.why.other for h in hits)
 
@@ -280,19 +288,8 @@ def test_a_chains_newest_version_that_outscored_what_it_replaced_is_still_its_ow
     Cardiff does, so the move keeps its own score and inherits nothing: it is still the
     newest version of another chain, and must not take the drink's place."""
     e = np.eye(DIM)
-    name, drink, flat, change, photos, other = e[0], e[1], e[2], e[3], e[4], e[5]
-    emb = TableEmbedder([("drink?", name + drink), ("americano", name + drink + 0.7 * other),
-                         ("Ljubljana", name + 1.2 * flat), ("rooibos", name + change + 0.2 * drink),
-                         ("Cardiff", name + change + 0.2 * flat), ("photos", name + photos)])
-    mem = open_memory(tmp_path / "chains.db", embedder=emb, clock=clock)
-    drink_then = mem.store("Bruno's usual drink is iced americano", ALICE, layer="semantic")
-    flat_then = mem.store("Bruno rents a flat in Ljubljana", ALICE, layer="semantic")
-    mem.store("Bruno sent photos of the weekend", ALICE, layer="semantic")
-    clock.advance(days=10)
-    mem.store("Bruno switched to rooibos", ALICE, layer="semantic", supersedes=drink_then.id)
-    clock.advance(days=10)
-    mem.store("Bruno moved to Cardiff", ALICE, layer="semantic", supersedes=flat_then.id)
-    hits = mem.recall("What is Bruno's usual drink?", ALICE, k=3, touch=False)
+    name, drink, flat, other = e[0], e[1], e[2], e[5]
+    hits = _bruno_chains(tmp_path, clock, americano=name + drink + 0.7 * other, ljubljana=name + 1.2 * flat)
     cardiff = next(h for h in hits if h.item.content == "Bruno moved to Cardiff")
     assert "succeeds" not in cardiff.why.other  # it kept its own score
     assert _texts(hits)[0] == "Bruno switched to rooibos"

@@ -104,9 +104,9 @@ def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int
     candidate's score (``two_factor.association_lift``; the link that lifts it most
     counts). Only links co-activation has taught (activations >= 1: memories recalled
     together) and relations the application declared (``relate``) carry the lift; links
-    the library made at store time, provenance or bridge edges do not. The best match is never lifted, a memory never rises above the associate
-    lifting it, and memories that match the query equally lift each other by nothing, however
-    well connected they are."""
+    the library made at store time, provenance or bridge edges do not. The best match is
+    never lifted, a memory never rises above the associate lifting it, and memories that
+    match the query equally lift each other by nothing, however well connected they are."""
     if not engine.on("two_factor_hebbian") or len(hits) < 2:
         return
     tp = engine.config.params.two_factor_hebbian

@@ -89,6 +89,11 @@ class RequestRecord:
         self.response = response
 
 
+def _highest_rowid(db: sqlite3.Connection) -> int:
+    """The memories table's highest rowid: how many memories the store has held (one seek)."""
+    return int(db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0])
+
+
 class SQLiteStore:
     """One SQLite file. Safe to open from several processes at once; one store object may
     be used from several threads: reads run at once (one read connection per thread),
@@ -412,20 +417,21 @@ class SQLiteStore:
                 if pending:
                     tx.scrubbed = self._scrub(self.scrub_wait_s if tx.erased else 0.0)
                 if tx.inserted:
-                    self._keep_statistics()
-                    self._keep_lexical()
+                    top = _highest_rowid(self._db)
+                    self._keep_statistics(top)
+                    self._keep_lexical(top)
             except TRANSLATED as exc:
                 raise self._c.fail(exc, "scrubbing erased text") from exc
 
-    def _keep_lexical(self) -> None:
-        """Retire the FTS5 table once the store has held ``lexical_index_min_rows`` memories:
-        from then on every lexical search runs on the index (``lexical_search``), so the
-        table's copy of each text would only take space and time."""
+    def _keep_lexical(self, top: int | None = None) -> None:
+        """Retire the FTS5 table once the store has held ``lexical_index_min_rows`` memories
+        (``top``: its highest rowid, read here when not given): from then on every lexical
+        search runs on the index (``lexical_search``), so the table's copy of each text would
+        only take space and time."""
         if self._fts_off or self._keep_fts or self.read_only or self._c.damaged is not None:
             return
         with self._lock:
-            top = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
-            if int(top) < self.lexical_index_min_rows:
+            if (_highest_rowid(self._db) if top is None else top) < self.lexical_index_min_rows:
                 return
             self._c.begin()
             try:
@@ -436,10 +442,10 @@ class SQLiteStore:
                 raise
             self._fts_off = True
 
-    def _keep_statistics(self) -> None:
-        """ANALYZE (sampled) whenever the memories table has doubled since it last ran, so the
-        planner never works from statistics of a much smaller table, or from none at all."""
-        rows = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
+    def _keep_statistics(self, rows: int) -> None:
+        """ANALYZE (sampled) whenever the memories table has doubled since it last ran (``rows``:
+        its highest rowid), so the planner never works from statistics of a much smaller
+        table, or from none at all."""
         if rows < ANALYZE_MIN_ROWS or rows < ANALYZE_GROWTH * self._stats_rows:
             return
         self._stats_rows = self._analyzed_rows()
@@ -573,11 +579,8 @@ class SQLiteStore:
     def _lexical_indexed(self) -> bool:
         """Whether the store has held ``lexical_index_min_rows`` memories (its highest
         rowid, one index seek; once true it stays so)."""
-        if not self._lexical_large and self._fts_off:
-            self._lexical_large = True
         if not self._lexical_large:
-            top = self._reader.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]
-            self._lexical_large = int(top) >= self.lexical_index_min_rows
+            self._lexical_large = self._fts_off or _highest_rowid(self._reader) >= self.lexical_index_min_rows
         return self._lexical_large
 
     def _part_number(self, db: sqlite3.Connection, partition: Partition) -> int | None:

@@ -125,8 +125,9 @@ class SQLiteTransaction:
                 old_hashes.update(self._db.execute(
                     f"SELECT id, {VECTOR_KEY} FROM memories WHERE +user_id=? AND +agent_id=? AND id IN ({marks})",
                     (user, agent, *chunk)).fetchall())
-                lo, hi = entry_range(self.part_number((user, agent)))
+                number = self.part_number((user, agent))  # registers a new partition either way
                 if self._fts:
+                    lo, hi = entry_range(number)
                     self._db.executemany(_DELETE_FTS, [(lo, hi, mid, user, agent) for mid in chunk
                                                        if mid in old_hashes])
         rows = [item_row(i) for i in items]
@@ -190,8 +191,10 @@ class SQLiteTransaction:
                          (memory_id, user, agent)).fetchone()
         out = {"memories": db.execute("DELETE FROM memories WHERE id=? AND user_id=? AND agent_id=?",
                                       (memory_id, user, agent)).rowcount}
-        lo, hi = entry_range(self.part_number(partition))
-        out["lexical_entries"] = db.execute(_DELETE_FTS, (lo, hi, memory_id, user, agent)).rowcount if self._fts else 0
+        out["lexical_entries"] = 0
+        if self._fts:
+            lo, hi = entry_range(self.part_number(partition))
+            out["lexical_entries"] = db.execute(_DELETE_FTS, (lo, hi, memory_id, user, agent)).rowcount
         out["edges"] = db.execute("DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)",
                                   (user, agent, memory_id, memory_id)).rowcount
         out["history_rows"] = db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?",
