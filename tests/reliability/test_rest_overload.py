@@ -6,6 +6,7 @@ Idempotency-Key instead of writing twice."""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import gc
 import socket
 import threading
 import time
@@ -43,16 +44,26 @@ class SlowEmbedder:
         return self.inner.embed(texts)
 
 
-@pytest.fixture
-def slow(tmp_path: Path) -> Iterator[tuple[Any, SlowEmbedder, Any]]:
+def _serving(tmp_path: Path, limits: Limits) -> Iterator[tuple[Any, SlowEmbedder, Any]]:
     emb = SlowEmbedder()
     mem = open_memory(tmp_path / "load.db", embedder=emb)
     mem.store_many([{"content": f"alice's note {i} about tea and trains"} for i in range(30)], Scope("alice"))
-    limits = Limits(max_active=1, max_queued=2, max_queue_wait_s=0.5, retry_after_s=1)
     server = LiveServer(create_app(mem, limits=limits))
     yield server, emb, mem
     server.stop()
     mem.close()
+
+
+@pytest.fixture
+def slow(tmp_path: Path) -> Iterator[tuple[Any, SlowEmbedder, Any]]:
+    yield from _serving(tmp_path, Limits(max_active=1, max_queued=2, max_queue_wait_s=0.5, retry_after_s=1))
+
+
+@pytest.fixture
+def slower(tmp_path: Path) -> Iterator[tuple[Any, SlowEmbedder, Any]]:
+    # Wide margins between "refused at once" and "refused after waiting": the test shares
+    # its interpreter with the server, and a busy machine delays both.
+    yield from _serving(tmp_path, Limits(max_active=1, max_queued=2, max_queue_wait_s=2.0, retry_after_s=1))
 
 
 def _address(server: Any) -> tuple[str, int]:
@@ -64,12 +75,12 @@ def _count(mem: Any) -> int:
     return len(mem.list_memories(Scope("alice")))
 
 
-def test_beyond_capacity_it_sheds_at_once_and_health_answers(slow: Any) -> None:
-    server, emb, _ = slow
+def test_beyond_capacity_it_sheds_at_once_and_health_answers(slower: Any) -> None:
+    server, emb, _ = slower
     # One recall first: what a first recall sets up (indexes, caches) holds the interpreter
     # for a while, and that is not what this test measures.
     assert httpx.post(server.url + "/v1/recall", params=ALICE, json={"query": "warm up"}, timeout=30).status_code == 200
-    emb.delay = 0.1  # each recall holds the only slot for 0.1 s
+    emb.delay = 0.5  # each recall holds the only slot for 0.5 s
     start = threading.Barrier(24)
 
     def recall(i: int) -> tuple[int, float, str | None, str | None]:
@@ -91,13 +102,21 @@ def test_beyond_capacity_it_sheds_at_once_and_health_answers(slow: Any) -> None:
         connection = next((h.split(":", 1)[1].strip() for h in headers if h.startswith("connection:")), None)
         return status, elapsed, retry, connection
 
-    with cf.ThreadPoolExecutor(24) as pool:
-        futures = [pool.submit(recall, i) for i in range(24)]
-        time.sleep(0.05)
-        t = time.perf_counter()
-        health = httpx.get(server.url + "/health", timeout=30)
-        health_s = time.perf_counter() - t
-        results = [f.result() for f in futures]
+    # The test runs in the server's interpreter, after hundreds of other tests: a full
+    # garbage collection of their heap would pause every thread (the server's too) in the
+    # middle of the measurement. Moved out of the collector's view for its length.
+    gc.collect()
+    gc.freeze()
+    try:
+        with cf.ThreadPoolExecutor(24) as pool:
+            futures = [pool.submit(recall, i) for i in range(24)]
+            time.sleep(0.05)
+            t = time.perf_counter()
+            health = httpx.get(server.url + "/health", timeout=30)
+            health_s = time.perf_counter() - t
+            results = [f.result() for f in futures]
+    finally:
+        gc.unfreeze()
     ok = [r for r in results if r[0] == 200]
     shed = [r for r in results if r[0] == 503]
     assert len(ok) + len(shed) == len(results), results  # nothing else: no 500, no timeout
@@ -106,8 +125,12 @@ def test_beyond_capacity_it_sheds_at_once_and_health_answers(slow: Any) -> None:
     # A shed answer closes its connection: a retry then reaches whichever process accepts
     # a new connection, not the full one a kept-alive connection is tied to.
     assert all(r[3] == "close" for r in shed) and not any(r[3] == "close" for r in ok)
-    assert min(r[1] for r in shed) < 0.4  # refused at once, not after waiting its turn
-    assert max(r[1] for r in shed) < 3.0  # and none waited much beyond the queue's bound (0.5 s)
+    # Refused at once: before the first admitted recall (which holds its slot 0.5 s) could
+    # answer, where a request that waited its turn would be refused only after the queue's
+    # bound (2 s). Compared with the served answers, not with a fixed time, so a machine
+    # busy with other work delays both sides alike.
+    assert min(r[1] for r in shed) < min(r[1] for r in ok)
+    assert max(r[1] for r in shed) < 2.0 + 2.0  # and none waited much beyond the queue's bound
     assert health.status_code == 200 and health_s < 1.0
 
 
