@@ -135,8 +135,10 @@ def embedding_rows(store, content_hash: str) -> int:
 
         with psycopg.connect(store.url) as pg:
             return int(pg.execute("SELECT COUNT(*) FROM embeddings WHERE hash = %s", (content_hash,)).fetchone()[0])
-    return int(store.raw_connection().execute("SELECT COUNT(*) FROM embeddings WHERE hash=?",
-                                              (content_hash,)).fetchone()[0])
+    from zenbrain.index.vector_keys import key_blob
+
+    return int(store.raw_connection().execute("SELECT COUNT(*) FROM embeddings WHERE key=?",
+                                              (key_blob(content_hash),)).fetchone()[0])
 
 
 def partition_rows(store, user: str) -> dict[str, int]:

@@ -30,7 +30,7 @@ from storage_helpers import (
     unit_rows,
 )
 
-from zenbrain.errors import ConfigError, StorageError, ZenBrainError
+from zenbrain.errors import ConfigError, StorageError, ValidationError, ZenBrainError
 from zenbrain.model import Edge, HistoryEvent, Kind, Layer
 from zenbrain.storage.base import Filter, Store, StoreStats, Transaction
 
@@ -750,13 +750,23 @@ def test_cached_embeddings_by_model_and_hash(store):
     hashes = [chash(f"text {i}") for i in range(3)]
     with store.transaction() as tx:
         tx.put_embeddings(MODEL, hashes, v)
+    # A store keeps the vectors of its own embedder: another model's are refused, and
+    # asking for them finds nothing.
+    with pytest.raises(ValidationError), store.transaction() as tx:
         tx.put_embeddings("another-model", hashes[:1], v[2:3])
     got = store.cached_embeddings(MODEL, [*hashes, "missing", hashes[0]])
     assert set(got) == set(hashes)
     for i, h in enumerate(hashes):
         assert got[h].dtype == np.float32
         np.testing.assert_array_equal(got[h], v[i])
-    np.testing.assert_array_equal(store.cached_embeddings("another-model", hashes)[hashes[0]], v[2])
+    assert store.cached_embeddings("another-model", hashes) == {}
+    # Keys that are no content hash are kept too (an application's own), each apart.
+    own = ["k" * 64, "K" * 64, "short key"]
+    with store.transaction() as tx:
+        tx.put_embeddings(MODEL, own, v)
+    got = store.cached_embeddings(MODEL, own)
+    for i, h in enumerate(own):
+        np.testing.assert_array_equal(got[h], v[i])
     assert store.cached_embeddings(MODEL, []) == {}
     many = [chash(f"many {i}") for i in range(1200)]  # more than one SQL parameter chunk
     with store.transaction() as tx:

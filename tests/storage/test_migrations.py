@@ -40,14 +40,11 @@ def test_float32_vectors_become_float16_in_a_table_without_rowid(tmp_path):
     con.execute("CREATE UNIQUE INDEX embeddings_key ON embeddings(model, hash)")
     con.executemany("INSERT INTO embeddings VALUES ('m', ?, ?)",
                     [(i.content_hash, v.astype("<f4").tobytes()) for i, v in zip(items, vecs)])
-    con.execute("DELETE FROM schema_migrations WHERE name='0009_float16_vectors'")
+    con.execute("DELETE FROM schema_migrations WHERE name IN ('0009_float16_vectors', '0011_vectors_by_key')")
     s.close()
 
     s = SQLiteStore(path, embedder_name="m", dim=4)
     con = s.raw_connection()
-    sql = con.execute("SELECT sql FROM sqlite_master WHERE name='embeddings'").fetchone()[0]
-    assert "WITHOUT ROWID" in sql
-    assert con.execute("SELECT 1 FROM sqlite_master WHERE name='embeddings_key'").fetchone() is None
     assert {len(b) for (b,) in con.execute("SELECT vector FROM embeddings")} == {4 * 2}
     got = s.cached_embeddings("m", [i.content_hash for i in items])
     for i, v in zip(items, vecs):
@@ -108,10 +105,72 @@ def test_lean_rows_keep_one_copy_of_the_content_hash_and_compact_json(tmp_path):
 
 
 def test_the_vector_in_use_test_is_answered_by_indexes(tmp_path):
-    from zenbrain.storage.sqlite.codec import USES_VECTOR
+    from zenbrain.storage.sqlite.codec import USES_VECTOR, uses_vector_args
 
     s = SQLiteStore(str(tmp_path / "s.db"), embedder_name="m", dim=4)
     plan = [r[3] for r in s.raw_connection().execute(
-        f"EXPLAIN QUERY PLAN SELECT 1 FROM memories WHERE {USES_VECTOR} LIMIT 1", ("k", "k"))]
+        f"EXPLAIN QUERY PLAN SELECT 1 FROM memories WHERE {USES_VECTOR} LIMIT 1", uses_vector_args("k"))]
     assert not any(step.startswith("SCAN") for step in plan), plan
+    assert any("memories_hash" in step for step in plan), plan
+    s.close()
+
+
+def test_vectors_are_keyed_by_the_bytes_of_their_hash_in_a_rowid_table(tmp_path):
+    import numpy as np
+    from storage_helpers import P1, make_item, put
+
+    from zenbrain.index.vector_keys import key_blob
+
+    path = str(tmp_path / "old.db")
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    items = [make_item(P1, f"memory {i}") for i in range(3)]
+    vecs = np.eye(4, dtype=np.float32)[:3]
+    put(s, items, vecs)
+    con = s.raw_connection()
+    # The vectors table as 0009 left it: (model, hex hash) without a rowid, with a row of
+    # another embedder that a store of "m" never reads.
+    con.execute("DROP TABLE embeddings")
+    con.execute("CREATE TABLE embeddings (model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL, "
+                "PRIMARY KEY (hash, model)) WITHOUT ROWID")
+    con.executemany("INSERT INTO embeddings VALUES ('m', ?, ?)",
+                    [(i.content_hash, v.astype("<f2").tobytes()) for i, v in zip(items, vecs)])
+    con.execute("INSERT INTO embeddings VALUES ('other', ?, ?)", (items[0].content_hash, vecs[2].astype("<f2").tobytes()))
+    con.execute("DELETE FROM schema_migrations WHERE name='0011_vectors_by_key'")
+    s.close()
+
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    con = s.raw_connection()
+    sql = con.execute("SELECT sql FROM sqlite_master WHERE name='embeddings'").fetchone()[0]
+    assert "WITHOUT ROWID" not in sql and "model" not in sql
+    assert "UNIQUE" in con.execute("SELECT sql FROM sqlite_master WHERE name='embeddings_key'").fetchone()[0]
+    rows = dict(con.execute("SELECT key, vector FROM embeddings"))
+    assert set(rows) == {key_blob(i.content_hash) for i in items}  # the other embedder's row is gone
+    assert all(len(k) == 32 for k in rows)
+    got = s.cached_embeddings("m", [i.content_hash for i in items])
+    for i, v in zip(items, vecs):
+        np.testing.assert_array_equal(got[i.content_hash], v)
+    for i, v in zip(items, vecs):  # search reads them: each memory is its own vector's best match
+        assert s.vector_search(P1, v, 1)[0][0] == i.id
+    assert s.check().ok
+    s.close()
+
+
+def test_lookups_by_content_hash_go_through_the_index_of_hash_prefixes(tmp_path):
+    from storage_helpers import P1, make_item, put
+
+    from zenbrain.storage.base import Filter
+    from zenbrain.storage.sqlite.filters import where
+
+    s = SQLiteStore(str(tmp_path / "s.db"), embedder_name="m", dim=4)
+    items = [make_item(P1, f"memory {i}") for i in range(5)]
+    put(s, items)
+    con = s.raw_connection()
+    assert "substr(content_hash, 1, 16)" in con.execute(
+        "SELECT sql FROM sqlite_master WHERE name='memories_hash'").fetchone()[0]
+    flt = Filter(all_sessions=True, contexts=None, include_archived=True,
+                 content_hashes=frozenset({items[1].content_hash, items[3].content_hash, "f" * 64}))
+    clause, args = where(P1, flt, use_indexes=False)
+    plan = [r[3] for r in con.execute(f"EXPLAIN QUERY PLAN SELECT id FROM memories WHERE {clause}", args)]
+    assert any("memories_hash" in step for step in plan), plan
+    assert {r[0] for r in con.execute(f"SELECT id FROM memories WHERE {clause}", args)} == {items[1].id, items[3].id}
     s.close()

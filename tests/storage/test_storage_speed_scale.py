@@ -50,13 +50,13 @@ def test_the_index_sync_query_looks_up_changed_ids_whatever_the_statistics(tmp_p
     con.execute("DELETE FROM sqlite_stat1")
     con.execute("INSERT INTO sqlite_stat1 VALUES ('memories', 'sqlite_autoindex_memories_1', '1000000 1')")
     con.execute("INSERT INTO sqlite_stat1 VALUES ('memories', 'memories_hash', '1000000 1')")
-    con.execute("INSERT INTO sqlite_stat1 VALUES ('embeddings', 'sqlite_autoindex_embeddings_1', '10 10 1')")
+    con.execute("INSERT INTO sqlite_stat1 VALUES ('embeddings', 'embeddings_key', '10 1')")
     con.execute("ANALYZE sqlite_master")  # reload the statistics
     ids = [f"id{i}" for i in range(500)]  # one chunk of the sync
     sql = rows_sql(500)
-    steps = plan(con, sql, (MODEL, *P1, *ids))
+    steps = plan(con, sql, (*P1, *ids))
     assert steps[0].startswith("SEARCH m USING INDEX sqlite_autoindex_memories_1"), steps
-    assert steps[-1].startswith("SEARCH e USING PRIMARY KEY (hash=? AND model=?)"), steps
+    assert steps[-1].startswith("SEARCH e USING INDEX embeddings_key (key=?)"), steps
     s.close()
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import vector_keys
 from .source import ChangeBatch, IndexRow, Partition
 from .vectors import blob_vector
 
@@ -26,12 +27,12 @@ LEXICAL_EXTRA = "lexical_extra"  # metadata key: words indexed beside the conten
 _ROW = (
     "m.id, COALESCE(m.index_text, m.content), COALESCE(m.vector_key, m.content_hash), m.metadata, m.layer, "
     "m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at), m.position, m.valid_until, "
-    "e.vector FROM memories m LEFT JOIN embeddings e ON e.model=? AND e.hash=COALESCE(m.vector_key, m.content_hash)"
+    f"e.vector FROM memories m LEFT JOIN embeddings e ON e.key={vector_keys.SQL_FUNCTION}(COALESCE(m.vector_key, m.content_hash))"
 )
 
 
 def rows_sql(n: int) -> str:
-    """The rows of ``n`` ids of a partition (arguments: embedder, user, agent, ids). The
+    """The rows of ``n`` ids of a partition (arguments: user, agent, ids). The
     memories table is the outer one (LEFT JOIN) and is searched by primary key
     ("+column" keeps the planner off the partition index), whatever the statistics say."""
     return f"SELECT {_ROW} WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({','.join('?' * n)})"
@@ -62,6 +63,7 @@ class SQLiteIndexSource:
             self._owned = True
         else:
             self._owned = False
+        vector_keys.register(db)
         self._db = db
         meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         self.embedder_name = embedder_name or meta["embedder"]
@@ -116,11 +118,11 @@ class SQLiteIndexSource:
     def rows(self, partition: Partition, ids: Sequence[str]) -> list[IndexRow]:
         if not ids:
             return []
-        return [self._row(r) for r in self._db.execute(rows_sql(len(ids)), (self.embedder_name, *partition, *ids))]
+        return [self._row(r) for r in self._db.execute(rows_sql(len(ids)), (*partition, *ids))]
 
     def all_rows(self, partition: Partition) -> Iterator[IndexRow]:
         with self._snapshot() as cur:
-            for r in cur.execute(f"SELECT {_ROW} WHERE m.user_id=? AND m.agent_id=?", (self.embedder_name, *partition)):
+            for r in cur.execute(f"SELECT {_ROW} WHERE m.user_id=? AND m.agent_id=?", partition):
                 yield self._row(r)
 
     def partitions(self) -> list[Partition]:

@@ -102,7 +102,9 @@ class Transaction(Protocol):
         ...
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
-        """Cache vectors by the content hash of their text."""
+        """Cache vectors by the content hash of their text. A store keeps the vectors of the
+        embedder it was created with (``model``); another model's are refused with
+        ``ValidationError``."""
         ...
 
     def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
@@ -183,7 +185,8 @@ class Store(Protocol):
         ...
 
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """Cached vectors by content hash (the hashes that are cached)."""
+        """Cached vectors by content hash (the hashes that are cached; none for a model other
+        than the store's embedder)."""
         ...
 
     def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False,

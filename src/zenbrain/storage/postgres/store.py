@@ -498,7 +498,7 @@ class PostgresStore:
         return out
 
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        if not hashes:
+        if not hashes or model != self.embedder_name:  # the store keeps its own embedder's vectors only
             return {}
         with self._reading() as conn:
             rows = conn.execute("SELECT hash, vector FROM embeddings WHERE model = %s AND hash = ANY(%s)",

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from ...errors import StorageError
+from ...errors import StorageError, ValidationError
 from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import Partition
 from ..lexical_terms import term_counts
@@ -319,6 +319,8 @@ class PostgresTransaction:
             self.text_users.add(partition[0])
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        if model != self._model:
+            raise ValidationError(f"this store keeps vectors of its embedder {self._model!r}, not of {model!r}")
         vectors = np.asarray(vectors, dtype=np.float32)
         rows = sorted(((model, h, vectors[i]) for i, h in enumerate(hashes)), key=lambda r: r[1])
         self._cur.executemany("INSERT INTO embeddings (model, hash, vector) VALUES (%s, %s, %s) "

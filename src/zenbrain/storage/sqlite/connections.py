@@ -28,6 +28,7 @@ from ...errors import (
     StoreClosedError,
     ZenBrainError,
 )
+from ...index import vector_keys
 from .guard import is_busy, is_damage, recovery_hint, translate
 
 # Polling for the write lock: first wait, growth per try and longest wait (seconds).
@@ -42,6 +43,7 @@ def connect(path: str, timeout: float, *, read_only: bool = False, uri: str | No
     conn = sqlite3.connect(uri or path, timeout=timeout, isolation_level=None, check_same_thread=False,
                            uri=uri is not None)
     conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+    vector_keys.register(conn)
     if read_only or uri is not None:
         conn.execute("PRAGMA query_only=1")
     return conn

@@ -62,8 +62,11 @@ def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bo
         clauses.append(f"({p}valid_until IS NULL OR {p}valid_until > ?)")
         args.append(flt.current_at)
     if flt.content_hashes is not None:
-        clauses.append(f"{key}content_hash IN ({','.join('?' * len(flt.content_hashes))})")
-        args.extend(sorted(flt.content_hashes))
+        hashes = sorted(flt.content_hashes)
+        prefixes = sorted({h[:16] for h in hashes})  # through the index of hash prefixes (codec.HASH_PREFIX)
+        clauses.append(f"substr({key}content_hash, 1, 16) IN ({','.join('?' * len(prefixes))}) "
+                       f"AND {key}content_hash IN ({','.join('?' * len(hashes))})")
+        args.extend([*prefixes, *hashes])
     if flt.ids is not None:
         clauses.append(f"{key}id IN ({','.join('?' * len(flt.ids))})")
         args.extend(sorted(flt.ids))

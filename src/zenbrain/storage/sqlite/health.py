@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...index import vector_keys
 from .lexical import fts_retired
 
 try:  # POSIX only; elsewhere an unclean shutdown is left to SQLite's own recovery
@@ -148,10 +149,7 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
             "AND p.agent_id = f.agent_id WHERE p.id IS NULL OR f.rowid NOT BETWEEN (p.id << 32) + 1 "
             "AND (p.id << 32) + 4294967295", "lexical entries outside their partition's range"))
         if embedder_name is not None:
-            run("a vector for every memory", counted(
-                "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
-                "(SELECT 1 FROM embeddings e WHERE e.model=? AND e.hash=COALESCE(m.vector_key, m.content_hash))",
-                "memories without a vector", embedder_name))
+            run("a vector for every memory", lambda: counted(*_vector_check(db, embedder_name))())
         run("both ends of every edge", counted(
             "SELECT COUNT(*) FROM edges g WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id=g.src) "
             "OR NOT EXISTS (SELECT 1 FROM memories m WHERE m.id=g.dst)", "edges with a missing end"))
@@ -163,6 +161,20 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
     report.ok = not report.problems
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _vector_check(db: sqlite3.Connection, embedder_name: str) -> tuple[Any, ...]:
+    """The count of memories without a vector, in the vectors table's layout of the file
+    (one not yet migrated keys vectors by embedder and hex hash)."""
+    columns = {r[1] for r in db.execute("PRAGMA table_info(embeddings)")}
+    if "key" in columns:
+        vector_keys.register(db)
+        return ("SELECT COUNT(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+                f"WHERE e.key={vector_keys.SQL_FUNCTION}(COALESCE(m.vector_key, m.content_hash)))",
+                "memories without a vector")
+    return ("SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.model=? AND e.hash=COALESCE(m.vector_key, m.content_hash))",
+            "memories without a vector", embedder_name)
 
 
 def check_file(path: str | os.PathLike[str]) -> CheckReport:

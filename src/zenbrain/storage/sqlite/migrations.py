@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...errors import StorageError
+from ...index import vector_keys
 from ...index.vectors import vector_blob
 
 
@@ -266,6 +267,37 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX memories_vector_key ON memories(vector_key) WHERE vector_key IS NOT NULL;
         UPDATE memories SET state = json(state), metadata = json(metadata);
         UPDATE history SET detail = json(detail);
+        """,
+    ),
+    (
+        "0011_vectors_by_key",
+        """
+        -- Vectors in a rowid table keyed by the 32 bytes of their content hash
+        -- (index/vector_keys.py). New rows are appended, so the table's pages fill: five
+        -- 768-byte float16 vectors a 4 KB page, where a table ordered by random hex hashes
+        -- held four and split its pages about four fifths full (1,207 bytes a vector at
+        -- 100k). A store keeps one embedder's vectors (its meta row), so the embedder's
+        -- name leaves every row. A unique index finds a vector by its key.
+        CREATE TABLE embeddings_by_key (key BLOB NOT NULL, vector BLOB NOT NULL);
+        CREATE UNIQUE INDEX embeddings_by_key_key ON embeddings_by_key(key);
+        INSERT OR IGNORE INTO embeddings_by_key (key, vector)
+            SELECT zb_vector_key(hash), vector FROM embeddings
+            WHERE model = COALESCE((SELECT value FROM meta WHERE key = 'embedder'), model);
+        DROP TABLE embeddings;
+        ALTER TABLE embeddings_by_key RENAME TO embeddings;
+        DROP INDEX embeddings_by_key_key;
+        CREATE UNIQUE INDEX embeddings_key ON embeddings(key);
+        """,
+        vector_keys.register,
+    ),
+    (
+        "0012_hash_prefix_index",
+        """
+        -- The content hash index holds the hash's first 16 hex digits (codec.HASH_PREFIX):
+        -- lookups by hash test the whole hash on the rows it finds, and the index takes a
+        -- third of the bytes (83 bytes a memory at 100k).
+        DROP INDEX memories_hash;
+        CREATE INDEX memories_hash ON memories(substr(content_hash, 1, 16));
         """,
     ),
 ]

@@ -40,6 +40,7 @@ from ...errors import (
 )
 from ...index import AnnParams, IndexSet
 from ...index.sqlite_source import LEXICAL_EXTRA, SQLiteIndexSource, new_store_id
+from ...index.vector_keys import key_blob
 from ...index.vectors import blob_vector
 from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
@@ -385,7 +386,7 @@ class SQLiteStore:
                 if not self._fts_off:  # another process may have retired it since
                     self._fts_off = fts_retired(self._db)
                 tx = self._tx = SQLiteTransaction(self._db, self.lexical_text, self._c.fail, self._part_numbers,
-                                                  fts=not self._fts_off)
+                                                  model=self.embedder_name, fts=not self._fts_off)
                 self._c.tx_thread = threading.get_ident()
                 try:
                     yield tx
@@ -612,12 +613,14 @@ class SQLiteStore:
 
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
+        if model != self.embedder_name:  # the store keeps its own embedder's vectors only
+            return out
         with self._c.reading("reading cached vectors") as db:
             for chunk in iter_chunks(list(dict.fromkeys(hashes)), 500):
-                marks = ",".join("?" * len(chunk))
-                for h, blob in db.execute(
-                        f"SELECT hash, vector FROM embeddings WHERE model=? AND hash IN ({marks})", (model, *chunk)):
-                    out[h] = blob_vector(blob)
+                keys = {key_blob(h): h for h in chunk}
+                marks = ",".join("?" * len(keys))
+                for key, blob in db.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", tuple(keys)):
+                    out[keys[key]] = blob_vector(blob)
         return out
 
     # -- graph, history, records -------------------------------------------------------------

@@ -10,7 +10,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from ...errors import StorageError, ZenBrainError
+from ...errors import StorageError, ValidationError, ZenBrainError
+from ...index.vector_keys import key_blob
 from ...index.vectors import vector_blob
 from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import Partition
@@ -26,6 +27,7 @@ from .codec import (
     encode,
     event_row,
     item_row,
+    uses_vector_args,
 )
 from .lexical import entry_range
 
@@ -68,8 +70,9 @@ def _column_rows(ids: Sequence[str], columns: Mapping[str, Sequence[Any]]) -> li
 
 class SQLiteTransaction:
     def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str], fail: Failure,
-                 part_numbers: dict[Partition, int], *, fts: bool = True) -> None:
+                 part_numbers: dict[Partition, int], *, model: str, fts: bool = True) -> None:
         self._db = db
+        self._model = model  # the store's embedder: the only one whose vectors it keeps
         self._lexical_text = lexical_text
         self._fts = fts  # False: the store's FTS5 table is retired (lexical.retire_fts), nothing goes there
         self._fail = fail
@@ -211,7 +214,7 @@ class SQLiteTransaction:
             # Counted for the partition only: whether another partition holds the same text
             # (and so keeps the vector) must not show.
             if db.execute(f"SELECT 1 FROM memories WHERE {USES_VECTOR} AND user_id=? AND agent_id=? LIMIT 1",
-                          (row[0], row[0], user, agent)).fetchone() is None:
+                          (*uses_vector_args(row[0]), user, agent)).fetchone() is None:
                 out["vectors"] = 1
             self._drop_orphan_embedding(row[0])
         self._changed(partition, [memory_id])
@@ -220,15 +223,17 @@ class SQLiteTransaction:
 
     def _drop_orphan_embedding(self, key: str) -> None:
         """A vector no memory refers to any more is erased with the last memory it served."""
-        if self._db.execute(f"SELECT 1 FROM memories WHERE {USES_VECTOR} LIMIT 1", (key, key)).fetchone() is None:
-            self._db.execute("DELETE FROM embeddings WHERE hash=?", (key,))
+        if self._db.execute(f"SELECT 1 FROM memories WHERE {USES_VECTOR} LIMIT 1", uses_vector_args(key)).fetchone() is None:
+            self._db.execute("DELETE FROM embeddings WHERE key=?", (key_blob(key),))
             self.erased = True
 
     @guarded("writing vectors")
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        if model != self._model:
+            raise ValidationError(f"this store keeps vectors of its embedder {self._model!r}, not of {model!r}")
         vectors = np.asarray(vectors, dtype=np.float32)
-        self._db.executemany("INSERT OR IGNORE INTO embeddings (model, hash, vector) VALUES (?,?,?)",
-                             [(model, h, vector_blob(vectors[i])) for i, h in enumerate(hashes)])
+        self._db.executemany("INSERT OR IGNORE INTO embeddings (key, vector) VALUES (?,?)",
+                             [(key_blob(h), vector_blob(vectors[i])) for i, h in enumerate(hashes)])
 
     @guarded("writing edges")
     def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
