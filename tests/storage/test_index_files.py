@@ -75,3 +75,32 @@ def test_damaged_index_files_are_rebuilt_from_the_database(tmp_path):
     s = _open(path)
     assert _results(s, v[11]) == expect and any("unreadable" in r for r in s._search.rebuilds)
     s.close()
+
+
+def test_the_change_log_is_pruned_behind_the_saved_files_and_a_reader_behind_it_rebuilds(tmp_path):
+    path = tmp_path / "f.db"
+    rng = np.random.default_rng(9)
+    s = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM, change_log_keep=10, **OPTIONS)
+    first = [make_item(P1, f"harbour lantern {i}", id=f"a{i:03d}") for i in range(30)]
+    put(s, first, unit_rows(rng, 30))
+    s.vector_search(P1, unit_rows(rng, 1)[0], 5)
+    other = _open(path)  # the files are taken: this handle indexes in memory
+    other.vector_search(P1, unit_rows(rng, 1)[0], 5)  # and is now at the log's end
+    later = [make_item(P1, f"maple river {i}", id=f"b{i:03d}") for i in range(40)]
+    v = unit_rows(rng, 40)
+    put(s, later, v)
+    s.save_indexes()
+    con = s.raw_connection()
+    latest = con.execute("SELECT MAX(seq) FROM changes").fetchone()[0]
+    assert con.execute("SELECT COUNT(*) FROM changes").fetchone()[0] == 10  # the newest ten stay
+    assert con.execute("SELECT value FROM meta WHERE key='changes_pruned_through'").fetchone()[0] == str(latest - 10)
+    # The other handle was 40 changes behind: it cannot replay them, so it rebuilds, and
+    # finds what was written meanwhile.
+    assert other.vector_search(P1, v[7], 1)[0][0] == "b007"
+    assert any("does not reach back" in r for r in other._search.rebuilds)
+    other.close()
+    s.close()
+    again = _open(path)  # the saved files are past the pruned rows: reopened without a rebuild
+    assert again.vector_search(P1, v[7], 1)[0][0] == "b007"
+    assert not any("does not reach back" in r for r in again._search.rebuilds)
+    again.close()

@@ -24,6 +24,8 @@ from .source import ChangeBatch, IndexRow, Partition
 from .vectors import blob_vector
 
 LEXICAL_EXTRA = "lexical_extra"  # metadata key: words indexed beside the content
+# meta key: the change log's rows up to this position were deleted (SQLiteStore.prune_change_log)
+CHANGES_PRUNED = "changes_pruned_through"
 _ROW = (
     "m.id, COALESCE(m.index_text, m.content), COALESCE(m.vector_key, m.content_hash), m.metadata, m.layer, "
     "m.context, m.session_id, m.archived, m.kind, COALESCE(m.event_time, m.created_at), m.position, m.valid_until, "
@@ -106,7 +108,8 @@ class SQLiteIndexSource:
     def changes_since(self, seq: int) -> ChangeBatch | None:
         with self._snapshot() as cur:
             latest = int(cur.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0])
-            if seq > latest:
+            pruned = cur.execute("SELECT value FROM meta WHERE key=?", (CHANGES_PRUNED,)).fetchone()
+            if seq > latest or (pruned is not None and seq < int(pruned[0])):
                 return None
             if seq == latest:
                 return ChangeBatch(latest, [])

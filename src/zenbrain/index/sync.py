@@ -216,7 +216,7 @@ class IndexSet:
             if part is None:
                 return self._load_partition(partition)
             self._sync_locked()
-            return part
+            return self._parts[partition]  # the sync may have rebuilt it (the log did not reach back)
 
     # -- following the change log ------------------------------------------------------------
     def sync(self) -> None:
@@ -316,6 +316,15 @@ class IndexSet:
             tmp.write_text(json.dumps(manifest))
             os.replace(tmp, self.directory / "manifest.json")
             self._saved = entries
+
+    def persisted_seq(self) -> int | None:
+        """Right after ``save``: the change log position the files on disk reflect in full
+        (the oldest of the lexical index's and every saved partition's, loaded here or
+        not); None without a directory. The log up to it is no longer needed by them."""
+        if self.directory is None or not (self.directory / "manifest.json").exists():
+            return None
+        with self._lock:
+            return min([self._lex_seq, *(int(e["seq"]) for e in self._saved.values())])
 
     def close(self) -> None:
         with self._lock:

@@ -39,7 +39,12 @@ from ...errors import (
     ZenBrainError,
 )
 from ...index import AnnParams, IndexSet
-from ...index.sqlite_source import LEXICAL_EXTRA, SQLiteIndexSource, new_store_id
+from ...index.sqlite_source import (
+    CHANGES_PRUNED,
+    LEXICAL_EXTRA,
+    SQLiteIndexSource,
+    new_store_id,
+)
 from ...index.vector_keys import key_blob
 from ...index.vectors import blob_vector
 from ...model import Edge, HistoryEvent, MemoryItem
@@ -73,6 +78,13 @@ INDEX_SUFFIX = ".idx"  # the search indexes' directory: <database>.idx
 LEXICAL_INDEX_MIN_ROWS = 2_000
 # How long an erasure waits for readers of older snapshots before it reports its scrub pending.
 SCRUB_WAIT_S = 2.0
+# The change log (table changes) tells every process's search indexes which rows changed.
+# Once the index files have been saved past a row, it is kept only while another process
+# may still be behind: the newest CHANGE_LOG_KEEP rows stay, older ones go when the indexes
+# are saved (on close and save_indexes). A process further behind than that rebuilds its
+# in-memory indexes (replaying as many changes costs about as much). Without it the log
+# grows by a row for every change of every memory (55 bytes a memory at 100k).
+CHANGE_LOG_KEEP = 100_000
 
 
 class RequestRecord:
@@ -122,7 +134,8 @@ class SQLiteStore:
     def __init__(self, path: str | os.PathLike[str], *, embedder_name: str, dim: int, timeout: float = 30.0,
                  allow_damaged: bool = False, scrub_wait_s: float = SCRUB_WAIT_S, durability: str = "full",
                  create: bool | None = None, read_only: bool = False, ann: AnnParams | None = None,
-                 lexical_index_min_rows: int = LEXICAL_INDEX_MIN_ROWS, keep_fts: bool = False) -> None:
+                 lexical_index_min_rows: int = LEXICAL_INDEX_MIN_ROWS, keep_fts: bool = False,
+                 change_log_keep: int = CHANGE_LOG_KEEP) -> None:
         if durability not in ("full", "process"):
             raise ConfigError(f"durability must be 'full' or 'process', got {durability!r}")
         if create is not None and not isinstance(create, bool):
@@ -136,6 +149,7 @@ class SQLiteStore:
         self._search: IndexSet | None = None  # see _index_set
         self._ann = ann
         self.lexical_index_min_rows = int(lexical_index_min_rows)
+        self.change_log_keep = max(1, int(change_log_keep))
         self._lexical_large = False  # see _lexical_indexed
         self._fts_off = False  # the FTS5 table is retired (lexical.retire_fts); once true it stays so
         self._keep_fts = bool(keep_fts)
@@ -284,7 +298,8 @@ class SQLiteStore:
                 if self._search is not None:
                     try:
                         self._search.close()
-                    except (OSError, RuntimeError, ValueError, sqlite3.Error):
+                        self._prune_change_log()
+                    except (OSError, RuntimeError, ValueError, sqlite3.Error, ZenBrainError):
                         pass  # derived files: the next open rebuilds or replays what they lack
                     self._search = None
                 self._c.close(self._reader)
@@ -610,6 +625,29 @@ class SQLiteStore:
         with self._indexing("saving search indexes"):
             if self._search is not None:
                 self._search.save()
+                self._prune_change_log()
+
+    def _prune_change_log(self) -> None:
+        """Delete the change log's rows the saved index files no longer need, keeping the
+        newest ``change_log_keep`` (CHANGE_LOG_KEEP); the position goes to ``meta`` so a
+        reader behind it rebuilds instead of missing changes."""
+        saved = None if self._search is None else self._search.persisted_seq()
+        if saved is None or self.read_only or self._c.damaged is not None or self._tx is not None:
+            return
+        latest = int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0])
+        through = min(saved, latest - self.change_log_keep)
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (CHANGES_PRUNED,)).fetchone()
+        if through <= (0 if row is None else int(row[0])):
+            return
+        with self._lock:
+            self._c.begin()
+            try:
+                self._db.execute("DELETE FROM changes WHERE seq <= ?", (through,))
+                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (CHANGES_PRUNED, str(through)))
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                self._c.rollback(exc)
+                raise
 
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
