@@ -111,7 +111,9 @@ def test_the_vector_in_use_test_is_answered_by_indexes(tmp_path):
     plan = [r[3] for r in s.raw_connection().execute(
         f"EXPLAIN QUERY PLAN SELECT 1 FROM memories WHERE {USES_VECTOR} LIMIT 1", uses_vector_args("k"))]
     assert not any(step.startswith("SCAN") for step in plan), plan
-    assert any("memories_hash" in step for step in plan), plan
+    assert any("memories_hash" in step for step in plan) and any("memories_vector_key" in step for step in plan), plan
+    assert "substr(vector_key, 1, 16)" in s.raw_connection().execute(
+        "SELECT sql FROM sqlite_master WHERE name='memories_vector_key'").fetchone()[0]
     s.close()
 
 

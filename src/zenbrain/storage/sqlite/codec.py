@@ -29,19 +29,21 @@ UPDATABLE = frozenset(COLUMNS) - {"id", "user_id", "agent_id", "content", "conte
 INDEXED = frozenset({"layer", "context", "session_id", "archived", "kind", "event_time", "created_at", "position",
                      "valid_until"})
 EDGE_COLUMNS = "src, dst, relation, weight, variance, activations, updated_at"  # Edge's fields in order
-# The index memories_hash holds the first 16 hex digits of each content hash (64 bits pick
-# a row as surely as 256 do, in a quarter of the bytes); a query reaches it through this
-# expression, written exactly so, beside its test of the whole hash.
+# The indexes memories_hash and memories_vector_key hold the first 16 hex digits of each
+# key (64 bits pick a row as surely as 256 do, in a quarter of the bytes); a query reaches
+# them through these expressions, written exactly so, beside its test of the whole key.
 HASH_PREFIX = "substr(content_hash, 1, 16)"
+VECTOR_KEY_PREFIX = "substr(vector_key, 1, 16)"
 # vector_key is NULL when the vector is the content's own (most memories): the key in SQL,
 # and the test "this memory uses the vector of key ?" (arguments: ``uses_vector_args``).
 VECTOR_KEY = "COALESCE(vector_key, content_hash)"
-USES_VECTOR = f"(vector_key=? OR (vector_key IS NULL AND {HASH_PREFIX}=substr(?, 1, 16) AND content_hash=?))"
+USES_VECTOR = (f"(({VECTOR_KEY_PREFIX}=substr(?, 1, 16) AND vector_key=?) "
+               f"OR (vector_key IS NULL AND {HASH_PREFIX}=substr(?, 1, 16) AND content_hash=?))")
 
 
-def uses_vector_args(key: str) -> tuple[str, str, str]:
+def uses_vector_args(key: str) -> tuple[str, str, str, str]:
     """The arguments of ``USES_VECTOR`` for ``key``."""
-    return key, key, key
+    return key, key, key, key
 
 _DUE_AT = COLUMNS.index("due_at")
 _LAYERS = {layer.value: layer for layer in Layer}

@@ -300,6 +300,15 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX memories_hash ON memories(substr(content_hash, 1, 16));
         """,
     ),
+    (
+        "0013_vector_key_prefix_index",
+        """
+        -- The same for the keys of conversation turns embedded with their context (most
+        -- memories of a store fed conversations): 16-digit prefixes of the non-NULL keys.
+        DROP INDEX memories_vector_key;
+        CREATE INDEX memories_vector_key ON memories(substr(vector_key, 1, 16)) WHERE vector_key IS NOT NULL;
+        """,
+    ),
 ]
 
 
