@@ -151,11 +151,35 @@ def test_score_breakdown_is_consistent(mem, query):
         added = sum(b.other.get(part, 0.0) for part in ("neighbours", "speaker", "time"))
         assert b.fused == pytest.approx(b.layer_weight * (b.other["fusion"] + added))
         strength = mem.config.recall.layer_weight_strength
-        assert b.layer_weight == pytest.approx(mem.config.layer_weights[qtype].get(h.item.layer, 1.0) ** strength)
+        weights = mem.config.layer_weights[qtype]
+        w = weights.get(h.item.layer, 1.0)
+        if h.item.speaker is not None:  # a said memory is also the episode of its saying
+            w = max(w, weights.get(Layer.EPISODIC, 1.0))
+        assert b.layer_weight == pytest.approx(w ** strength)
         assert 0.0 <= b.dense <= 1.0 + 1e-6 and 0.0 <= b.lexical <= 1.0
         for v in b.as_dict().values():
             assert np.isfinite(v) and v >= 0
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_a_said_statement_takes_the_episodic_weight_of_a_temporal_query(mem):
+    # A preference someone said is routed to core, and is also the episode of its saying:
+    # a temporal query weighs it as the episode it is, a factual query as the core memory.
+    said = mem.store("I love painting sunsets, I painted one at the lake", S, metadata={"speaker": "Mara"})
+    note = mem.store("I love painting sunsets at the lake", S)  # no speaker: only a core memory
+    turn = mem.store("We walked to the lake and painted the sunset", S, metadata={"speaker": "Mara"})
+    assert said.layer is note.layer is Layer.CORE and turn.layer is Layer.EPISODIC
+    strength = mem.config.recall.layer_weight_strength
+    temporal = {h.id: h.why.layer_weight for h in mem.recall("When did Mara paint a sunset at the lake?", S,
+                                                               k=10, touch=False)}
+    episodic = mem.config.layer_weights[TEMPORAL][Layer.EPISODIC] ** strength
+    assert temporal[said.id] == pytest.approx(episodic) and temporal[turn.id] == pytest.approx(episodic)
+    assert temporal[note.id] == pytest.approx(mem.config.layer_weights[TEMPORAL][Layer.CORE] ** strength)
+    factual = {h.id: h.why.layer_weight for h in mem.recall("What does Mara love to paint at the lake?", S,
+                                                              k=10, touch=False)}
+    core = mem.config.layer_weights[FACTUAL][Layer.CORE] ** strength
+    assert factual[said.id] == pytest.approx(core) and factual[note.id] == pytest.approx(core)
+    assert factual[turn.id] == pytest.approx(mem.config.layer_weights[FACTUAL][Layer.EPISODIC] ** strength)
 
 
 def test_near_identical_memories_are_returned_once(mem):

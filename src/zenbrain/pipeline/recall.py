@@ -61,6 +61,18 @@ def layer_weights(engine: Engine, query_type: str) -> dict[Layer, float]:
     return {layer: float(w) ** strength for layer, w in engine.config.layer_weights.get(query_type, {}).items()}
 
 
+def layer_weight_of(item: MemoryItem, weights: dict[Layer, float]) -> float:
+    """The query type's layer weight of one memory. A memory someone said (it has a speaker)
+    is the episode of its saying wherever what it states routed it (core for an identity or
+    a preference, procedural for a skill): it takes the better of its own layer's weight and
+    the episodic one. A temporal query then ranks a dated statement like any other turn said
+    at its time, and a factual or identity query still prefers it as a core memory."""
+    w = weights.get(item.layer, 1.0)
+    if item.speaker is not None and item.layer is not Layer.EPISODIC:
+        w = max(w, weights.get(Layer.EPISODIC, 1.0))
+    return float(w)
+
+
 def _layer_set(engine: Engine, layers: Iterable[Layer | str] | Layer | str | None) -> frozenset[Layer] | None:
     if isinstance(layers, (str, Layer)):
         layers = [layers]
@@ -255,7 +267,7 @@ def recall(
     weights = layer_weights(engine, info.type)
     hits: list[RecallHit] = []
     for j, (cid, item) in enumerate(zip(cand_ids, pool)):
-        w = float(weights.get(item.layer, 1.0))
+        w = layer_weight_of(item, weights)
         if item.context != scope.context:
             w *= rp.cross_context_weight
         why = ScoreBreakdown(dense=max(0.0, float(d[j])), lexical=float(lex_norm[j]), layer_weight=w,
