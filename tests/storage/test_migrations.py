@@ -176,3 +176,47 @@ def test_lookups_by_content_hash_go_through_the_index_of_hash_prefixes(tmp_path)
     assert any("memories_hash" in step for step in plan), plan
     assert {r[0] for r in con.execute(f"SELECT id FROM memories WHERE {clause}", args)} == {items[1].id, items[3].id}
     s.close()
+
+
+def test_edges_are_keyed_by_partition_number_and_id_bytes(tmp_path):
+    import numpy as np
+    from storage_helpers import P1, P2, make_item, put
+
+    from zenbrain.model import Edge
+
+    path = str(tmp_path / "old.db")
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    hexa, hexb = "0" * 31 + "a", "f" * 32
+    items = [make_item(P1, "one", id=hexa), make_item(P1, "two", id=hexb), make_item(P1, "three", id="custom-id")]
+    put(s, items, np.eye(4, dtype=np.float32)[:3])
+    put(s, [make_item(P2, "other", id="e" * 32)], np.eye(4, dtype=np.float32)[3:])
+    edges = [Edge(hexa, hexb, "similar", 0.5, 0.1, 2, 100.0), Edge(hexb, "custom-id", "temporal", 1.0, 1.0, 0, 50.0)]
+    con = s.raw_connection()
+    # The edges table as 0013 left it: keyed by user, agent and the ids' text.
+    con.execute("DROP TABLE edges")
+    con.execute("CREATE TABLE edges (user_id TEXT NOT NULL, agent_id TEXT NOT NULL, src TEXT NOT NULL, "
+                "dst TEXT NOT NULL, relation TEXT NOT NULL, weight REAL NOT NULL, variance REAL NOT NULL, "
+                "activations INTEGER NOT NULL, updated_at REAL NOT NULL, "
+                "PRIMARY KEY (user_id, agent_id, src, dst, relation)) WITHOUT ROWID")
+    con.execute("CREATE INDEX edges_dst ON edges(user_id, agent_id, dst)")
+    con.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?,?,?)",
+                    [(*P1, e.src, e.dst, e.relation, e.weight, e.variance, e.activations, e.updated_at) for e in edges])
+    con.execute("DELETE FROM schema_migrations WHERE name='0014_edges_by_partition_number'")
+    s.close()
+
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    con = s.raw_connection()
+    cols = [r[1] for r in con.execute("PRAGMA table_info(edges)")]
+    assert cols[:4] == ["part", "src", "dst", "relation"] and "user_id" not in cols
+    kinds = {r[0] for r in con.execute("SELECT typeof(src) FROM edges")} | {
+        r[0] for r in con.execute("SELECT typeof(dst) FROM edges")}
+    assert kinds == {"blob", "text"}  # the two zenbrain ids as 16 bytes, the custom one as text
+    assert s.edges(P1) == sorted(edges, key=lambda e: (e.src, e.dst, e.relation))
+    assert s.edges(P1, ["custom-id"]) == [edges[1]]
+    assert s.edges(P1, [hexa, hexb], both_ends=True) == [edges[0]]
+    assert s.edges(P2) == [] and s.stats(P1).edges == 2
+    assert s.check().ok
+    with s.transaction() as tx:  # erasing a memory erases its edges, whatever its id's form
+        assert tx.delete_memory(P1, "custom-id")["edges"] == 1
+    assert s.edges(P1) == [edges[0]]
+    s.close()

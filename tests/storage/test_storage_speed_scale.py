@@ -13,7 +13,7 @@ from zenbrain.model import Edge
 from zenbrain.storage.base import Filter
 from zenbrain.storage.sqlite import SQLiteStore
 from zenbrain.storage.sqlite import store as sqlite_store
-from zenbrain.storage.sqlite.codec import EDGE_COLUMNS
+from zenbrain.storage.sqlite.codec import EDGE_COLUMNS, edge_from_row, id_key
 from zenbrain.storage.sqlite.filters import where as sql_where
 from zenbrain.storage.sqlite.migrations import MIGRATIONS
 
@@ -192,9 +192,10 @@ def test_edges_among_equals_the_pairwise_filter_in_the_same_order(tmp_path):
     for n in (1, 5, 30, 60):
         some = [str(x) for x in rng.choice(ids, n, replace=False)]
         q = ",".join("?" * len(some))
-        want = [Edge(*r) for r in con.execute(
-            f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) AND dst IN ({q}) "
-            "ORDER BY dst, src, relation", (*P1, *some, *some))]
+        keys = [id_key(x) for x in some]
+        want = [edge_from_row(r) for r in con.execute(
+            f"SELECT {EDGE_COLUMNS} FROM edges WHERE part=(SELECT id FROM partitions WHERE user_id=? AND agent_id=?) "
+            f"AND src IN ({q}) AND dst IN ({q}) ORDER BY dst, src, relation", (*P1, *keys, *keys))]
         assert s.edges(P1, some, both_ends=True) == want
     s.close()
 
@@ -207,14 +208,17 @@ def _edges_by_union_and_first_seen(con, part, ids):
     for i in range(0, len(idl), 400):
         chunk = idl[i : i + 400]
         q = ",".join("?" * len(chunk))
+        keys = [id_key(x) for x in chunk]
+        number = "(SELECT id FROM partitions WHERE user_id=? AND agent_id=?)"
         for r in con.execute(
-            f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({q}) UNION ALL "
-            f"SELECT {EDGE_COLUMNS} FROM edges INDEXED BY edges_dst WHERE user_id=? AND agent_id=? AND dst IN ({q})",
-            (*part, *chunk, *part, *chunk),
+            f"SELECT {EDGE_COLUMNS} FROM edges WHERE part={number} AND src IN ({q}) UNION ALL "
+            f"SELECT {EDGE_COLUMNS} FROM edges INDEXED BY edges_dst WHERE part={number} AND dst IN ({q})",
+            (*part, *keys, *part, *keys),
         ):
-            if r[:3] not in seen:
-                seen.add(r[:3])
-                out.append(Edge(*r))
+            e = edge_from_row(r)
+            if (e.src, e.dst, e.relation) not in seen:
+                seen.add((e.src, e.dst, e.relation))
+                out.append(e)
     return out
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +47,7 @@ def uses_vector_args(key: str) -> tuple[str, str, str, str]:
     """The arguments of ``USES_VECTOR`` for ``key``."""
     return key, key, key, key
 
+_HEX32 = re.compile(r"[0-9a-f]{32}")
 _DUE_AT = COLUMNS.index("due_at")
 _LAYERS = {layer.value: layer for layer in Layer}
 _KINDS = {kind.value: kind for kind in Kind}
@@ -156,9 +159,35 @@ def item_from_row(row: Sequence[Any]) -> MemoryItem:
         r[30], r[31])
 
 
-def edge_row(partition: tuple[str, str], e: Edge) -> tuple[Any, ...]:
-    return (*partition, e.src, e.dst, e.relation, float(e.weight), float(e.variance), int(e.activations),
-            float(e.updated_at))
+def id_key(memory_id: str) -> bytes | str:
+    """How the edges table keeps a memory id: the 16 bytes of a zenbrain id (32 lowercase
+    hex digits, ``zenbrain.ids``), any other id as its text. Both ends of an edge and its
+    ``dst`` index repeat the ids, so this halves the largest part of an edge's row."""
+    if len(memory_id) == 32 and _HEX32.fullmatch(memory_id):
+        return bytes.fromhex(memory_id)
+    return memory_id
+
+
+def id_text(key: bytes | str) -> str:
+    """The memory id ``id_key`` kept as ``key``."""
+    return key.hex() if isinstance(key, bytes) else key
+
+
+def edge_row(number: int, e: Edge) -> tuple[Any, ...]:
+    """An edge of the partition numbered ``number`` as the edges table's row."""
+    return (number, id_key(e.src), id_key(e.dst), e.relation, float(e.weight), float(e.variance),
+            int(e.activations), float(e.updated_at))
+
+
+def edge_from_row(r: Sequence[Any]) -> Edge:
+    return Edge(id_text(r[0]), id_text(r[1]), r[2], r[3], r[4], r[5], r[6])
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """The SQL functions of the store's statements: ``zb_id(text)`` is ``id_key`` and
+    ``zb_id_text(key)`` its inverse (joins of edges with memories)."""
+    conn.create_function("zb_id", 1, lambda v: None if v is None else id_key(str(v)), deterministic=True)
+    conn.create_function("zb_id_text", 1, lambda v: None if v is None else id_text(v), deterministic=True)
 
 
 def event_row(partition: tuple[str, str], e: HistoryEvent) -> tuple[Any, ...]:

@@ -29,6 +29,7 @@ from ...errors import (
     ZenBrainError,
 )
 from ...index import vector_keys
+from . import codec
 from .guard import is_busy, is_damage, recovery_hint, translate
 
 # Polling for the write lock: first wait, growth per try and longest wait (seconds).
@@ -44,6 +45,7 @@ def connect(path: str, timeout: float, *, read_only: bool = False, uri: str | No
                            uri=uri is not None)
     conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     vector_keys.register(conn)
+    codec.register(conn)
     if read_only or uri is not None:
         conn.execute("PRAGMA query_only=1")
     return conn

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...index import vector_keys
+from . import codec
 from .lexical import fts_retired
 
 try:  # POSIX only; elsewhere an unclean shutdown is left to SQLite's own recovery
@@ -99,6 +100,8 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
     to the same file) runs it then, in a write transaction that is rolled back; without one a
     read-only file skips that check (``fts_check=False``)."""
     t0 = time.perf_counter()
+    codec.register(db)  # the SQL functions the checks call
+    vector_keys.register(db)
     report = CheckReport(path=path, ok=True)
 
     def run(name: str, fn: Any) -> None:
@@ -151,8 +154,8 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
         if embedder_name is not None:
             run("a vector for every memory", lambda: counted(*_vector_check(db, embedder_name))())
         run("both ends of every edge", counted(
-            "SELECT COUNT(*) FROM edges g WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id=g.src) "
-            "OR NOT EXISTS (SELECT 1 FROM memories m WHERE m.id=g.dst)", "edges with a missing end"))
+            "SELECT COUNT(*) FROM edges g WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id=zb_id_text(g.src)) "
+            "OR NOT EXISTS (SELECT 1 FROM memories m WHERE m.id=zb_id_text(g.dst))", "edges with a missing end"))
         try:
             report.memories = int(db.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
             report.scrub_pending = scrub_pending(db)

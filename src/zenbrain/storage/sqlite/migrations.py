@@ -11,6 +11,7 @@ import numpy as np
 from ...errors import StorageError
 from ...index import vector_keys
 from ...index.vectors import vector_blob
+from . import codec
 
 
 def _float16_blob(blob: bytes | None) -> bytes | None:
@@ -308,6 +309,33 @@ MIGRATIONS: list[Migration] = [
         DROP INDEX memories_vector_key;
         CREATE INDEX memories_vector_key ON memories(substr(vector_key, 1, 16)) WHERE vector_key IS NOT NULL;
         """,
+    ),
+    (
+        "0014_edges_by_partition_number",
+        """
+        -- Edges keyed by the partition's number (the partitions table) instead of its user
+        -- and agent, and by the 16 bytes of each end's id (codec.id_key: an id that is not
+        -- 32 hex digits stays text): every edge's row and its dst index entry repeated both.
+        INSERT OR IGNORE INTO partitions (user_id, agent_id) SELECT DISTINCT user_id, agent_id FROM edges;
+        CREATE TABLE edges_by_part (
+            part INTEGER NOT NULL,
+            src NOT NULL,
+            dst NOT NULL,
+            relation TEXT NOT NULL,
+            weight REAL NOT NULL,
+            variance REAL NOT NULL,
+            activations INTEGER NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (part, src, dst, relation)
+        ) WITHOUT ROWID;
+        INSERT INTO edges_by_part
+            SELECT p.id, zb_id(e.src), zb_id(e.dst), e.relation, e.weight, e.variance, e.activations, e.updated_at
+            FROM edges e JOIN partitions p ON p.user_id = e.user_id AND p.agent_id = e.agent_id;
+        DROP TABLE edges;
+        ALTER TABLE edges_by_part RENAME TO edges;
+        CREATE INDEX edges_dst ON edges(part, dst);
+        """,
+        codec.register,
     ),
 ]
 

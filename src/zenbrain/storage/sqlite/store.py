@@ -50,7 +50,15 @@ from ...index.vectors import blob_vector
 from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
 from . import health, migrations, opening
-from .codec import EDGE_COLUMNS, SELECT, VECTOR_KEY, decode, item_from_row
+from .codec import (
+    EDGE_COLUMNS,
+    SELECT,
+    VECTOR_KEY,
+    decode,
+    edge_from_row,
+    id_key,
+    item_from_row,
+)
 from .connections import Connections, connect
 from .filters import turn_runs, where
 from .guard import TRANSLATED, recovery_hint
@@ -605,7 +613,9 @@ class SQLiteStore:
             row = db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
             if row is None:
                 return None
-            number = self._part_numbers.setdefault(partition, int(row[0]))
+            number = int(row[0])
+            if db is not self._db or not db.in_transaction:  # committed: never changes again
+                self._part_numbers.setdefault(partition, number)
         return number
 
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *,
@@ -666,33 +676,38 @@ class SQLiteStore:
               relation: str | None = None) -> list[Edge]:
         only, only_args = ("", ()) if relation is None else (" AND relation=?", (relation,))
         with self._c.reading("reading edges", snapshot=True) as db:
+            number = self._part_number(db, partition)
+            if number is None:  # a partition that never wrote has no edges
+                return []
             if ids is None:
-                return [Edge(*r) for r in db.execute(
-                    f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=?{only} ORDER BY src, dst, relation",
-                    (*partition, *only_args))]
+                return [edge_from_row(r) for r in db.execute(
+                    f"SELECT {EDGE_COLUMNS} FROM edges WHERE part=?{only} ORDER BY src, dst, relation",
+                    (number, *only_args))]
             wanted = list(dict.fromkeys(ids))
+            keys = [id_key(i) for i in wanted]
             if both_ends and len(wanted) <= 450:
                 marks = ",".join("?" * len(wanted))
                 # One primary-key range per src, its dst tested against the list; sorted here, as
                 # an ORDER BY dst leads the planner to scan the partition's edges by edges_dst.
-                rows = db.execute(
-                    f"SELECT {EDGE_COLUMNS} FROM edges WHERE user_id=? AND agent_id=? AND src IN ({marks}) "
-                    f"AND +dst IN ({marks}){only}", (*partition, *wanted, *wanted, *only_args)).fetchall()
-                return [Edge(*r) for r in sorted(rows, key=lambda r: (r[1], r[0], r[2]))]
+                found = [edge_from_row(r) for r in db.execute(
+                    f"SELECT {EDGE_COLUMNS} FROM edges WHERE part=? AND src IN ({marks}) "
+                    f"AND +dst IN ({marks}){only}", (number, *keys, *keys, *only_args))]
+                return sorted(found, key=lambda e: (e.dst, e.src, e.relation))
             out: list[Edge] = []
             seen: set[tuple[str, str, str]] = set()
-            for chunk in iter_chunks(wanted, 400):
+            for chunk in iter_chunks(keys, 400):
                 marks = ",".join("?" * len(chunk))
                 # Two indexed lookups; an OR across both columns would scan the table. The dst
                 # lookup names its index: with statistics from a smaller partition (or a long
                 # IN list) the planner scans the whole partition instead (10 ms at 46k edges).
                 for table, column in (("edges", "src"), ("edges INDEXED BY edges_dst", "dst")):
                     for r in db.execute(
-                            f"SELECT {EDGE_COLUMNS} FROM {table} WHERE user_id=? AND agent_id=? AND {column} IN ({marks})"
-                            f"{only}", (*partition, *chunk, *only_args)):
-                        if (r[0], r[1], r[2]) not in seen:
-                            seen.add((r[0], r[1], r[2]))
-                            out.append(Edge(*r))
+                            f"SELECT {EDGE_COLUMNS} FROM {table} WHERE part=? AND {column} IN ({marks})"
+                            f"{only}", (number, *chunk, *only_args)):
+                        e = edge_from_row(r)
+                        if (e.src, e.dst, e.relation) not in seen:
+                            seen.add((e.src, e.dst, e.relation))
+                            out.append(e)
         if both_ends:
             keep = set(wanted)
             out = [e for e in out if e.src in keep and e.dst in keep]
@@ -783,9 +798,10 @@ class SQLiteStore:
                 s.edges = db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
                 s.cached_embeddings = db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
             else:
-                s.edges = db.execute(
-                    f"SELECT COUNT(*) FROM edges WHERE user_id=? AND agent_id=? "
-                    f"AND src IN (SELECT id FROM memories WHERE {clause})", [*partition, *args]).fetchone()[0]
+                number = self._part_number(db, partition)
+                s.edges = 0 if number is None else db.execute(
+                    f"SELECT COUNT(*) FROM edges WHERE part=? "
+                    f"AND src IN (SELECT zb_id(id) FROM memories WHERE {clause})", [number, *args]).fetchone()[0]
                 vectors, text_bytes = db.execute(
                     f"SELECT COUNT(DISTINCT {VECTOR_KEY}), COALESCE(SUM(length(CAST(content AS BLOB)) "
                     f"+ length(metadata) + length(state)), 0) FROM memories WHERE {clause}", args).fetchone()

@@ -26,6 +26,7 @@ from .codec import (
     edge_row,
     encode,
     event_row,
+    id_key,
     item_row,
     uses_vector_args,
 )
@@ -92,6 +93,14 @@ class SQLiteTransaction:
             number = int(self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?",
                                           partition).fetchone()[0])
             self.new_part_numbers[partition] = number
+        return number
+
+    def known_number(self, partition: Partition) -> int | None:
+        """The partition's number if it has one (never given here: deleting writes none)."""
+        number = self._part_numbers.get(partition) or self.new_part_numbers.get(partition)
+        if number is None:
+            row = self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
+            number = None if row is None else int(row[0])
         return number
 
     def _entry_rowids(self, partition: Partition, n: int) -> list[int]:
@@ -198,8 +207,9 @@ class SQLiteTransaction:
         if self._fts:
             lo, hi = entry_range(self.part_number(partition))
             out["lexical_entries"] = db.execute(_DELETE_FTS, (lo, hi, memory_id, user, agent)).rowcount
-        out["edges"] = db.execute("DELETE FROM edges WHERE user_id=? AND agent_id=? AND (src=? OR dst=?)",
-                                  (user, agent, memory_id, memory_id)).rowcount
+        key, number = id_key(memory_id), self.known_number(partition)
+        out["edges"] = 0 if number is None else db.execute(
+            "DELETE FROM edges WHERE part=? AND (src=? OR dst=?)", (number, key, key)).rowcount
         out["history_rows"] = db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?",
                                          (user, agent, memory_id)).rowcount
         # Events of other memories that name this one (a debate it took part in) may quote it.
@@ -237,17 +247,23 @@ class SQLiteTransaction:
 
     @guarded("writing edges")
     def put_edges(self, partition: Partition, edges: Sequence[Edge]) -> None:
+        if not edges:
+            return
+        number = self.part_number(partition)
         self._db.executemany(
-            "INSERT INTO edges (user_id, agent_id, src, dst, relation, weight, variance, activations, updated_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(user_id, agent_id, src, dst, relation) DO UPDATE SET "
+            "INSERT INTO edges (part, src, dst, relation, weight, variance, activations, updated_at) "
+            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(part, src, dst, relation) DO UPDATE SET "
             "weight=excluded.weight, variance=excluded.variance, activations=excluded.activations, "
             "updated_at=excluded.updated_at",
-            [edge_row(partition, e) for e in edges])
+            [edge_row(number, e) for e in edges])
 
     @guarded("deleting edges")
     def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:
-        self._db.executemany("DELETE FROM edges WHERE user_id=? AND agent_id=? AND src=? AND dst=? AND relation=?",
-                             [(*partition, s, d, r) for s, d, r in keys])
+        number = self.known_number(partition)
+        if not keys or number is None:
+            return
+        self._db.executemany("DELETE FROM edges WHERE part=? AND src=? AND dst=? AND relation=?",
+                             [(number, id_key(s), id_key(d), r) for s, d, r in keys])
 
     @guarded("writing history")
     def log(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
