@@ -49,3 +49,27 @@ def test_nan_and_infinity_are_kept_not_written_as_null():
 def test_a_non_finite_number_deep_beside_a_none_is_still_kept(value):
     text = encode(value)
     assert "NaN" in text or "Infinity" in text
+
+
+def test_a_states_due_time_lives_in_its_column_only(tmp_path):
+    from storage_helpers import P1, make_item, put
+
+    from zenbrain.storage.sqlite import SQLiteStore
+    from zenbrain.storage.sqlite.codec import state_from_row, state_row
+
+    s = SQLiteStore(str(tmp_path / "s.db"), embedder_name="m", dim=4)
+    due = make_item(P1, "due", id="due", state={"due_at": 1700000000.5, "priority": 0.5})
+    odd = make_item(P1, "odd", id="odd", state={"due_at": "soon"})
+    put(s, [due, odd])
+    rows = dict(s.raw_connection().execute("SELECT id, state FROM memories"))
+    assert "due_at" not in rows["due"] and '"soon"' in rows["odd"]  # a non-number stays in the JSON
+    assert s.raw_connection().execute("SELECT due_at FROM memories WHERE id='due'").fetchone()[0] == 1700000000.5
+    got = {i.id: i.state for i in s.get(P1, ["due", "odd"])}
+    assert got == {"due": {"due_at": 1700000000.5, "priority": 0.5}, "odd": {"due_at": "soon"}}
+    with s.transaction() as tx:
+        tx.update_states(P1, {"due": {"due_at": 1800000000.0}})
+    assert s.get(P1, ["due"])[0].state == {"due_at": 1800000000.0}
+    # A row written before keeps due_at in its JSON as well: read as it was.
+    assert state_from_row('{"due_at":1.5,"x":1}', 1.5) == {"due_at": 1.5, "x": 1}
+    assert state_row({"x": 1}) == (None, '{"x":1}')
+    s.close()

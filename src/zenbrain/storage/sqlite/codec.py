@@ -7,7 +7,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -133,14 +133,33 @@ def decode(text: str) -> Any:
         return json.loads(text)
 
 
+def state_row(state: Mapping[str, Any]) -> tuple[Any, str]:
+    """A state as the ``due_at`` column and the ``state`` JSON. A numeric ``due_at`` lives in
+    its column only (indexed for review queries) and ``state_from_row`` puts it back; any
+    other value stays in the JSON as it is."""
+    due = state.get("due_at")
+    if due is not None and type(due) in (float, int):
+        return due, encode({k: v for k, v in state.items() if k != "due_at"})
+    return due, encode(state)
+
+
+def state_from_row(text: str, due: Any) -> Any:
+    """The state ``state_row`` wrote (rows written before keep ``due_at`` in the JSON too)."""
+    state = decode(text)
+    if due is not None and "due_at" not in state:
+        state["due_at"] = due
+    return state
+
+
 def item_row(item: MemoryItem) -> tuple[Any, ...]:
     """A memory as a row of COLUMNS."""
+    due, state = state_row(item.state)
     return (
         item.id, item.user_id, item.agent_id, item.session_id, item.context, item.layer.value,
         item.kind.value, item.content, item.content_hash, encode(item.metadata),
         item.created_at, item.updated_at, item.event_time, item.last_access, item.access_count,
         item.importance, item.valence, item.arousal, item.stability, item.strength, item.conf_alpha,
-        item.conf_beta, int(item.archived), item.version, item.state.get("due_at"), encode(item.state),
+        item.conf_beta, int(item.archived), item.version, due, state,
         item.speaker, item.position, item.index_text,
         item.vector_key if item.vector_key and item.vector_key != item.content_hash else None,
         item.valid_until, item.superseded_by,
@@ -150,11 +169,11 @@ def item_row(item: MemoryItem) -> tuple[Any, ...]:
 def item_from_row(row: Sequence[Any]) -> MemoryItem:
     """A memory from a row of COLUMNS."""
     r = row
-    # Positions in COLUMNS (checked against MemoryItem's fields above); due_at (24) is skipped.
+    # Positions in COLUMNS (checked against MemoryItem's fields above); due_at (24) goes into the state.
     return MemoryItem(
         r[0], r[1], r[2], r[3], r[4], _LAYERS.get(r[5]) or Layer(r[5]), _KINDS.get(r[6]) or Kind(r[6]), r[7],
         r[8], decode(r[9]), r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], r[21],
-        bool(r[22]), r[23], decode(r[25]), r[26], r[27], r[28],
+        bool(r[22]), r[23], state_from_row(r[25], r[24]), r[26], r[27], r[28],
         None if r[29] == r[8] else r[29],  # its content's vector: the default (stored as NULL since 0010)
         r[30], r[31])
 

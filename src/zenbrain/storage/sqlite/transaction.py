@@ -28,6 +28,7 @@ from .codec import (
     event_row,
     id_key,
     item_row,
+    state_row,
     uses_vector_args,
 )
 from .lexical import entry_range
@@ -174,7 +175,7 @@ class SQLiteTransaction:
         if states:
             self._db.executemany(
                 "UPDATE memories SET state=?, due_at=? WHERE id=? AND user_id=? AND agent_id=?",
-                [(encode(st), st.get("due_at"), mid, *partition) for mid, st in states.items()])
+                [(*state_row(st)[::-1], mid, *partition) for mid, st in states.items()])
 
     @guarded("recording accesses")
     def record_access(self, partition: Partition, ids: Sequence[str], now: float, *,
@@ -188,7 +189,7 @@ class SQLiteTransaction:
             if missing:
                 raise StorageError(f"no state given for {missing[:3]}")
             sets += ", state=?, due_at=?"
-            extra = [(*vals, encode(states[mid]), states[mid].get("due_at")) for vals, mid in zip(extra, ids)]
+            extra = [(*vals, *state_row(states[mid])[::-1]) for vals, mid in zip(extra, ids)]
         self._db.executemany(
             f"UPDATE memories SET access_count = access_count + 1, last_access = MAX(last_access, ?){sets} "
             "WHERE id=? AND user_id=? AND agent_id=?", [(now, *vals, mid, *partition) for vals, mid in zip(extra, ids)])
