@@ -64,8 +64,10 @@ def where(partition: Partition, flt: Filter, alias: str = "", *, use_indexes: bo
     if flt.content_hashes is not None:
         hashes = sorted(flt.content_hashes)
         prefixes = sorted({h[:16] for h in hashes})  # through the index of hash prefixes (codec.HASH_PREFIX)
+        # "+": with statistics, SQLite 3.40's planner scans the table when the column itself
+        # is also compared (measured: 3.8 ms a lookup at 10k memories instead of 0.05).
         clauses.append(f"substr({key}content_hash, 1, 16) IN ({','.join('?' * len(prefixes))}) "
-                       f"AND {key}content_hash IN ({','.join('?' * len(hashes))})")
+                       f"AND +{key}content_hash IN ({','.join('?' * len(hashes))})")
         args.extend([*prefixes, *hashes])
     if flt.ids is not None:
         clauses.append(f"{key}id IN ({','.join('?' * len(flt.ids))})")
