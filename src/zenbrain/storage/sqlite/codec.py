@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from ...index import vector_keys
 from ...model import Edge, HistoryEvent, Kind, Layer, MemoryItem
 
 COLUMNS = (
@@ -204,7 +205,9 @@ def edge_from_row(r: Sequence[Any]) -> Edge:
 
 def register(conn: sqlite3.Connection) -> None:
     """The SQL functions of the store's statements: ``zb_id(text)`` is ``id_key`` and
-    ``zb_id_text(key)`` its inverse (joins of edges with memories)."""
+    ``zb_id_text(key)`` its inverse (joins of edges with memories), and ``zb_vector_key``
+    (``index.vector_keys``, joins of memories with their vectors)."""
+    vector_keys.register(conn)
     conn.create_function("zb_id", 1, lambda v: None if v is None else id_key(str(v)), deterministic=True)
     conn.create_function("zb_id_text", 1, lambda v: None if v is None else id_text(v), deterministic=True)
 

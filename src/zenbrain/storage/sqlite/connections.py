@@ -28,7 +28,6 @@ from ...errors import (
     StoreClosedError,
     ZenBrainError,
 )
-from ...index import vector_keys
 from . import codec
 from .guard import is_busy, is_damage, recovery_hint, translate
 
@@ -44,7 +43,6 @@ def connect(path: str, timeout: float, *, read_only: bool = False, uri: str | No
     conn = sqlite3.connect(uri or path, timeout=timeout, isolation_level=None, check_same_thread=False,
                            uri=uri is not None)
     conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-    vector_keys.register(conn)
     codec.register(conn)
     if read_only or uri is not None:
         conn.execute("PRAGMA query_only=1")

@@ -101,7 +101,6 @@ def check_connection(db: sqlite3.Connection, path: str, embedder_name: str | Non
     read-only file skips that check (``fts_check=False``)."""
     t0 = time.perf_counter()
     codec.register(db)  # the SQL functions the checks call
-    vector_keys.register(db)
     report = CheckReport(path=path, ok=True)
 
     def run(name: str, fn: Any) -> None:
@@ -171,7 +170,6 @@ def _vector_check(db: sqlite3.Connection, embedder_name: str) -> tuple[Any, ...]
     (one not yet migrated keys vectors by embedder and hex hash)."""
     columns = {r[1] for r in db.execute("PRAGMA table_info(embeddings)")}
     if "key" in columns:
-        vector_keys.register(db)
         return ("SELECT COUNT(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
                 f"WHERE e.key={vector_keys.SQL_FUNCTION}(COALESCE(m.vector_key, m.content_hash)))",
                 "memories without a vector")

@@ -88,20 +88,20 @@ class SQLiteTransaction:
 
     def part_number(self, partition: Partition) -> int:
         """The partition's number (``lexical.entry_range``), given to it on its first write."""
-        number = self._part_numbers.get(partition) or self.new_part_numbers.get(partition)
+        number = self.known_number(partition)
         if number is None:
             self._db.execute("INSERT OR IGNORE INTO partitions (user_id, agent_id) VALUES (?,?)", partition)
-            number = int(self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?",
-                                          partition).fetchone()[0])
-            self.new_part_numbers[partition] = number
+            number = self.known_number(partition)
+            assert number is not None
         return number
 
     def known_number(self, partition: Partition) -> int | None:
-        """The partition's number if it has one (never given here: deleting writes none)."""
+        """The partition's number if it has one (none is given here: deleting writes none)."""
         number = self._part_numbers.get(partition) or self.new_part_numbers.get(partition)
         if number is None:
             row = self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
-            number = None if row is None else int(row[0])
+            if row is not None:
+                number = self.new_part_numbers[partition] = int(row[0])
         return number
 
     def _entry_rowids(self, partition: Partition, n: int) -> list[int]:
