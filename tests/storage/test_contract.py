@@ -456,6 +456,20 @@ def test_vectors_returns_stored_vectors(store, world):
     assert not store.vectors(P2, ids[:1]).any()  # another partition's id
 
 
+def test_cosines_compare_queries_with_stored_vectors(store, world):
+    from zenbrain.vecmath import row_cosines
+
+    items, vecs = world
+    ids = [i.id for i in items if i.user_id == "alice"][:150]  # more than one block of rows
+    queries = unit_rows(np.random.default_rng(3), 2)
+    got = store.cosines(P1, [*ids, "missing"], queries)
+    assert got.shape == (2, len(ids) + 1) and got.dtype == np.float32
+    np.testing.assert_allclose(got[:, :-1], row_cosines(queries, np.stack([vecs[i] for i in ids])), atol=1e-6)
+    assert not got[:, -1].any()
+    assert not store.cosines(P2, ids[:3], queries).any()  # another partition's ids
+    assert store.cosines(P1, [], queries).shape == (2, 0)
+
+
 def test_a_memory_without_a_vector_is_not_dense_searchable(store):
     item = make_item(P1, "no vector for me")
     put(store, [item])

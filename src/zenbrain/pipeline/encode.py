@@ -43,11 +43,13 @@ def neuro_params(engine: Engine) -> neuromodulator.NeuromodulatorParams:
     return engine.config.params.neuromodulator
 
 
-def _existing_sample(engine: Engine, part: Partition, exclude: set[str]) -> np.ndarray:
+def _novelty(engine: Engine, part: Partition, exclude: set[str], vecs: np.ndarray) -> np.ndarray:
+    """The novelty of each new vector: 1 - its largest cosine with a uniform sample of the
+    partition's stored memories (``EncodingConfig.novelty_sample`` of them)."""
     ids = engine.store.sample_ids(part, engine.config.encoding.novelty_sample, engine.rng, exclude)
-    if not ids:
-        return np.zeros((0, engine.store.dim), dtype=np.float32)
-    return engine.store.vectors(part, ids)
+    q = priority_map.unit_queries(vecs)
+    return priority_map.novelty_from_cosines(
+        engine.store.cosines(part, ids, q) if ids else np.zeros((len(q), 0), dtype=np.float32))
 
 
 def prepare(engine: Engine, part: Partition, items: list[MemoryItem], vecs: np.ndarray, now: float) -> dict[str, Any]:
@@ -74,8 +76,7 @@ def prepare(engine: Engine, part: Partition, items: list[MemoryItem], vecs: np.n
 
     saliency = None
     if engine.on("priority_map") or engine.on("neuromodulator"):
-        existing = _existing_sample(engine, part, {i.id for i in items})
-        saliency = np.asarray(priority_map.novelty_saliency(embeddings=vecs, existing=existing), dtype=float).reshape(n)
+        saliency = np.asarray(_novelty(engine, part, {i.id for i in items}, vecs), dtype=float).reshape(n)
 
     if engine.on("priority_map"):
         pp = engine.config.params.priority_map

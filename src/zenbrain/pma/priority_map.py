@@ -37,6 +37,7 @@ import numpy as np
 
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
+from ..vecmath import row_cosines
 
 
 @dataclass(frozen=True)
@@ -126,25 +127,31 @@ def _unit_rows(x: np.ndarray) -> np.ndarray:
     return np.divide(x, n, out=np.zeros_like(x), where=n > 0)
 
 
+def unit_queries(embeddings: Any) -> np.ndarray:
+    """One vector (d,) or a batch (m, d) as unit float32 rows (m, d), normalised in float64."""
+    return _unit_rows(np.atleast_2d(np.asarray(embeddings, dtype=float))).astype(np.float32)
+
+
+def novelty_from_cosines(cosines: np.ndarray) -> np.ndarray:
+    """1 - the largest cosine of each row of (m, n) cosines, in [0, 1]; 1 when n is 0."""
+    c = np.atleast_2d(cosines)
+    if c.shape[1] == 0:
+        return np.ones(c.shape[0])
+    return np.clip(1.0 - c.max(axis=1).astype(float), 0.0, 1.0)
+
+
 def novelty_saliency(*, embeddings: Any, existing: Any) -> Any:
     """1 - (max cosine to any existing memory), in [0, 1]; 1 when nothing is stored yet.
 
     ``embeddings`` is one vector (d,) or a batch (m, d); ``existing`` is (n, d).
     """
-    e = np.asarray(embeddings, dtype=float)
-    single = e.ndim == 1
-    e2 = _unit_rows(np.atleast_2d(e))
+    single = np.asarray(embeddings).ndim == 1
+    q = unit_queries(embeddings)
     ex = np.atleast_2d(np.asarray(existing, dtype=np.float32))
-    if ex.size == 0:
-        out = np.ones(e2.shape[0])
-    else:
-        # In float32 and divided by the norms after the product: the sample is a thousand
-        # stored vectors (float16 values), and normalising them as float64 first took
-        # most of a store's novelty test.
-        norms = np.sqrt(np.einsum("ij,ij->i", ex, ex))
-        raw = e2.astype(np.float32) @ ex.T
-        sims = np.divide(raw, norms, out=np.zeros_like(raw), where=norms > 0)
-        out = np.clip(1.0 - sims.max(axis=1).astype(float), 0.0, 1.0)
+    # In float32 and divided by the norms after the product (``row_cosines``): the sample
+    # is a thousand stored vectors (float16 values), and normalising them as float64
+    # first took most of a store's novelty test.
+    out = novelty_from_cosines(row_cosines(q, ex) if ex.size else np.zeros((len(q), 0), np.float32))
     return float(out[0]) if single else out
 
 
@@ -177,7 +184,9 @@ __all__ = [
     "PriorityParams",
     "goal_alignment",
     "modulated_weights",
+    "novelty_from_cosines",
     "novelty_saliency",
     "priority",
     "reward_relevance",
+    "unit_queries",
 ]

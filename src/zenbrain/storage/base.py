@@ -184,6 +184,11 @@ class Store(Protocol):
         """The vectors of ``ids`` (rows of zeros for unknown ids)."""
         ...
 
+    def cosines(self, partition: Partition, ids: Sequence[str], queries: np.ndarray) -> np.ndarray:
+        """(m, len(ids)) cosines of unit float32 ``queries`` (m, d) with the stored vectors of
+        ``ids`` (``vecmath.row_cosines``; 0 for unknown ids)."""
+        ...
+
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors by content hash (the hashes that are cached; none for a model other
         than the store's embedder)."""

@@ -43,6 +43,7 @@ import numpy as np
 
 from ...errors import ConfigError, StorageError
 from ...model import Edge, HistoryEvent, Kind, Layer, MemoryItem
+from ...vecmath import row_cosines
 from ..base import ORDERABLE, Filter, Partition, StoreStats
 from ..records import EDGE_FIELDS, MEMORY_FIELDS
 from . import lexical, vectors
@@ -496,6 +497,9 @@ class PostgresStore:
             if v is not None:
                 out[i] = _array(v)
         return out
+
+    def cosines(self, partition: Partition, ids: Sequence[str], queries: np.ndarray) -> np.ndarray:
+        return row_cosines(np.asarray(queries, dtype=np.float32), self.vectors(partition, ids))
 
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         if not hashes or model != self.embedder_name:  # the store keeps its own embedder's vectors only

@@ -629,6 +629,10 @@ class SQLiteStore:
         with self._indexing("reading vectors"):
             return self._index_set().partition(partition).vectors(ids)
 
+    def cosines(self, partition: Partition, ids: Sequence[str], queries: np.ndarray) -> np.ndarray:
+        with self._indexing("comparing vectors"):
+            return self._index_set().partition(partition).cosines(ids, queries)
+
     def save_indexes(self) -> None:
         """Write the search indexes' files now (a checkpoint; ``close`` does it too), so
         that the next open replays only the changes after this point."""
