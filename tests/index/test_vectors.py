@@ -192,3 +192,21 @@ def test_a_float32_matrix_of_format_2_is_converted_not_rebuilt(data: tuple[np.nd
     assert loaded.graph is not None and loaded.graph_rows == part.graph_rows  # the graph kept
     assert np.load(f"{stem}.vec.npy", mmap_mode="r").dtype == np.float16  # the matrix converted
     assert [loaded.search(q, 10) for q in queries[:10]] == before
+
+
+def test_cosines_in_blocks_equal_one_gather(ann: VectorPartition, data: tuple[np.ndarray, np.ndarray],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unknown ids give 0, and blocks of rows give the cosines of one gathered matrix."""
+    from zenbrain.index import vectors as vectors_module
+    from zenbrain.vecmath import row_cosines
+
+    vecs, queries = data
+    ids = [f"m{i:06d}" for i in range(0, len(vecs), 7)] + ["nobody"]
+    q = queries[:3] / np.linalg.norm(queries[:3], axis=1, keepdims=True)
+    want = np.zeros((3, len(ids)), np.float32)
+    want[:, :-1] = row_cosines(q.astype(np.float32), vecs[::7])
+    whole = ann.cosines(ids, q.astype(np.float32))
+    np.testing.assert_allclose(whole, want, atol=1e-6)
+    monkeypatch.setattr(vectors_module, "_COSINE_BLOCK", 50)
+    # (BLAS may round a product differently in another shape: equal to float32 precision.)
+    np.testing.assert_allclose(ann.cosines(ids, q.astype(np.float32)), whole, atol=1e-6)

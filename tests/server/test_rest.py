@@ -116,6 +116,12 @@ def test_store_then_recall_finds_it_with_a_why_breakdown(client):
     assert {"dense", "lexical", "layer_weight", "final"} <= set(top["why"])
     assert top["why"]["final"] == pytest.approx(top["score"])
     assert len({h["id"] for h in body["hits"]}) == len(body["hits"]) == 2
+    # Written by orjson without FastAPI's check: the answer must still be what RecallOut documents.
+    from zenbrain.server.schemas import RecallOut
+
+    RecallOut.model_validate(body)
+    store(client, "u-recall", "Caroline's core value: honesty", layer="core")
+    RecallOut.model_validate(client.post("/v1/recall", params=as_user("u-recall"), json={"query": "Caroline"}).json())
 
 
 def test_get_list_update_history_forget(client):

@@ -460,7 +460,7 @@ def test_cosines_compare_queries_with_stored_vectors(store, world):
     from zenbrain.vecmath import row_cosines
 
     items, vecs = world
-    ids = [i.id for i in items if i.user_id == "alice"][:150]  # more than one block of rows
+    ids = [i.id for i in items if i.user_id == "alice"][:150]
     queries = unit_rows(np.random.default_rng(3), 2)
     got = store.cosines(P1, [*ids, "missing"], queries)
     assert got.shape == (2, len(ids) + 1) and got.dtype == np.float32

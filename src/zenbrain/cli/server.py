@@ -119,7 +119,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ..server.activity import ActivityLog, activity_path
         from ..server.guard import Limits
         from ..server.rest import create_app
-        from ..server.workers import serve
+        from ..server.workers import serve, settle_heap
     except ImportError as exc:
         raise ConfigError(f'the REST server needs FastAPI and uvicorn ({exc}): pip install "zenbrain[server]"') from None
     path = store_path(args)
@@ -144,6 +144,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     activity = ActivityLog(None if args.read_only else activity_path(path))  # read-only: kept in memory
     with open_store(args, create=True, durability=args.durability) as mem:
         app = create_app(mem, api_keys=keys, activity=activity, limits=limits)
+        settle_heap()
         status(where)
         try:
             uvicorn.run(app, host=args.host, port=args.port, log_level="info")

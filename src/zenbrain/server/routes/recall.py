@@ -3,7 +3,9 @@
 # No "from __future__ import annotations": FastAPI reads the routes' annotations.
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Query
+from fastapi.responses import Response
 
 from ...model import Scope
 from ...serialize import hit_dict, item_dict, json_safe
@@ -38,19 +40,27 @@ def recall_dict(query: str, hits: Any) -> dict[str, Any]:
     }
 
 
+def plain_json(value: dict[str, Any]) -> Response:
+    """A response of plain JSON values (``recall_dict``'s), written by orjson. Returned as a
+    Response, it skips FastAPI's validation against the route's model and its encoding
+    with the standard library's json (0.2-0.3 ms of a recall's ~9 ms of CPU in the server);
+    the model still documents the answer, and tests/server check answers against it."""
+    return Response(orjson.dumps(value), media_type="application/json")
+
+
 def router(api: ApiContext) -> APIRouter:
     r = APIRouter(tags=["recall"])
     S = Annotated[Scope, Depends(api.scope)]
     memory, call = api.memory, api.call
 
     @r.post("/v1/recall", response_model=RecallOut, responses=api.errors(body=True))
-    def recall(body: RecallRequest, sc: S) -> dict[str, Any]:
+    def recall(body: RecallRequest, sc: S) -> Response:
         """The top-k memories for a query, each with its score breakdown (`why`), the query
         type recall understood, and the scope's core memories."""
         hits = call(memory.recall, body.query, sc, body.k, layers=body.layers, time_range=body.time_range,
                     include_archived=body.include_archived, touch=body.touch,
                     as_of=body.as_of, include_superseded=body.include_superseded)
-        return recall_dict(body.query, hits)
+        return plain_json(recall_dict(body.query, hits))
 
     @r.post("/v1/recall/batch", response_model=RecallBatchOut, responses=api.errors(body=True))
     def recall_batch(body: RecallBatchRequest, sc: S) -> dict[str, Any]:
