@@ -34,3 +34,14 @@ def test_row_cosines():
     q = np.array([[1.0, 0.0]], np.float32)
     rows = np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 0.0], [-3.0, 0.0]], np.float32)
     np.testing.assert_allclose(row_cosines(q, rows), [[1.0, 2 ** -0.5, 0.0, -1.0]], rtol=1e-6)
+
+
+def test_stored_vectors_are_base64_and_old_hex_still_reads():
+    from zenbrain.state import decode_vec, encode_vec
+
+    v = np.random.default_rng(2).standard_normal(384).astype(np.float32)
+    text = encode_vec(v)
+    assert text.startswith("z") and len(text) == 1 + 1024
+    np.testing.assert_array_equal(decode_vec(text), v.astype(np.float16).astype(np.float32))
+    old = v.astype("<f2").tobytes().hex()  # as versions before wrote it
+    np.testing.assert_array_equal(decode_vec(old), decode_vec(text))
