@@ -210,3 +210,24 @@ def test_cosines_in_blocks_equal_one_gather(ann: VectorPartition, data: tuple[np
     monkeypatch.setattr(vectors_module, "_COSINE_BLOCK", 50)
     # (BLAS may round a product differently in another shape: equal to float32 precision.)
     np.testing.assert_allclose(ann.cosines(ids, q.astype(np.float32)), whole, atol=1e-6)
+
+
+def test_an_exact_search_by_layer_scores_the_matrix_once(data: tuple[np.ndarray, np.ndarray],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    vecs, queries = data
+    part = VectorPartition(DIM)  # below the graph's threshold: every layer's search is exact
+    rows = make_rows(900, vectors=vecs[:900])
+    rows[:300] = [replace(r, layer="episodic") for r in rows[:300]]
+    rows[300:400] = [replace(r, layer="core") for r in rows[300:400]]
+    for r in rows:
+        part.upsert(r)
+    calls = []
+    scores_all = part._scores_all
+    monkeypatch.setattr(part, "_scores_all", lambda q: calls.append(1) or scores_all(q))
+    got = part.search(queries[0], 5, per_layer=True)
+    assert len(calls) == 1
+    layer_of = np.array(["episodic"] * 300 + ["core"] * 100 + ["semantic"] * 500)
+    want = []
+    for name in ("core", "episodic", "semantic"):
+        want += exact(vecs[:900], queries[0], 5, layer_of == name)
+    assert sorted(ids_to_rows(got)) == sorted(want)

@@ -339,19 +339,21 @@ class VectorPartition:
         if not per_layer:
             return self._search(q, k, *self._allowed(flt))
         out: list[tuple[str, float]] = []
+        whole: list[np.ndarray] = []  # the whole matrix's scores, computed once for every layer
         for code in sorted(self.cols.layers_present):
             mask, count = self._allowed(flt, code)
             if count:
-                out.extend(self._search(q, k, mask, count))
+                out.extend(self._search(q, k, mask, count, whole))
         return out
 
-    def _search(self, q: np.ndarray, k: int, mask: np.ndarray, count: int) -> list[tuple[str, float]]:
+    def _search(self, q: np.ndarray, k: int, mask: np.ndarray, count: int,
+                whole: list[np.ndarray] | None = None) -> list[tuple[str, float]]:
         p = self.params
         if not count:
             return []
         want = max(p.min_candidates, math.ceil(p.oversample * k * self.n / count))
         if self.graph is None or count <= p.exact_max_allowed or want * p.exact_ratio >= count:
-            return self._exact(q, k, np.flatnonzero(mask))
+            return self._exact(q, k, np.flatnonzero(mask), whole)
         g = self.graph_rows
         tail = np.flatnonzero(mask[g:]) + g
         in_graph = count - len(tail)
@@ -363,17 +365,23 @@ class VectorPartition:
             if len(cand) >= min(k, in_graph) or want >= g:
                 break
             if want * 4 > in_graph * 8:  # the graph would be asked for most of itself
-                return self._exact(q, k, np.flatnonzero(mask))
+                return self._exact(q, k, np.flatnonzero(mask), whole)
             want *= 4
         if len(tail):
             cand = np.concatenate([cand, tail])
-        return self._exact(q, k, cand)
+        return self._exact(q, k, cand, whole)
 
-    def _exact(self, q: np.ndarray, k: int, rows: np.ndarray) -> list[tuple[str, float]]:
+    def _exact(self, q: np.ndarray, k: int, rows: np.ndarray,
+               whole: list[np.ndarray] | None = None) -> list[tuple[str, float]]:
         # Without a graph every search scores the whole matrix, so that a row's score does
         # not depend on which rows a filter kept (BLAS sums rows in blocks of the matrix).
+        # ``whole``: where the searches of one query keep that matrix's scores.
         if self.graph is None or 2 * len(rows) > self.n:
-            scores = self._scores_all(q)[rows]
+            if whole is None:
+                whole = []
+            if not whole:
+                whole.append(self._scores_all(q))
+            scores = whole[0][rows]
         else:
             scores = self.vectors_of(rows) @ q
         if len(rows) > k:
