@@ -16,30 +16,29 @@ Cosines of a few query vectors with many stored rows (``row_cosines``), in float
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numkong
 import numpy as np
 
 
+def _converted(a: Any, source: type, target: type, name: Literal["float32", "float16"]) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype != source or not a.size:
+        return np.array(a, dtype=target)
+    out = np.empty(a.shape, dtype=target)
+    numkong.astype(np.ascontiguousarray(a), name, out=out)
+    return out
+
+
 def to_float32(a: Any) -> np.ndarray:
     """``a`` (any shape) as a new float32 array; float16 input through SIMD."""
-    a = np.asarray(a)
-    if a.dtype != np.float16 or not a.size:
-        return np.array(a, dtype=np.float32)
-    out = np.empty(a.shape, dtype=np.float32)
-    numkong.astype(np.ascontiguousarray(a), "float32", out=out)
-    return out
+    return _converted(a, np.float16, np.float32, "float32")
 
 
 def to_float16(a: Any) -> np.ndarray:
     """``a`` (any shape) rounded to a new float16 array (ties to even, as numpy rounds)."""
-    a = np.asarray(a)
-    if a.dtype != np.float32 or not a.size:
-        return np.array(a, dtype=np.float16)
-    out = np.empty(a.shape, dtype=np.float16)
-    numkong.astype(np.ascontiguousarray(a), "float16", out=out)
-    return out
+    return _converted(a, np.float32, np.float16, "float16")
 
 
 def row_cosines(queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
