@@ -155,11 +155,12 @@ def partition_rows(store, user: str) -> dict[str, int]:
     else:
         con = store.raw_connection()
         present = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        by_number = ("edges", "history")  # keyed by the partition's number
         counts = {t: con.execute(f"SELECT COUNT(*) FROM {t} WHERE user_id=?", (user,)).fetchone()[0]
-                  for t in tables if t in present and t != "edges"}
-        # Edges are keyed by the partition's number.
-        counts["edges"] = con.execute("SELECT COUNT(*) FROM edges WHERE part IN "
-                                      "(SELECT id FROM partitions WHERE user_id=?)", (user,)).fetchone()[0]
+                  for t in tables if t in present and t not in by_number}
+        for t in by_number:
+            counts[t] = con.execute(f"SELECT COUNT(*) FROM {t} WHERE part IN "
+                                    "(SELECT id FROM partitions WHERE user_id=?)", (user,)).fetchone()[0]
     return {t: int(n) for t, n in counts.items() if n}
 
 

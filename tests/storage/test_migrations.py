@@ -236,3 +236,46 @@ def test_edges_are_keyed_by_partition_number_and_id_bytes(tmp_path):
         assert tx.delete_memory(P1, "custom-id")["edges"] == 1
     assert s.edges(P1) == [edges[0]]
     s.close()
+
+
+def test_history_is_keyed_by_partition_number_and_id_bytes(tmp_path):
+    import numpy as np
+    from storage_helpers import P1, P2, make_item, put
+
+    from zenbrain.model import HistoryEvent
+
+    path = str(tmp_path / "old.db")
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    hexa = "0" * 31 + "a"
+    put(s, [make_item(P1, "one", id=hexa), make_item(P1, "two", id="custom-id")], np.eye(4, dtype=np.float32)[:2])
+    put(s, [make_item(P2, "other", id="e" * 32)], np.eye(4, dtype=np.float32)[2:3])
+    con = s.raw_connection()
+    # The history table as 0014 left it: keyed by user, agent and the id's text.
+    con.execute("DROP TABLE history")
+    con.execute("CREATE TABLE history (seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL, "
+                "agent_id TEXT NOT NULL, memory_id TEXT NOT NULL, at REAL NOT NULL, action TEXT NOT NULL, "
+                "detail TEXT NOT NULL)")
+    con.execute("CREATE INDEX history_memory ON history(user_id, agent_id, memory_id)")
+    old = [(*P1, hexa, 10.0, "created", '{"layer":"semantic"}'), (*P1, "custom-id", 11.0, "created", "{}"),
+           (*P1, hexa, 12.0, "updated", '{"debated_with":"custom-id"}'), (*P2, "e" * 32, 13.0, "created", "{}")]
+    con.executemany("INSERT INTO history (user_id, agent_id, memory_id, at, action, detail) VALUES (?,?,?,?,?,?)", old)
+    con.execute("DELETE FROM schema_migrations WHERE name='0015_history_by_partition_number'")
+    s.close()
+
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    con = s.raw_connection()
+    cols = [r[1] for r in con.execute("PRAGMA table_info(history)")]
+    assert cols == ["seq", "part", "memory_id", "at", "action", "detail"]
+    assert {r[0] for r in con.execute("SELECT typeof(memory_id) FROM history")} == {"blob", "text"}
+    assert s.history(P1, hexa) == [HistoryEvent(hexa, 10.0, "created", {"layer": "semantic"}),
+                                   HistoryEvent(hexa, 12.0, "updated", {"debated_with": "custom-id"})]
+    assert s.history(P1, "custom-id") == [HistoryEvent("custom-id", 11.0, "created", {})]
+    assert s.history(P2, "e" * 32)[0].at == 13.0 and s.history(P2, hexa) == []
+    with s.transaction() as tx:  # new events come after the old ones
+        tx.log(P1, [HistoryEvent(hexa, 14.0, "read", {})])
+    assert [e.at for e in s.history(P1, hexa)] == [10.0, 12.0, 14.0]
+    with s.transaction() as tx:  # erasing a memory erases its events and those that name it
+        assert tx.delete_memory(P1, "custom-id")["history_rows"] == 2
+    assert [e.at for e in s.history(P1, hexa)] == [10.0, 14.0] and s.history(P1, "custom-id") == []
+    assert s.check().ok
+    s.close()

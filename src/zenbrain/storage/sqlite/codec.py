@@ -212,8 +212,9 @@ def register(conn: sqlite3.Connection) -> None:
     conn.create_function("zb_id_text", 1, lambda v: None if v is None else id_text(v), deterministic=True)
 
 
-def event_row(partition: tuple[str, str], e: HistoryEvent) -> tuple[Any, ...]:
-    return (*partition, e.memory_id, e.at, e.action, encode(e.detail))
+def event_row(number: int, e: HistoryEvent) -> tuple[Any, ...]:
+    """A history event of the partition numbered ``number`` as the history table's row."""
+    return (number, id_key(e.memory_id), e.at, e.action, encode(e.detail))
 
 
 def column_values(values: Sequence[Any], n: int, *, archived: bool = False) -> list[Any]:

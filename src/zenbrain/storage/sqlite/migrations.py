@@ -337,6 +337,30 @@ MIGRATIONS: list[Migration] = [
         """,
         codec.register,
     ),
+    (
+        "0015_history_by_partition_number",
+        """
+        -- History keyed by the partition's number and the 16 bytes of the memory's id, as the
+        -- edges are since 0014: every event's row and its index entry repeated the user, the
+        -- agent and the 32-character id (a store of one event a memory: ~200 -> ~110 bytes).
+        INSERT OR IGNORE INTO partitions (user_id, agent_id) SELECT DISTINCT user_id, agent_id FROM history;
+        CREATE TABLE history_by_part (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            part INTEGER NOT NULL,
+            memory_id NOT NULL,
+            at REAL NOT NULL,
+            action TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+        INSERT INTO history_by_part (seq, part, memory_id, at, action, detail)
+            SELECT h.seq, p.id, zb_id(h.memory_id), h.at, h.action, h.detail
+            FROM history h JOIN partitions p ON p.user_id = h.user_id AND p.agent_id = h.agent_id ORDER BY h.seq;
+        DROP TABLE history;
+        ALTER TABLE history_by_part RENAME TO history;
+        CREATE INDEX history_memory ON history(part, memory_id);
+        """,
+        codec.register,
+    ),
 ]
 
 

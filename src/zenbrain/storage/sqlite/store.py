@@ -718,11 +718,13 @@ class SQLiteStore:
         return out
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
-        with self._c.reading("reading history") as db:
-            rows = db.execute(
-                "SELECT memory_id, at, action, detail FROM history WHERE user_id=? AND agent_id=? AND memory_id=? "
-                "ORDER BY seq", (*partition, memory_id)).fetchall()
-        return [HistoryEvent(mid, at, action, decode(detail)) for mid, at, action, detail in rows]
+        with self._c.reading("reading history", snapshot=True) as db:
+            number = self._part_number(db, partition)
+            if number is None:  # a partition that never wrote has no history
+                return []
+            rows = db.execute("SELECT at, action, detail FROM history WHERE part=? AND memory_id=? ORDER BY seq",
+                              (number, id_key(memory_id))).fetchall()
+        return [HistoryEvent(memory_id, at, action, decode(detail)) for at, action, detail in rows]
 
     def kv_get(self, partition: Partition, key: str | None = None, default: Any = None) -> Any:
         with self._c.reading("reading records") as db:

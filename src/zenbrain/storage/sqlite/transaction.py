@@ -211,11 +211,11 @@ class SQLiteTransaction:
         key, number = id_key(memory_id), self.known_number(partition)
         out["edges"] = 0 if number is None else db.execute(
             "DELETE FROM edges WHERE part=? AND (src=? OR dst=?)", (number, key, key)).rowcount
-        out["history_rows"] = db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND memory_id=?",
-                                         (user, agent, memory_id)).rowcount
+        out["history_rows"] = 0 if number is None else db.execute(
+            "DELETE FROM history WHERE part=? AND memory_id=?", (number, key)).rowcount
         # Events of other memories that name this one (a debate it took part in) may quote it.
-        out["history_rows"] += db.execute("DELETE FROM history WHERE user_id=? AND agent_id=? AND instr(detail, ?) > 0",
-                                          (user, agent, memory_id)).rowcount
+        out["history_rows"] += 0 if number is None else db.execute(
+            "DELETE FROM history WHERE part=? AND instr(detail, ?) > 0", (number, memory_id)).rowcount
         # Idempotency records of requests that wrote or returned it.
         out["requests"] = db.execute(
             "DELETE FROM requests WHERE user_id=? AND agent_id=? AND (instr(memory_ids, ?) > 0 OR "
@@ -268,8 +268,11 @@ class SQLiteTransaction:
 
     @guarded("writing history")
     def log(self, partition: Partition, events: Sequence[HistoryEvent]) -> None:
-        self._db.executemany("INSERT INTO history (user_id, agent_id, memory_id, at, action, detail) VALUES (?,?,?,?,?,?)",
-                             [event_row(partition, e) for e in events])
+        if not events:
+            return
+        number = self.part_number(partition)
+        self._db.executemany("INSERT INTO history (part, memory_id, at, action, detail) VALUES (?,?,?,?,?)",
+                             [event_row(number, e) for e in events])
 
     @guarded("writing records")
     def kv_put(self, partition: Partition, values: Mapping[str, Any]) -> None:
