@@ -100,8 +100,9 @@ class Connections:
     @contextmanager
     def reading(self, doing: str, *, snapshot: bool = False) -> Iterator[sqlite3.Connection]:
         """A connection to read with: the writer inside this thread's own transaction (or
-        for an unshared database), else this thread's reader. ``snapshot``: the reads of
-        the block see one committed state."""
+        for an unshared database); else, for a read that needs no snapshot, the writer while
+        no other thread writes; else this thread's reader. ``snapshot``: the reads of the
+        block see one committed state."""
         self.check_open()
         try:
             if not self.shared or self.tx_thread == threading.get_ident():
