@@ -151,7 +151,7 @@ class MemoryItem:
         return self.conf_alpha / (self.conf_alpha + self.conf_beta)
 
 
-@dataclass
+@dataclass(slots=True)
 class Edge:
     """A knowledge-graph edge between two memories (Two-Factor synapse)."""
 

@@ -157,3 +157,22 @@ def test_edge_decay_is_written_when_replay_writes_nothing(world):
         assert (b.id, c.id, "related") not in w.edges()
         assert len(rep.stages["two_factor_hebbian"]["pruned"]) == 1
         assert w.kv(KV_EDGE_DECAY)["at"] == w.clock.now()
+
+
+# ---------------------------------------------------------------------------- snapshot memory
+def test_snapshot_shares_strings_and_holds_the_stores_memories_and_edges(world):
+    w = world()
+    _busy_scene(w)
+    snap = Snapshot(w.mem.engine, w.part)
+    stored = {i.id: i for i in w.mem.storage.query(w.part, Filter(include_archived=True, contexts=None))}
+    assert {k: dataclasses.astuple(v) for k, v in snap.items.items()} == {
+        k: dataclasses.astuple(v) for k, v in stored.items()}
+    first = next(iter(snap.items.values()))
+    assert all(i.user_id is first.user_id and i.agent_id is first.agent_id for i in snap.items.values())
+    assert {k: dataclasses.astuple(e) for k, e in snap.edges.items()} == {
+        k: dataclasses.astuple(e) for k, e in w.edges().items()}
+    for e in snap.edges.values():  # each end is the snapshot's own id string
+        assert e.src not in snap.items or e.src is snap.items[e.src].id
+        assert e.dst not in snap.items or e.dst is snap.items[e.dst].id
+    relations = {}
+    assert all(relations.setdefault(e.relation, e.relation) is e.relation for e in snap.edges.values())

@@ -40,6 +40,17 @@ def load(
     return engine.store.query(part, flt, order_by=order_by, descending=descending, limit=limit)
 
 
+def _shared(items: list[MemoryItem]) -> list[MemoryItem]:
+    """``items`` with one string object for each distinct user, agent and context (each
+    row read brings its own copies; a partition has one user and agent and few contexts)."""
+    seen: dict[str, str] = {}
+    for i in items:
+        i.user_id = seen.setdefault(i.user_id, i.user_id)
+        i.agent_id = seen.setdefault(i.agent_id, i.agent_id)
+        i.context = seen.setdefault(i.context, i.context)
+    return items
+
+
 class Snapshot:
     """The partition's long-term memories and edges, read once per operation.
 
@@ -58,7 +69,7 @@ class Snapshot:
     def __init__(self, engine: Engine, part: Partition) -> None:
         self.engine = engine
         self.part = part
-        self.items: dict[str, MemoryItem] = {i.id: i for i in load(engine, part, include_archived=True)}
+        self.items: dict[str, MemoryItem] = {i.id: i for i in _shared(load(engine, part, include_archived=True))}
         self._edges: dict[tuple[str, str, str], Edge] | None = None
         # Deferred writes: deletions (they came first), then puts by key, then key-value pairs.
         self._deferred_deletes: list[tuple[str, str, str]] = []
@@ -88,8 +99,23 @@ class Snapshot:
     @property
     def edges(self) -> dict[tuple[str, str, str], Edge]:
         if self._edges is None:
-            self._edges = {(e.src, e.dst, e.relation): e for e in self.engine.store.edges(self.part)}
+            self._edges = {edge_key(e): e for e in self._shared_ends(self.engine.store.edges(self.part))}
         return self._edges
+
+    def _shared_ends(self, edges: list[Edge]) -> list[Edge]:
+        """``edges`` with their ends the snapshot's own id strings and one string per
+        relation: a memory's id is then held once however many edges name it (each row
+        read brings new strings)."""
+        items = self.items
+        relations: dict[str, str] = {}
+        for e in edges:
+            src, dst = items.get(e.src), items.get(e.dst)
+            if src is not None:
+                e.src = src.id
+            if dst is not None:
+                e.dst = dst.id
+            e.relation = relations.setdefault(e.relation, e.relation)
+        return edges
 
     def edges_touching(self, ids: Iterable[str]) -> list[Edge]:
         want = set(ids)
@@ -101,7 +127,7 @@ class Snapshot:
         if self._edges is None or not ids:
             return
         self.flush()  # the store must hold what the snapshot holds before it is read again
-        for e in self.engine.store.edges(self.part, list(ids)):
+        for e in self._shared_ends(self.engine.store.edges(self.part, list(ids))):
             self._edges[edge_key(e)] = e
 
     def put_edges(self, tx: Any, edges: Sequence[Edge]) -> None:
