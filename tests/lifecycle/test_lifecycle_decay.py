@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from zenbrain import state as keys
 from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
+from zenbrain.mechanisms.information import InformationReference
 from zenbrain.model import Edge, Layer, Scope
+from zenbrain.pipeline.lifecycle.decay import _count_all
 from zenbrain.pma import triple_copy
 from zenbrain.state import ARCHIVED_BY, KV_INFORMATION, RESCUED_AT
-from zenbrain.text import NameVocabulary, names_something
+from zenbrain.text import NameVocabulary, names_something, token_set
 
 NEUTRAL = [
     "The library on Elm Street opens at nine",
@@ -493,3 +496,17 @@ def test_an_archived_turn_comes_back_with_the_turn_it_surrounds(world):
     found = [h.id for h in hits]
     assert turns[1].id in found and turns[2].id in found
     assert alone.id not in found
+
+
+def test_the_full_count_by_chunks_is_the_count_of_every_memory_at_once():
+    texts = [f"memory {k} says {'something new' if k % 3 else 'the same old thing'} about topic {k % 7}"
+             for k in range(53)]
+    items = [type("Row", (), {"content": t})() for t in texts]
+    tested = np.zeros(len(texts), dtype=bool)
+    tested[[0, 4, 9, 10, 31, 52]] = True
+    whole = InformationReference.of([token_set(t) for t in texts])
+    for chunk in (1, 5, 10, 53, 100):
+        ref, kept = _count_all(items, tested, chunk=chunk)
+        assert ref.n == whole.n
+        assert list(ref.df.items()) == list(whole.df.items())  # the same counts in the same order
+        assert kept == {j: token_set(texts[j]) for j in np.flatnonzero(tested).tolist()}

@@ -39,7 +39,9 @@ Nothing decays when both ``ebbinghaus_decay`` and ``triple_copy`` are off.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -209,10 +211,9 @@ def _low_value(
             if isinstance(raw_vocabulary, dict) and raw_vocabulary.get("fingerprint") == version[3]:
                 vocabulary = NameVocabulary.from_dict(raw_vocabulary).with_texts(i.content for i in fresh)
                 vocabulary_carried = True
-    sets: list[frozenset[str]] | None = None
+    sets: dict[int, frozenset[str]] | None = None
     if reference is None:
-        sets = [token_set(i.content) for i in items]
-        reference = information.InformationReference.of(sets)
+        reference, sets = _count_all(items, tested)
     unchanged = carried and not fresh
     counted: dict[str, Any] = {} if unchanged else {
         KV_INFORMATION: reference.to_dict(),
@@ -223,7 +224,7 @@ def _low_value(
     low = np.zeros(len(items), dtype=bool)
     at = np.flatnonzero(tested)
     if at.size:
-        tested_sets = [sets[j] for j in at] if sets is not None else [token_set(items[j].content) for j in at]
+        tested_sets = [sets[j] for j in at.tolist()] if sets is not None else [token_set(items[j].content) for j in at]
         low[at] = information.information_words(tested_sets, reference) < params.low_information_words
     if params.spare_named and low.any():
         # A short statement that names a person, place or number ("Priya moved to Lisbon") is
@@ -238,6 +239,22 @@ def _low_value(
     if vocabulary is not None and not (unchanged and vocabulary_carried):
         counted[KV_NAME_VOCABULARY] = {"fingerprint": fingerprint, **vocabulary.to_dict()}
     return low, counted
+
+
+def _count_all(
+    items: list[MemoryItem], tested: np.ndarray, chunk: int = 10_000
+) -> tuple[information.InformationReference, dict[int, frozenset[str]]]:
+    """``InformationReference.of`` the words of every memory (the same counts, in the same
+    order), a chunk of memories at a time, and the word sets of the ``tested`` memories
+    (by index): the others' sets are not kept once counted."""
+    df: Counter[str] = Counter()
+    kept: dict[int, frozenset[str]] = {}
+    for start in range(0, len(items), chunk):
+        sets = [token_set(i.content) for i in items[start : start + chunk]]
+        df.update(itertools.chain.from_iterable(sets))
+        for j in np.flatnonzero(tested[start : start + chunk]).tolist():
+            kept[start + j] = sets[j]
+    return information.InformationReference(len(items), dict(df)), kept
 
 
 def _rescue(
