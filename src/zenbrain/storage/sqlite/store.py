@@ -526,14 +526,16 @@ class SQLiteStore:
 
     def query(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
               descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
-        return [item_from_row(r) for r in self._query(SELECT, partition, flt, order_by, descending, limit)]
+        return self._query(SELECT, partition, flt, order_by, descending, limit, item_from_row)
 
     def query_metadata(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
                        descending: bool = False, limit: int | None = None) -> list[tuple[str, dict[str, Any]]]:
         return [(r[0], decode(r[1])) for r in self._query("id, metadata", partition, flt, order_by, descending, limit)]
 
     def _query(self, columns: str, partition: Partition, flt: Filter, order_by: str, descending: bool,
-               limit: int | None) -> list[tuple[Any, ...]]:
+               limit: int | None, convert: Callable[[Any], Any] | None = None) -> list[Any]:
+        """The rows, or each row through ``convert`` as it is read (a large result is then
+        never held twice, as rows and as what they become)."""
         if order_by not in ORDERABLE:
             raise StorageError(f"cannot order by {order_by}")
         order = "COALESCE(event_time, created_at)" if order_by == "event_time" else order_by
@@ -559,6 +561,8 @@ class SQLiteStore:
             if limit is not None:
                 sql += " LIMIT ?"
                 args.append(int(limit))
+            if convert is not None:
+                return [convert(r) for r in db.execute(sql, args)]
             return db.execute(sql, args).fetchall()
 
     # -- search indexes ----------------------------------------------------------------------

@@ -256,7 +256,7 @@ class SQLiteTransaction:
             "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(part, src, dst, relation) DO UPDATE SET "
             "weight=excluded.weight, variance=excluded.variance, activations=excluded.activations, "
             "updated_at=excluded.updated_at",
-            [edge_row(number, e) for e in edges])
+            (edge_row(number, e) for e in edges))  # rows made as they are written
 
     @guarded("deleting edges")
     def delete_edges(self, partition: Partition, keys: Sequence[tuple[str, str, str]]) -> None:
