@@ -209,3 +209,28 @@ def test_compare_flags_a_drop():
     strong = S.health(n=6, src=p, dst=q)
     weak = S.health(n=6, src=p[:-1], dst=q[:-1])
     assert not S.compare(strong, weak).improved and S.compare(strong, weak).delta < 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bridges_read_by_blocks_of_rows_are_the_bridges_of_all_vectors_at_once(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(40, 400))
+    labels = np.sort(rng.integers(0, int(rng.integers(2, 6)), size=n))  # a few components, chains inside
+    same = labels[1:] == labels[:-1]
+    src, dst = np.flatnonzero(same), np.flatnonzero(same) + 1
+    vectors = rng.normal(size=(n, 24)).astype(np.float32)
+    vectors[rng.integers(0, n, size=3)] = 0.0  # a node without a vector
+    vectors[rng.integers(0, n, size=5)] = vectors[0]  # ties: the first maximum wins
+    report = S.health(n=n, src=src, dst=dst)
+    for max_bridges in (1, 3):
+        p = S.SpectralParams(min_bridge_similarity=-1.0, max_bridges=max_bridges)
+        whole = S.propose_bridges(report=report, vectors=vectors.astype(np.float64), params=p)
+        for block in (1, 2, 3, 7, 64, 10_000):
+            read: list[int] = []
+
+            def rows(idx, read=read):
+                read.extend(int(i) for i in idx)
+                return vectors[idx]
+
+            assert S.propose_bridges_by_rows(report=report, rows=rows, params=p, block=block) == whole
+            assert set(read) <= set(report.nodes[report.labels <= max_bridges].tolist())

@@ -441,6 +441,52 @@ def propose_bridges(
     return out
 
 
+def propose_bridges_by_rows(
+    *, report: SpectralHealth, rows: Callable[[np.ndarray], Any], params: SpectralParams = SpectralParams(),
+    block: int = 4096,
+) -> list[Bridge]:
+    """``propose_bridges`` with the vectors read a block of nodes at a time: ``rows(idx)``
+    gives the vectors of the node indices ``idx``. Only the nodes of the components it
+    compares are read, and the largest component's ``block`` rows at a time, so memory
+    does not grow with the graph (the whole graph's vectors in float64 and their unit copies
+    were three times its size). The same pairs: each block's first maximum, a later block
+    taken only when strictly greater, is the first maximum of the whole product."""
+    if report.n_components < 2 or params.max_bridges == 0:
+        return []
+
+    def unit(idx: np.ndarray) -> np.ndarray:
+        v = np.asarray(rows(idx), dtype=np.float64)
+        if v.ndim != 2 or v.shape[0] != idx.size:
+            raise ValidationError("rows must give one vector per node index")
+        norms = np.linalg.norm(v, axis=1, keepdims=True)
+        return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+
+    base = report.nodes[report.labels == 0]
+    comps = list(range(1, min(report.n_components, int(params.max_bridges) + 1)))
+    others = {c: report.nodes[report.labels == c] for c in comps}
+    other_t = {c: unit(others[c]).T for c in comps}
+    best: dict[int, tuple[float, int, int]] = {}
+    step = max(2, int(block))
+    starts = list(range(0, base.size, step))
+    if len(starts) > 1 and base.size - starts[-1] < 2:
+        starts.pop()  # no block of one row (a product with one row takes another BLAS path)
+    for k, start in enumerate(starts):
+        stop = starts[k + 1] if k + 1 < len(starts) else base.size
+        u = unit(base[start:stop])
+        for c in comps:
+            sims = u @ other_t[c]
+            flat = int(np.argmax(sims))  # first maximum: deterministic
+            i, j = divmod(flat, sims.shape[1])
+            if c not in best or sims[i, j] > best[c][0]:
+                best[c] = (float(sims[i, j]), start + i, j)
+    out = []
+    for c in comps:
+        sim, i, j = best[c]
+        if sim >= params.min_bridge_similarity:
+            out.append(Bridge(int(base[i]), int(others[c][j]), sim, (0, c)))
+    return out
+
+
 def with_bridges(
     *, src: Any, dst: Any, weight: Any = None, bridges: Sequence[Bridge]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -497,6 +543,7 @@ __all__ = [
     "health_of",
     "pair_weights",
     "propose_bridges",
+    "propose_bridges_by_rows",
     "rescaled_fiedler",
     "shift_invert_smallest",
     "with_bridges",

@@ -130,8 +130,10 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
         errors: list[float | None] = [memo.reused, None]
         bridges: list[spectral.Bridge] = []
         if before.is_fragmented and before.n_components > 1:
-            vec = vectors(engine, part, nodes).astype(np.float64)
-            bridges = spectral.propose_bridges(report=before, vectors=vec, params=params)
+            def rows(idx: np.ndarray, nodes: list[str] = nodes) -> np.ndarray:
+                return vectors(engine, part, [nodes[int(i)] for i in idx])
+
+            bridges = spectral.propose_bridges_by_rows(report=before, rows=rows, params=params)
         after = before
         if bridges:
             s2, d2, w2 = spectral.with_bridges(src=s, dst=d, weight=w, bridges=bridges)
