@@ -233,4 +233,5 @@ def test_bridges_read_by_blocks_of_rows_are_the_bridges_of_all_vectors_at_once(s
                 return vectors[idx]
 
             assert S.propose_bridges_by_rows(report=report, rows=rows, params=p, block=block) == whole
+            assert S.propose_bridges_by_rows(report=report, rows=rows, params=p, block=block, max_cells=50) == whole
             assert set(read) <= set(report.nodes[report.labels <= max_bridges].tolist())

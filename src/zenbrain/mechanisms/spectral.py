@@ -443,12 +443,12 @@ def propose_bridges(
 
 def propose_bridges_by_rows(
     *, report: SpectralHealth, rows: Callable[[np.ndarray], Any], params: SpectralParams = SpectralParams(),
-    block: int = 4096,
+    block: int = 4096, max_cells: int = 1 << 22,
 ) -> list[Bridge]:
     """``propose_bridges`` with the vectors read a block of nodes at a time: ``rows(idx)``
     gives the vectors of the node indices ``idx``. Only the nodes of the components it
-    compares are read, and the largest component's ``block`` rows at a time, so memory
-    does not grow with the graph (the whole graph's vectors in float64 and their unit copies
+    compares are read, and the largest component's ``block`` rows at a time (fewer when a
+    block's similarities would exceed ``max_cells``), so memory does not grow with the graph (the whole graph's vectors in float64 and their unit copies
     were three times its size). The same pairs: each block's first maximum, a later block
     taken only when strictly greater, is the first maximum of the whole product."""
     if report.n_components < 2 or params.max_bridges == 0:
@@ -466,7 +466,8 @@ def propose_bridges_by_rows(
     others = {c: report.nodes[report.labels == c] for c in comps}
     other_t = {c: unit(others[c]).T for c in comps}
     best: dict[int, tuple[float, int, int]] = {}
-    step = max(2, int(block))
+    widest = max(others[c].size for c in comps)
+    step = max(2, min(int(block), int(max_cells) // max(1, widest)))
     starts = list(range(0, base.size, step))
     if len(starts) > 1 and base.size - starts[-1] < 2:
         starts.pop()  # no block of one row (a product with one row takes another BLAS path)
