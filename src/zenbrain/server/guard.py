@@ -178,7 +178,15 @@ class Guard:
     async def _admit(self, ctx: RequestContext) -> bool:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.limits.max_active)
-        if self._slots.locked() and self._queued >= self.limits.max_queued:
+        if not self._slots.locked():
+            # A free slot is taken here and now. Through wait_for (a task of its own on
+            # Python 3.11) it was taken an event-loop turn later: a burst read in one turn
+            # then found the slot still free, every request of it joined the queue, and
+            # none was refused at once; they waited out the queue's bound instead.
+            await self._slots.acquire()
+            self._active += 1
+            return True
+        if self._queued >= self.limits.max_queued:
             return False
         self._queued += 1
         try:
