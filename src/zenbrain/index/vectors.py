@@ -215,14 +215,19 @@ class VectorPartition:
         order = rng.permutation(len(ids))[:k + len(exclude)].tolist()
         return [ids[i] for i in sorted([i for i in order if ids[i] not in exclude][:k])]
 
+    def _dense_rows(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The row of each of ``ids`` (-1 when unknown) and the positions in ``ids`` of those
+        whose row holds a vector."""
+        pos = self.pos
+        rows = np.fromiter((pos.get(mid, -1) for mid in ids), np.int64, len(ids))
+        at = np.flatnonzero(rows >= 0)
+        return rows, at[self.cols.dense[rows[at]]]
+
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """The vectors of ``ids`` in one gather (rows of zeros for unknown ids and memories
         without a vector)."""
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        pos = self.pos
-        rows = np.fromiter((pos.get(mid, -1) for mid in ids), np.int64, len(ids))
-        at = np.flatnonzero(rows >= 0)
-        at = at[self.cols.dense[rows[at]]]
+        rows, at = self._dense_rows(ids)
         if len(at):
             out[at] = self.vectors_of(rows[at])
         return out
@@ -237,9 +242,7 @@ class VectorPartition:
         page faults, 2.3 ms of system time a store on a 1,000-memory partition). Rows are
         gathered ``_COSINE_BLOCK`` at a time (a thousand-row sample in one)."""
         out = np.zeros((len(queries), len(ids)), dtype=np.float32)
-        rows = np.fromiter((self.pos.get(mid, -1) for mid in ids), np.int64, len(ids))
-        at = np.flatnonzero(rows >= 0)
-        at = at[self.cols.dense[rows[at]]]
+        rows, at = self._dense_rows(ids)
         for i in range(0, len(at), _COSINE_BLOCK):
             block = at[i: i + _COSINE_BLOCK]
             out[:, block] = row_cosines(queries, self.vectors_of(rows[block]))
@@ -377,8 +380,7 @@ class VectorPartition:
         # not depend on which rows a filter kept (BLAS sums rows in blocks of the matrix).
         # ``whole``: where the searches of one query keep that matrix's scores.
         if self.graph is None or 2 * len(rows) > self.n:
-            if whole is None:
-                whole = []
+            whole = [] if whole is None else whole
             if not whole:
                 whole.append(self._scores_all(q))
             scores = whole[0][rows]

@@ -427,18 +427,7 @@ def propose_bridges(
     v = np.asarray(vectors, dtype=np.float64)
     if v.ndim != 2 or v.shape[0] <= int(report.nodes.max(initial=-1)):
         raise ValidationError("vectors must have one row per node index")
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    unit = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
-    base = report.nodes[report.labels == 0]
-    out = []
-    for comp in range(1, min(report.n_components, int(params.max_bridges) + 1)):
-        other = report.nodes[report.labels == comp]
-        sims = unit[base] @ unit[other].T
-        flat = int(np.argmax(sims))  # first maximum: deterministic
-        i, j = divmod(flat, sims.shape[1])
-        if sims[i, j] >= params.min_bridge_similarity:
-            out.append(Bridge(int(base[i]), int(other[j]), float(sims[i, j]), (0, comp)))
-    return out
+    return propose_bridges_by_rows(report=report, rows=lambda idx: v[idx], params=params)
 
 
 def propose_bridges_by_rows(

@@ -722,7 +722,8 @@ class SQLiteStore:
         return out
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
-        with self._c.reading("reading history", snapshot=True) as db:
+        # No snapshot needed: a partition's number, once committed, never changes.
+        with self._c.reading("reading history") as db:
             number = self._part_number(db, partition)
             if number is None:  # a partition that never wrote has no history
                 return []

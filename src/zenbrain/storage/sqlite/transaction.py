@@ -209,13 +209,14 @@ class SQLiteTransaction:
             lo, hi = entry_range(self.part_number(partition))
             out["lexical_entries"] = db.execute(_DELETE_FTS, (lo, hi, memory_id, user, agent)).rowcount
         key, number = id_key(memory_id), self.known_number(partition)
-        out["edges"] = 0 if number is None else db.execute(
-            "DELETE FROM edges WHERE part=? AND (src=? OR dst=?)", (number, key, key)).rowcount
-        out["history_rows"] = 0 if number is None else db.execute(
-            "DELETE FROM history WHERE part=? AND memory_id=?", (number, key)).rowcount
-        # Events of other memories that name this one (a debate it took part in) may quote it.
-        out["history_rows"] += 0 if number is None else db.execute(
-            "DELETE FROM history WHERE part=? AND instr(detail, ?) > 0", (number, memory_id)).rowcount
+        out["edges"] = out["history_rows"] = 0  # a partition without a number never wrote either
+        if number is not None:
+            out["edges"] = db.execute("DELETE FROM edges WHERE part=? AND (src=? OR dst=?)",
+                                      (number, key, key)).rowcount
+            out["history_rows"] = db.execute("DELETE FROM history WHERE part=? AND memory_id=?", (number, key)).rowcount
+            # Events of other memories that name this one (a debate it took part in) may quote it.
+            out["history_rows"] += db.execute("DELETE FROM history WHERE part=? AND instr(detail, ?) > 0",
+                                              (number, memory_id)).rowcount
         # Idempotency records of requests that wrote or returned it.
         out["requests"] = db.execute(
             "DELETE FROM requests WHERE user_id=? AND agent_id=? AND (instr(memory_ids, ?) > 0 OR "
