@@ -50,3 +50,89 @@ def test_forget_zeroes_the_vector_in_the_index_files(tmp_path):
     got = [mid for mid, _ in s.vector_search(P1, v[5], 40)]
     assert "e5" not in got and "fresh" not in got and len(got) == 39
     s.close()
+
+
+def _graph_copy(vector: np.ndarray) -> bytes:
+    """The bytes usearch keeps for a vector in an int8 graph (its own quantisation)."""
+    from usearch.index import Index
+
+    ix = Index(ndim=DIM, metric="ip", dtype="i8")
+    ix.add(0, np.asarray(vector, np.float32))
+    return np.asarray(ix.get(0, dtype="i8")).astype(np.int8).tobytes()
+
+
+def _idx_bytes(path, suffix: str) -> bytes:
+    return b"".join(f.read_bytes() for f in (path.parent / (path.name + ".idx")).glob(f"*{suffix}"))
+
+
+def _saved_ids(path) -> set[str]:
+    ids: set[str] = set()
+    for f in (path.parent / (path.name + ".idx")).glob("*.cols.npz"):
+        with np.load(f) as z:
+            ids.update(z["ids"].tobytes().decode().split("\n"))
+    return ids
+
+
+def test_forget_takes_the_graph_copy_and_the_saved_columns_out_at_commit(tmp_path):
+    """usearch keeps its own (int8) copy of every vector it indexes, and removing a key
+    leaves it in the file; the saved columns kept an erased memory's id and content key.
+    Both go when the erasure commits, from files mapped since the last open."""
+    path = tmp_path / "g.db"
+    rng = np.random.default_rng(7)
+    items = [make_item(P1, f"text number {i}", id=f"g{i}") for i in range(40)]
+    v = unit_rows(rng, 40)
+    s = _open(path)
+    put(s, items, v)
+    s.vector_search(P1, v[0], 3)
+    s.close()
+    s = _open(path)
+    assert s.vector_search(P1, v[5], 1)[0][0] == "g5"
+    assert _graph_copy(v[5]) in _idx_bytes(path, ".usearch") and "g5" in _saved_ids(path)
+    with s.transaction() as tx:
+        tx.delete_memory(P1, "g5")
+    assert _graph_copy(v[5]) not in _idx_bytes(path, ".usearch")
+    assert _graph_copy(v[6]) in _idx_bytes(path, ".usearch")
+    assert "g5" not in _saved_ids(path) and "g6" in _saved_ids(path)
+    assert [mid for mid, _ in s.vector_search(P1, v[6], 1)] == ["g6"]
+    s.close()
+    s = _open(path)  # the files scrubbed in place still load, and agree with the store
+    got = [mid for mid, _ in s.vector_search(P1, v[5], 40)]
+    assert "g5" not in got and len(got) == 39 and s.vector_search(P1, v[7], 1)[0][0] == "g7"
+    s.close()
+
+
+def test_a_graph_built_in_memory_is_saved_without_erased_vectors(tmp_path):
+    path = tmp_path / "m.db"
+    rng = np.random.default_rng(8)
+    items = [make_item(P1, f"text number {i}", id=f"m{i}") for i in range(40)]
+    v = unit_rows(rng, 40)
+    s = _open(path)
+    put(s, items, v)
+    s.vector_search(P1, v[0], 3)  # the graph is built in memory, not saved yet
+    with s.transaction() as tx:
+        tx.delete_memory(P1, "m9")
+    s.close()
+    assert _graph_copy(v[9]) not in _idx_bytes(path, ".usearch")
+    assert _graph_copy(v[10]) in _idx_bytes(path, ".usearch")
+    assert "m9" not in _saved_ids(path)
+
+
+def test_a_small_partition_files_are_rewritten_at_commit(tmp_path):
+    """Below the graph's size the matrix is read into memory, so zeroing it there left the
+    saved file with the erased vector until the next save."""
+    path = tmp_path / "s.db"
+    rng = np.random.default_rng(9)
+    items = [make_item(P1, f"text number {i}", id=f"s{i}") for i in range(20)]
+    v = unit_rows(rng, 20)
+    s = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM)  # default threshold: no graph
+    put(s, items, v)
+    s.vector_search(P1, v[0], 3)
+    s.close()
+    s = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM)
+    assert s.vector_search(P1, v[3], 1)[0][0] == "s3"
+    assert _in_index_files(path, v[3]) and "s3" in _saved_ids(path)
+    with s.transaction() as tx:
+        tx.delete_memory(P1, "s3")
+    assert not _in_index_files(path, v[3]) and _in_index_files(path, v[4])
+    assert "s3" not in _saved_ids(path)
+    s.close()

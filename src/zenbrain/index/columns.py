@@ -141,6 +141,18 @@ class Columns:
         self.superseded.discard(row)
         self._touch(row)
 
+    def forget(self, row: int) -> None:
+        """Clear what a dead row says of its memory (content key, times, session, context,
+        turn position): nothing reads a dead row, and its saved columns must not keep them."""
+        none = self.code(None)
+        self.chash[row] = 0
+        self.event[row] = 0.0
+        self.until[row] = np.inf
+        self.position[row] = -1
+        self.session[row] = none
+        self.context[row] = none
+        self._touch(row)
+
     def _touch(self, row: int) -> None:
         self._changed.append(row)
         self.version += 1

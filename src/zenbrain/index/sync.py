@@ -260,12 +260,16 @@ class IndexSet:
             self._part_seq[p] = batch.seq
 
     def scrub(self) -> None:
-        """Bring the indexes up to the store now and write erased vectors out of the files
-        (after an erasure): dead rows' vectors are zeroed, deleted documents committed."""
+        """Bring the indexes up to the store now and write erased memories out of the files
+        (after an erasure): dead rows' vectors, graph copies, ids and columns
+        (``VectorPartition.scrub_files``), deleted documents committed."""
         with self._lock:
             self._sync_locked()
-            for vp in self._parts.values():
-                vp.flush()
+            for part, vp in self._parts.items():
+                if self.directory is None:
+                    vp.flush()
+                else:
+                    vp.scrub_files(self.directory / _stem(part))
             self.lexical.commit()
 
     # -- search -----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
@@ -130,6 +131,8 @@ class VectorPartition:
         self.graph_rows = 0
         self._graph_path: Path | None = None  # a memory-mapped graph is read-only until loaded
         self.dead = 0
+        self.file_rows = 0  # rows the saved files hold (the first ones)
+        self._erased_on_disk: list[int] = []  # rows of the saved files killed since they were written
 
     # -- rows -------------------------------------------------------------------------------
     @property
@@ -185,11 +188,38 @@ class VectorPartition:
                 self._base[r] = 0.0
         else:
             self._tail[r - nb] = 0.0
+        # What else the row says of the memory goes too (its id, a key of its content's hash,
+        # its times): no search reads a dead row, and the saved columns must not keep them.
+        self.ids[r] = ""
+        self.cols.forget(r)
+        if r < self.file_rows:
+            self._erased_on_disk.append(r)
 
     def flush(self) -> None:
         """Write erased rows of the mapped file to disk now."""
         if isinstance(self._base, np.memmap) and self._base.flags.writeable:
             self._base.flush()
+
+    def scrub_files(self, stem: Path) -> None:
+        """Take the rows killed since the files at ``stem`` were written out of them now
+        (after an erasure): their vectors from the matrix and from the graph, their ids and
+        columns. A partition whose matrix is memory-mapped from its file (it has a graph)
+        is changed in place: its matrix rows are zeroed already, the graph's copies of them
+        are zeroed in the graph's file, and the columns are rewritten for the rows the files
+        hold. Any other is written anew (``save``)."""
+        self.flush()
+        if not self._erased_on_disk:
+            return
+        mapped = isinstance(self._base, np.memmap) and self._base.flags.writeable
+        if not (mapped and self._graph_path is not None and len(self._base) == self.file_rows):
+            self.save(stem)
+            return
+        rows = np.unique(np.asarray(self._erased_on_disk, dtype=np.int64))
+        if not erase_graph_vectors(self._graph_path, self.graph, rows[rows < self.graph_rows]):
+            self.save(stem)  # not the graph file layout expected: everything written anew
+            return
+        self._write_columns(stem, self.file_rows, self.graph_rows)
+        self._erased_on_disk.clear()
 
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
         nb = len(self._base)
@@ -409,23 +439,44 @@ class VectorPartition:
         else:
             with open(f"{stem}.vec.npy{tmp}", "wb") as fh:
                 np.save(fh, np.zeros((0, self.dim), dtype=STORED_DTYPE))
-        state = self.cols.state()
-        codes = sorted(self.cols.codes, key=self.cols.codes.__getitem__)
-        meta = {"format": FORMAT, "dim": self.dim, "graph_rows": self.graph_rows if self.graph is not None else 0,
-                "codes": codes, "dead": self.dead}
-        ids = "\n".join(self.ids).encode()
-        with open(f"{stem}.cols.npz{tmp}", "wb") as fh:
-            arrays = {"ids": np.frombuffer(ids, dtype=np.uint8),
-                      "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), **state}
-            np.savez(fh, **arrays)  # type: ignore[arg-type]
+        self._write_columns(stem, self.n, self.graph_rows if self.graph is not None else 0, replace=False)
         graph_file = Path(f"{stem}.usearch")
         if self.graph is not None and self._graph_path != graph_file:
             self.graph.save(f"{graph_file}{tmp}")
+            # The graph keeps a copy of every vector it was given, dead rows' too.
+            dead = np.flatnonzero(~self.cols.alive[: self.graph_rows])
+            if not erase_graph_vectors(Path(f"{graph_file}{tmp}"), self.graph, dead):
+                # Not the graph file layout expected: a graph of the live rows only.
+                for name in (f"{graph_file}{tmp}", f"{stem}.vec.npy{tmp}", f"{stem}.cols.npz{tmp}"):
+                    os.unlink(name)
+                self._compact()
+                if self.graph is None and len(self.pos) >= self.params.ann_min_rows:
+                    self._build_graph()
+                self.save(stem)
+                return
             os.replace(f"{graph_file}{tmp}", graph_file)
         elif self.graph is None:
             graph_file.unlink(missing_ok=True)
         os.replace(f"{stem}.vec.npy{tmp}", f"{stem}.vec.npy")
         os.replace(f"{stem}.cols.npz{tmp}", f"{stem}.cols.npz")
+        self.file_rows = self.n
+        self._erased_on_disk.clear()
+
+    def _write_columns(self, stem: Path, rows: int, graph_rows: int, *, replace: bool = True) -> None:
+        """Write the ids and columns of the first ``rows`` rows to ``stem``.cols.npz (to its
+        temporary name, for ``save``, when not ``replace``)."""
+        tmp = f".{os.getpid()}.tmp"
+        state = {name: arr[:rows] for name, arr in self.cols.state().items()}
+        codes = sorted(self.cols.codes, key=self.cols.codes.__getitem__)
+        dead = rows - int(np.count_nonzero(self.cols.alive[:rows]))
+        meta = {"format": FORMAT, "dim": self.dim, "graph_rows": graph_rows, "codes": codes, "dead": dead}
+        ids = "\n".join(self.ids[:rows]).encode()
+        with open(f"{stem}.cols.npz{tmp}", "wb") as fh:
+            arrays = {"ids": np.frombuffer(ids, dtype=np.uint8),
+                      "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), **state}
+            np.savez(fh, **arrays)  # type: ignore[arg-type]
+        if replace:
+            os.replace(f"{stem}.cols.npz{tmp}", f"{stem}.cols.npz")
 
     @classmethod
     def load(cls, stem: Path, dim: int, params: AnnParams | None = None) -> VectorPartition:
@@ -469,4 +520,68 @@ class VectorPartition:
             if graph is None or graph.ndim != dim:
                 raise ValueError("graph file missing or of another width")
             part.graph, part.graph_rows, part._graph_path = graph, graph_rows, graph_file
+        part.file_rows = n
         return part
+
+
+_GRAPH_HEADER = 8  # usearch's dense file: rows and bytes per row (two uint32), then the vectors
+_HASH_BLOCK = 65_536  # graph rows hashed at a time
+
+
+def _row_hashes(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of a uint8 matrix (its bytes as words, weighted by fixed
+    odd multipliers; equal rows, equal hashes)."""
+    width = rows.shape[1]
+    padded = rows if width % 8 == 0 else np.pad(rows, ((0, 0), (0, 8 - width % 8)))
+    words = np.ascontiguousarray(padded).view(np.uint64)
+    mult = np.random.default_rng(width).integers(1, 2**63, size=words.shape[1], dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        return (words * mult).sum(axis=1, dtype=np.uint64)
+
+
+def erase_graph_vectors(path: Path, graph: Any, keys: np.ndarray) -> bool:
+    """Zero, in the usearch file at ``path``, its copies of the vectors of ``keys`` (rows of
+    the partition), which ``graph`` holds; True when done, False when the file is not laid
+    out as expected (the caller then rewrites it without them).
+
+    usearch gives no way to overwrite a stored vector (``remove`` only unlinks the key), and
+    its file begins with the vectors, one row each, in an order of its own. So each key's
+    vector is looked up (``graph.get``) and the file rows holding exactly those bytes are
+    zeroed, unless more rows hold them than the keys erased (a live memory with the same
+    vector: an identical text the store still keeps). A key's row is then never read
+    again: the partition only searches live rows.
+    """
+    if not len(keys):
+        return True
+    wanted = [graph.get(int(k), dtype=graph.dtype) for k in np.asarray(keys).tolist()]
+    patterns = [np.ascontiguousarray(w).reshape(-1).view(np.uint8) for w in wanted if w is not None]
+    patterns = [p for p in patterns if p.any()]  # zeroed already (an earlier erasure, in place)
+    if not patterns:
+        return True
+    want = np.stack(patterns)
+    with open(path, "r+b") as fh, mmap.mmap(fh.fileno(), 0) as mm:
+        n_rows, width = (int(x) for x in np.frombuffer(mm, dtype=np.uint32, count=2))
+        if width != want.shape[1] or _GRAPH_HEADER + n_rows * width > len(mm):
+            return False
+        matrix = np.frombuffer(mm, dtype=np.uint8, count=n_rows * width, offset=_GRAPH_HEADER)
+        matrix = matrix.reshape(n_rows, width)
+        want_h, want_n = np.unique(_row_hashes(want), return_counts=True)
+        hits: list[np.ndarray] = []
+        for i in range(0, n_rows, _HASH_BLOCK):
+            h = _row_hashes(matrix[i: i + _HASH_BLOCK])
+            hits.append(i + np.flatnonzero(np.isin(h, want_h)))
+        rows = np.concatenate(hits)
+        found = {bytes(matrix[r]) for r in rows.tolist()}
+        if not all(bytes(p) in found for p in patterns):
+            return False  # a vector the graph holds is not in its file as a row
+        mine = {bytes(p) for p in patterns}
+        hashes = _row_hashes(matrix[rows]) if len(rows) else np.zeros(0, np.uint64)
+        count_in_file = dict(zip(*(a.tolist() for a in np.unique(hashes, return_counts=True))))
+        erase = [r for r, h in zip(rows.tolist(), hashes.tolist())
+                 if bytes(matrix[r]) in mine and count_in_file[h] <= want_n[np.searchsorted(want_h, h)]]
+        del matrix
+        view = np.frombuffer(mm, dtype=np.uint8, count=n_rows * width, offset=_GRAPH_HEADER).reshape(n_rows, width)
+        view[erase] = 0
+        del view
+        mm.flush()
+    return True
