@@ -5,7 +5,7 @@ added since the last save is never written with it."""
 from __future__ import annotations
 
 import numpy as np
-from storage_helpers import DIM, MODEL, P1, make_item, put, unit_rows
+from storage_helpers import DIM, MODEL, P1, P2, make_item, put, unit_rows
 
 from zenbrain.index import AnnParams
 from zenbrain.index.vectors import vector_blob
@@ -136,3 +136,33 @@ def test_a_small_partition_files_are_rewritten_at_commit(tmp_path):
     assert not _in_index_files(path, v[3]) and _in_index_files(path, v[4])
     assert "s3" not in _saved_ids(path)
     s.close()
+
+
+def _lexical_terms(path, prefix: str) -> list:
+    import tantivy
+
+    return tantivy.Index.open(str(path.parent / (path.name + ".idx") / "lexical")).searcher().terms_with_prefix(
+        "content", prefix)
+
+
+def test_forget_takes_the_words_out_of_the_lexical_index_files(tmp_path):
+    """tantivy only marks a deleted document: its words stay in the segment's term
+    dictionary and postings (with everything else the text said) until the segment
+    merges. An erasure rebuilds the index, so that the words of the erased text are gone
+    when the erasure commits."""
+    path = tmp_path / "l.db"
+    store = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM, lexical_index_min_rows=60)
+    filler = [make_item(P2, f"other note {n} about tea and trains") for n in range(70)]
+    secret = make_item(P1, "the password is zyxquokkafoo", id="secret")
+    kept = make_item(P1, "the quokka ate zyxwombatbar", id="kept")
+    with store.transaction() as tx:
+        tx.put_memories(filler + [secret, kept])
+    assert [m for m, _ in store.lexical_search(P1, "zyxquokkafoo", 3)] == ["secret"]
+    store.save_indexes()
+    assert _lexical_terms(path, "zyxquokka") and _lexical_terms(path, "zyxwombat")
+    with store.transaction() as tx:
+        tx.delete_memory(P1, "secret")
+    assert _lexical_terms(path, "zyxquokka") == []
+    assert [m for m, _ in store.lexical_search(P1, "zyxwombatbar", 3)] == ["kept"]
+    assert len(store.lexical_search(P2, "trains", 100)) == 70
+    store.close()

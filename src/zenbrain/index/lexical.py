@@ -183,6 +183,10 @@ class LexicalIndex:
         self._hidden: dict[int, str] = {}  # keys whose committed document is outdated -> partition key
         self._hidden_n: Counter[str] = Counter()  # partition key -> how many of its keys are hidden
         self._since: float | None = None  # when the first uncommitted change came
+        # A deleted document stays in its segment (its words in the term dictionary and
+        # postings) until tantivy merges the segment, which nothing here can make it do:
+        # an erasure rebuilds the index instead (``IndexSet.scrub``).
+        self.deleted_documents = False
         self.index.reload()
         self._searcher = self.index.searcher()
 
@@ -207,6 +211,7 @@ class LexicalIndex:
             if row is None:
                 if k is not None and self.keys.live[k]:
                     self._w().delete_documents_by_term("key", k)
+                    self.deleted_documents = True
                     self.keys.kill(k)
                     self._hide(k, pk)
                     self._unpend(k)
@@ -215,6 +220,8 @@ class LexicalIndex:
             ck = text_key(row.content)
             if k is not None and self.keys.live[k] and self.keys.chash[k] == ck:
                 continue
+            if k is not None and self.keys.live[k]:
+                self.deleted_documents = True  # its old text stays in a segment
             k = self.keys.get_or_add(mid)
             w = self._w()
             w.delete_documents_by_term("key", k)
@@ -252,6 +259,7 @@ class LexicalIndex:
             k = self.keys.get_or_add(row.id)
             if self.keys.live[k]:
                 w.delete_documents_by_term("key", k)
+                self.deleted_documents = True
             w.add_document(self._t.Document(part=pk, key=k, content=row.content))
             self.keys.set_live(k, text_key(row.content), len(self._analyzer.analyze(row.content)))
             self._changed()

@@ -262,7 +262,8 @@ class IndexSet:
     def scrub(self) -> None:
         """Bring the indexes up to the store now and write erased memories out of the files
         (after an erasure): dead rows' vectors, graph copies, ids and columns
-        (``VectorPartition.scrub_files``), deleted documents committed."""
+        (``VectorPartition.scrub_files``), and the lexical index rebuilt when it holds
+        deleted documents."""
         with self._lock:
             self._sync_locked()
             for part, vp in self._parts.items():
@@ -271,6 +272,11 @@ class IndexSet:
                 else:
                     vp.scrub_files(self.directory / _stem(part))
             self.lexical.commit()
+            if self.lexical.deleted_documents:
+                # The words of deleted texts stay in tantivy's segments until they merge:
+                # the index is built anew from the store (about 6 s for 200k memories).
+                self.lexical.close()
+                self.lexical = self._build_lexical()
 
     # -- search -----------------------------------------------------------------------------
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: FilterLike | None = None, *,
