@@ -160,9 +160,16 @@ def test_forget_takes_the_words_out_of_the_lexical_index_files(tmp_path):
     assert [m for m, _ in store.lexical_search(P1, "zyxquokkafoo", 3)] == ["secret"]
     store.save_indexes()
     assert _lexical_terms(path, "zyxquokka") and _lexical_terms(path, "zyxwombat")
+    assert len(store.lexical_search(P2, "trains", 100)) == 70
+    edited = make_item(P2, "other note 0 about coffee", id=filler[0].id)
+    with store.transaction() as tx:  # an edit is not an erasure: no rebuild for it
+        tx.put_memories([edited])
+    assert [m for m, _ in store.lexical_search(P2, "coffee", 3)] == [filler[0].id]
+    assert store._index_set().lexical.deleted_documents
     with store.transaction() as tx:
         tx.delete_memory(P1, "secret")
+    assert not store._index_set().lexical.deleted_documents
     assert _lexical_terms(path, "zyxquokka") == []
     assert [m for m, _ in store.lexical_search(P1, "zyxwombatbar", 3)] == ["kept"]
-    assert len(store.lexical_search(P2, "trains", 100)) == 70
+    assert len(store.lexical_search(P2, "trains", 100)) == 69
     store.close()

@@ -259,20 +259,22 @@ class IndexSet:
         for p in self._part_seq:
             self._part_seq[p] = batch.seq
 
-    def scrub(self) -> None:
+    def scrub(self, *, files: bool = True) -> None:
         """Bring the indexes up to the store now and write erased memories out of the files
         (after an erasure): dead rows' vectors, graph copies, ids and columns
         (``VectorPartition.scrub_files``), and the lexical index rebuilt when it holds
-        deleted documents."""
+        deleted documents. Without ``files`` (a vector no memory uses any more was dropped,
+        as when a memory's text changes) only the mapped matrices' zeroed rows are written;
+        the rest waits for the next save."""
         with self._lock:
             self._sync_locked()
             for part, vp in self._parts.items():
-                if self.directory is None:
+                if self.directory is None or not files:
                     vp.flush()
                 else:
                     vp.scrub_files(self.directory / _stem(part))
             self.lexical.commit()
-            if self.lexical.deleted_documents:
+            if files and self.lexical.deleted_documents:
                 # The words of deleted texts stay in tantivy's segments until they merge:
                 # the index is built anew from the store (about 6 s for 200k memories).
                 self.lexical.close()

@@ -437,7 +437,7 @@ class SQLiteStore:
             try:
                 if tx.erased and self._search is not None:
                     with self._index_lock:
-                        self._search.scrub()
+                        self._search.scrub(files=tx.deleted)
                 if pending:
                     tx.scrubbed = self._scrub(self.scrub_wait_s if tx.erased else 0.0)
                 if tx.inserted:

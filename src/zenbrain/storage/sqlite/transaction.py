@@ -84,6 +84,7 @@ class SQLiteTransaction:
         self.inserted = 0  # memory rows put
         self.put_ids: list[str] = []  # ids of the memories put, in order (an idempotency record names them)
         self.erased = False  # something was erased: the file is scrubbed after commit
+        self.deleted = False  # a memory was deleted: the search indexes' files are scrubbed too
         self.scrubbed: bool | None = None  # after commit: whether the scrub completed (None: none ran)
 
     def part_number(self, partition: Partition) -> int:
@@ -230,7 +231,7 @@ class SQLiteTransaction:
                 out["vectors"] = 1
             self._drop_orphan_embedding(row[0])
         self._changed(partition, [memory_id])
-        self.erased = True
+        self.erased = self.deleted = True
         return out
 
     def _drop_orphan_embedding(self, key: str) -> None:
