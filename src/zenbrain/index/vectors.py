@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import mmap
 import os
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
@@ -214,8 +213,8 @@ class VectorPartition:
         if not (mapped and self._graph_path is not None and len(self._base) == self.file_rows):
             self.save(stem)
             return
-        rows = np.unique(np.asarray(self._erased_on_disk, dtype=np.int64))
-        if not erase_graph_vectors(self._graph_path, self.graph, rows[rows < self.graph_rows]):
+        dead = np.flatnonzero(~self.cols.alive[: self.graph_rows])  # a twin erased earlier counts
+        if not erase_graph_vectors(self._graph_path, self.graph, dead):
             self.save(stem)  # not the graph file layout expected: everything written anew
             return
         self._write_columns(stem, self.file_rows, self.graph_rows)
@@ -540,9 +539,10 @@ def _row_hashes(rows: np.ndarray) -> np.ndarray:
 
 
 def erase_graph_vectors(path: Path, graph: Any, keys: np.ndarray) -> bool:
-    """Zero, in the usearch file at ``path``, its copies of the vectors of ``keys`` (rows of
-    the partition), which ``graph`` holds; True when done, False when the file is not laid
-    out as expected (the caller then rewrites it without them).
+    """Zero, in the usearch file at ``path``, its copies of the vectors of ``keys`` (every
+    dead row of the partition the graph may hold), which ``graph`` holds; True when done,
+    False when the file is not laid out as expected (the caller then rewrites it without
+    them).
 
     usearch gives no way to overwrite a stored vector (``remove`` only unlinks the key), and
     its file begins with the vectors, one row each, in an order of its own. So each key's
@@ -553,35 +553,40 @@ def erase_graph_vectors(path: Path, graph: Any, keys: np.ndarray) -> bool:
     """
     if not len(keys):
         return True
-    wanted = [graph.get(int(k), dtype=graph.dtype) for k in np.asarray(keys).tolist()]
+    batch = graph.get(np.asarray(keys, dtype=np.uint64), dtype=graph.dtype)
+    if isinstance(batch, np.ndarray) and batch.ndim == 2:
+        wanted: list[Any] = list(batch)
+    else:  # some keys are not in the graph (rows that had died before it was built)
+        wanted = [graph.get(int(k), dtype=graph.dtype) for k in np.asarray(keys).tolist()]
     patterns = [np.ascontiguousarray(w).reshape(-1).view(np.uint8) for w in wanted if w is not None]
     patterns = [p for p in patterns if p.any()]  # zeroed already (an earlier erasure, in place)
     if not patterns:
         return True
     want = np.stack(patterns)
-    with open(path, "r+b") as fh, mmap.mmap(fh.fileno(), 0) as mm:
-        n_rows, width = (int(x) for x in np.frombuffer(mm, dtype=np.uint32, count=2))
-        if width != want.shape[1] or _GRAPH_HEADER + n_rows * width > len(mm):
-            return False
-        matrix = np.frombuffer(mm, dtype=np.uint8, count=n_rows * width, offset=_GRAPH_HEADER)
-        matrix = matrix.reshape(n_rows, width)
-        want_h, want_n = np.unique(_row_hashes(want), return_counts=True)
-        hits: list[np.ndarray] = []
-        for i in range(0, n_rows, _HASH_BLOCK):
-            h = _row_hashes(matrix[i: i + _HASH_BLOCK])
-            hits.append(i + np.flatnonzero(np.isin(h, want_h)))
-        rows = np.concatenate(hits)
-        found = {bytes(matrix[r]) for r in rows.tolist()}
-        if not all(bytes(p) in found for p in patterns):
-            return False  # a vector the graph holds is not in its file as a row
-        mine = {bytes(p) for p in patterns}
-        hashes = _row_hashes(matrix[rows]) if len(rows) else np.zeros(0, np.uint64)
-        count_in_file = dict(zip(*(a.tolist() for a in np.unique(hashes, return_counts=True))))
-        erase = [r for r, h in zip(rows.tolist(), hashes.tolist())
-                 if bytes(matrix[r]) in mine and count_in_file[h] <= want_n[np.searchsorted(want_h, h)]]
-        del matrix
-        view = np.frombuffer(mm, dtype=np.uint8, count=n_rows * width, offset=_GRAPH_HEADER).reshape(n_rows, width)
-        view[erase] = 0
-        del view
-        mm.flush()
+    header = np.fromfile(path, dtype=np.uint32, count=2)
+    if header.size < 2:
+        return False
+    n_rows, width = int(header[0]), int(header[1])
+    if width != want.shape[1] or _GRAPH_HEADER + n_rows * width > path.stat().st_size:
+        return False
+    matrix = np.memmap(path, dtype=np.uint8, mode="r+", offset=_GRAPH_HEADER, shape=(n_rows, width))
+    want_h, want_n = np.unique(_row_hashes(want), return_counts=True)
+    hits = [i + np.flatnonzero(np.isin(_row_hashes(matrix[i: i + _HASH_BLOCK]), want_h))
+            for i in range(0, n_rows, _HASH_BLOCK)]
+    rows = np.concatenate(hits).tolist()
+    mine = {bytes(p) for p in patterns}
+    found = {bytes(matrix[r]) for r in rows}
+    if not mine <= found:
+        return False  # a vector the graph holds is not a row of its file
+    # A hash held by more rows than the erased keys is also a live row's (the same text).
+    hashes = _row_hashes(np.asarray(matrix[rows])).tolist() if rows else []
+    in_file: dict[int, int] = {}
+    for h in hashes:
+        in_file[h] = in_file.get(h, 0) + 1
+    erased_n = dict(zip(want_h.tolist(), want_n.tolist()))
+    erase = [r for r, h in zip(rows, hashes) if in_file[h] <= erased_n.get(h, 0) and bytes(matrix[r]) in mine]
+    if erase:
+        matrix[erase] = 0
+        matrix.flush()
+    del matrix
     return True
