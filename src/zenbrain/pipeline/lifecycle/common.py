@@ -64,6 +64,9 @@ class Snapshot:
     ``delete_edges``) or ``flush``, in that write's transaction. ``write_edges`` merges
     them with its own: an edge put twice is written once, with its last value; an edge
     put and then deleted is only deleted. The store ends as after the writes one by one.
+    A deferred put is kept as its key only and written with the snapshot's edge of that
+    key at the time (a whole-graph decay defers every edge: a second map of them all
+    would hold as much as the snapshot's own).
     """
 
     def __init__(self, engine: Engine, part: Partition) -> None:
@@ -73,7 +76,7 @@ class Snapshot:
         self._edges: dict[tuple[str, str, str], Edge] | None = None
         # Deferred writes: deletions (they came first), then puts by key, then key-value pairs.
         self._deferred_deletes: list[tuple[str, str, str]] = []
-        self._deferred_puts: dict[tuple[str, str, str], Edge] = {}
+        self._deferred_puts: list[tuple[str, str, str]] = []  # keys of the snapshot's edges
         self._deferred_kv: dict[str, Any] = {}
 
     def select(
@@ -147,9 +150,9 @@ class Snapshot:
 
         ``puts`` may be given keyed already (``{(src, dst, relation): edge}``)."""
         first = self._deferred_deletes
-        merged = self._deferred_puts
+        deferred = self._deferred_puts
         kv = self._deferred_kv
-        self._deferred_deletes, self._deferred_puts, self._deferred_kv = [], {}, {}
+        self._deferred_deletes, self._deferred_puts, self._deferred_kv = [], [], {}
         if isinstance(puts, Mapping):
             keyed: Any = puts.items()
             puts = list(puts.values())
@@ -161,13 +164,9 @@ class Snapshot:
                 self._edges.pop(k, None)
         if first:
             tx.delete_edges(self.part, first)
-        if merged:
-            merged.update(keyed)
-            for k in deletes:
-                merged.pop(k, None)
-            out = list(merged.values())
-        else:
-            out = list(puts)
+        out = list(puts)
+        if deferred:
+            out = self._deferred_edges(deferred, {k for k, _ in keyed}) + out
         if out:
             tx.put_edges(self.part, out)
         if deletes:
@@ -175,29 +174,36 @@ class Snapshot:
         for key, value in kv.items():
             tx.kv_put(self.part, {key: value})
 
+    def _deferred_edges(self, keys: list[tuple[str, str, str]], putting: set[tuple[str, str, str]]) -> list[Edge]:
+        """The snapshot's edges of the deferred ``keys`` that this write neither puts
+        (it writes their last value itself) nor has deleted."""
+        edges = self._edges
+        assert edges is not None  # loaded by defer_edges
+        return [e for k in keys if k not in putting for e in (edges.get(k),) if e is not None]
+
     def defer_edges(
         self,
         *,
         puts: Sequence[Edge] | Mapping[tuple[str, str, str], Edge] = (),
+        changed: Sequence[tuple[str, str, str]] = (),
         deletes: Sequence[tuple[str, str, str]] = (),
         kv: dict[str, Any] | None = None,
     ) -> None:
         """Change the snapshot now and the store with the next edge write (see the class).
 
         Only for writes made before any other deferred write: deletions of edges that no
-        deferred put names, then puts (a sequence, or keyed as in ``write_edges``). ``kv``
-        pairs are written with the edges.
+        deferred put names, then puts (a sequence, or keyed as in ``write_edges``) and the
+        keys of the snapshot's edges ``changed`` in place (distinct, none of them put).
+        ``kv`` pairs are written with the edges.
         """
         if self.deferred:
             raise RuntimeError("edge writes are already deferred; flush them first")
         current = self.edges  # loaded now: a later load would not see the deferred writes
         self._deferred_deletes = list(deletes)
-        if isinstance(puts, Mapping):
-            self._deferred_puts = dict(puts)
-        else:
-            self._deferred_puts = {(e.src, e.dst, e.relation): e for e in puts}
+        keyed: Any = puts.items() if isinstance(puts, Mapping) else [((e.src, e.dst, e.relation), e) for e in puts]
+        current.update(keyed)
+        self._deferred_puts = list(dict.fromkeys(k for k, _ in keyed)) + list(changed)
         self._deferred_kv = dict(kv or {})
-        current.update(self._deferred_puts)
         for k in deletes:
             current.pop(k, None)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -38,11 +39,15 @@ def edge_decay_stage(
     part = snap.part
     last = engine.store.kv_get(part, KV_EDGE_DECAY) or {}
     last_at = last.get("at")
-    keyed = [(k, e) for k, e in snap.edges.items() if k[2] not in PROVENANCE]
-    edges = [e for _, e in keyed]
+    # Keys and edges as two lists (not a list of pairs): the whole graph passes through here.
+    keys: list[tuple[str, str, str]] = []
+    edges: list[Edge] = []
+    for k, e in snap.edges.items():
+        if k[2] not in PROVENANCE:
+            keys.append(k)
+            edges.append(e)
     report: dict[str, Any] = {"edges": len(edges), "last_pass": last_at}
-    decayed: list[Edge] = []
-    decayed_keyed: dict[tuple[str, str, str], Edge] = {}
+    decayed_keys: list[tuple[str, str, str]] = []
     dead_keys: list[tuple[str, str, str]] = []
     decayed_entries: list[dict[str, Any]] = []
     pruned_entries: list[dict[str, Any]] = []
@@ -58,16 +63,16 @@ def edge_decay_stage(
         var = np.fromiter((e.variance for e in edges), float, n)
         new_w, prune = two_factor.decay(w, var, days=days, params=params)
         new_w, prune = np.asarray(new_w, float).reshape(-1), np.asarray(prune, bool).reshape(-1)
-        changed = np.flatnonzero(~prune & (np.abs(new_w - w) > 1e-12)).tolist()
-        dead = np.flatnonzero(prune).tolist()
-        nl = new_w.tolist()
+        changed_mask = ~prune & (np.abs(new_w - w) > 1e-12)
         # The snapshot's edges change in place (as its memories do); the store follows below.
-        decayed_keyed = dict(keyed[j] for j in changed)
-        decayed = list(decayed_keyed.values())
-        for e, x in zip(decayed, (nl[j] for j in changed)):
+        mask = changed_mask.tolist()
+        decayed_keys = list(compress(keys, mask))
+        for e, x in zip(compress(edges, mask), new_w[changed_mask].tolist()):
             e.weight = x
-        dead_keys = [keyed[j][0] for j in dead]
+        dead = np.flatnonzero(prune).tolist()
+        dead_keys = [keys[j] for j in dead]
         if detail or dead:
+            nl = new_w.tolist()
             imp = (1.0 / np.maximum(var, 1e-12)).tolist()
             wl, dl = w.tolist(), days.tolist()
             pruned_entries = [
@@ -78,15 +83,15 @@ def edge_decay_stage(
                 decayed_entries = [
                     {"src": e.src, "dst": e.dst, "relation": e.relation, "weight": [wl[j], nl[j]],
                      "importance": imp[j], "days": dl[j]}
-                    for j, e in zip(changed, decayed)
+                    for j in np.flatnonzero(changed_mask).tolist() for e in (edges[j],)
                 ]
     if detail:
         report["decayed"] = decayed_entries
     else:
-        report["decayed_count"] = len(decayed)
+        report["decayed_count"] = len(decayed_keys)
     report["pruned"] = pruned_entries
     # Puts and deletions name different edges, so deleting first is the same as after.
-    snap.defer_edges(puts=decayed_keyed, deletes=dead_keys, kv={KV_EDGE_DECAY: {"at": now}})
+    snap.defer_edges(changed=decayed_keys, deletes=dead_keys, kv={KV_EDGE_DECAY: {"at": now}})
     if not defer:
         snap.flush()
     return report
