@@ -11,9 +11,9 @@ import pytest
 
 from zenbrain import state as keys
 from zenbrain.mechanisms.ebbinghaus import EbbinghausParams
-from zenbrain.mechanisms.information import InformationReference
+from zenbrain.mechanisms.information import InformationReference, information_words
 from zenbrain.model import Edge, Layer, Scope
-from zenbrain.pipeline.lifecycle.decay import _count_all
+from zenbrain.pipeline.lifecycle.decay import _count_all, _says_little
 from zenbrain.pma import triple_copy
 from zenbrain.state import ARCHIVED_BY, KV_INFORMATION, RESCUED_AT
 from zenbrain.text import NameVocabulary, names_something, token_set
@@ -502,11 +502,11 @@ def test_the_full_count_by_chunks_is_the_count_of_every_memory_at_once():
     texts = [f"memory {k} says {'something new' if k % 3 else 'the same old thing'} about topic {k % 7}"
              for k in range(53)]
     items = [type("Row", (), {"content": t})() for t in texts]
-    tested = np.zeros(len(texts), dtype=bool)
-    tested[[0, 4, 9, 10, 31, 52]] = True
+    at = np.array([0, 4, 9, 10, 31, 52])
     whole = InformationReference.of([token_set(t) for t in texts])
+    at_once = information_words([token_set(texts[j]) for j in at.tolist()], whole) < 1.75
     for chunk in (1, 5, 10, 53, 100):
-        ref, kept = _count_all(items, tested, chunk=chunk)
+        ref = _count_all(items, chunk=chunk)
         assert ref.n == whole.n
         assert list(ref.df.items()) == list(whole.df.items())  # the same counts in the same order
-        assert kept == {j: token_set(texts[j]) for j in np.flatnonzero(tested).tolist()}
+        assert _says_little(items, at, whole, 1.75, chunk=chunk).tolist() == at_once.tolist()

@@ -211,9 +211,8 @@ def _low_value(
             if isinstance(raw_vocabulary, dict) and raw_vocabulary.get("fingerprint") == version[3]:
                 vocabulary = NameVocabulary.from_dict(raw_vocabulary).with_texts(i.content for i in fresh)
                 vocabulary_carried = True
-    sets: dict[int, frozenset[str]] | None = None
     if reference is None:
-        reference, sets = _count_all(items, tested)
+        reference = _count_all(items)
     unchanged = carried and not fresh
     counted: dict[str, Any] = {} if unchanged else {
         KV_INFORMATION: reference.to_dict(),
@@ -224,8 +223,7 @@ def _low_value(
     low = np.zeros(len(items), dtype=bool)
     at = np.flatnonzero(tested)
     if at.size:
-        tested_sets = [sets[j] for j in at.tolist()] if sets is not None else [token_set(items[j].content) for j in at]
-        low[at] = information.information_words(tested_sets, reference) < params.low_information_words
+        low[at] = _says_little(items, at, reference, params.low_information_words)
     if params.spare_named and low.any():
         # A short statement that names a person, place or number ("Priya moved to Lisbon") is
         # a fact, not small talk: names are what the words-said-once measure cannot see in a
@@ -241,20 +239,27 @@ def _low_value(
     return low, counted
 
 
-def _count_all(
-    items: list[MemoryItem], tested: np.ndarray, chunk: int = 10_000
-) -> tuple[information.InformationReference, dict[int, frozenset[str]]]:
+def _count_all(items: list[MemoryItem], chunk: int = 10_000) -> information.InformationReference:
     """``InformationReference.of`` the words of every memory (the same counts, in the same
-    order), a chunk of memories at a time, and the word sets of the ``tested`` memories
-    (by index): the others' sets are not kept once counted."""
+    order), a chunk of memories at a time: no memory's word set is kept once counted."""
     df: Counter[str] = Counter()
-    kept: dict[int, frozenset[str]] = {}
     for start in range(0, len(items), chunk):
-        sets = [token_set(i.content) for i in items[start : start + chunk]]
-        df.update(itertools.chain.from_iterable(sets))
-        for j in np.flatnonzero(tested[start : start + chunk]).tolist():
-            kept[start + j] = sets[j]
-    return information.InformationReference(len(items), dict(df)), kept
+        df.update(itertools.chain.from_iterable(token_set(i.content) for i in items[start : start + chunk]))
+    return information.InformationReference(len(items), dict(df))
+
+
+def _says_little(
+    items: list[MemoryItem], at: np.ndarray, reference: information.InformationReference, words: float,
+    chunk: int = 10_000,
+) -> np.ndarray:
+    """Whether each memory at ``at`` says fewer than ``words`` words said once. A memory's
+    value depends on its own words only, so the word sets are made a chunk at a time (the
+    tested memories can be most of the partition: keeping every set held ~250 MB at 400k)."""
+    out = np.zeros(at.size, dtype=bool)
+    for start in range(0, at.size, chunk):
+        sets = [token_set(items[j].content) for j in at[start : start + chunk].tolist()]
+        out[start : start + chunk] = information.information_words(sets, reference) < words
+    return out
 
 
 def _rescue(
