@@ -176,3 +176,25 @@ def test_snapshot_shares_strings_and_holds_the_stores_memories_and_edges(world):
         assert e.dst not in snap.items or e.dst is snap.items[e.dst].id
     relations = {}
     assert all(relations.setdefault(e.relation, e.relation) is e.relation for e in snap.edges.values())
+
+
+def test_snapshot_floats_are_shared_by_value_and_keep_their_sign():
+    from zenbrain.pipeline.lifecycle.common import _Floats
+
+    floats = _Floats()
+    a, b = float("1704003540.0"), float("1704003540.0")
+    assert a is not b and floats(a) is floats(b) is a
+    assert str(floats(-0.0)) == "-0.0" and str(floats(0.0)) == "0.0"
+    nan = float("nan")
+    assert floats(nan) is nan
+    assert floats(1) == 1 and type(floats(1)) is int and floats(True) is True
+    state = {"copies": {"anchor": float("5.5"), "s0": -0.0}, "priority": float("5.5"), "reps": [1.0]}
+    item = type("Item", (), {})()
+    for name in ("created_at", "updated_at", "last_access", "event_time", "valid_until", "importance", "valence",
+                 "arousal", "stability", "strength", "conf_alpha", "conf_beta"):
+        setattr(item, name, float("5.5"))
+    item.event_time = None
+    item.state = state
+    floats.item(item)
+    assert item.created_at is item.stability is state["priority"] is state["copies"]["anchor"]
+    assert item.event_time is None and str(state["copies"]["s0"]) == "-0.0" and state["reps"] == [1.0]

@@ -3,6 +3,7 @@ snapshot the stages share, and small helpers for report entries."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -42,13 +43,66 @@ def load(
 
 def _shared(items: list[MemoryItem]) -> list[MemoryItem]:
     """``items`` with one string object for each distinct user, agent and context (each
-    row read brings its own copies; a partition has one user and agent and few contexts)."""
+    row read brings its own copies; a partition has one user and agent and few contexts)
+    and their floats shared (``_Floats``)."""
     seen: dict[str, str] = {}
+    floats = _Floats()
     for i in items:
         i.user_id = seen.setdefault(i.user_id, i.user_id)
         i.agent_id = seen.setdefault(i.agent_id, i.agent_id)
         i.context = seen.setdefault(i.context, i.context)
+        floats.item(i)
     return items
+
+
+# Float values the snapshot shares across memories, at most this many (a few MB); past it,
+# values are shared within each memory only.
+SHARED_FLOATS = 1 << 16
+
+
+class _Floats:
+    """One float object per value: a memory's times are often equal (created, updated,
+    last accessed, its TripleCopy anchors, its FSRS due time and ``due_at``) and its levels
+    (importance, valence, stability, confidences, ...) take few values across a partition,
+    yet each row read brings a new object for each (32 bytes; some twenty per memory).
+
+    Floats are immutable, so sharing changes no value: equal floats are the same number
+    except 0.0 and -0.0 (kept apart) and NaN (never equal, left alone)."""
+
+    def __init__(self) -> None:
+        self.common: dict[float, float] = {}
+        self.own: dict[float, float] = {}  # the current memory's values, once ``common`` is full
+
+    def __call__(self, x: Any) -> Any:
+        if type(x) is not float or math.isnan(x):
+            return x
+        if x == 0.0:
+            return _ZERO if math.copysign(1.0, x) > 0.0 else _NEGATIVE_ZERO
+        y = self.common.get(x)
+        if y is None:
+            y = self.own.setdefault(x, x)
+            if len(self.common) < SHARED_FLOATS:
+                self.common[x] = y
+        return y
+
+    def item(self, i: MemoryItem) -> None:
+        """Share ``i``'s float fields and the floats of its state (top level and one dict down)."""
+        self.own.clear()
+        i.created_at, i.updated_at, i.last_access = self(i.created_at), self(i.updated_at), self(i.last_access)
+        i.event_time, i.valid_until = self(i.event_time), self(i.valid_until)
+        i.importance, i.valence, i.arousal = self(i.importance), self(i.valence), self(i.arousal)
+        i.stability, i.strength = self(i.stability), self(i.strength)
+        i.conf_alpha, i.conf_beta = self(i.conf_alpha), self(i.conf_beta)
+        state: Any = i.state
+        for k, v in state.items():
+            if type(v) is dict:
+                for k2, v2 in v.items():
+                    v[k2] = self(v2)  # the same keys: the dict does not change size
+            else:
+                state[k] = self(v)
+
+
+_ZERO, _NEGATIVE_ZERO = 0.0, -0.0
 
 
 class Snapshot:
