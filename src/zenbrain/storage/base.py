@@ -7,7 +7,7 @@ reach another partition's rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -195,11 +195,14 @@ class Store(Protocol):
         ...
 
     def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False,
-              relation: str | None = None) -> list[Edge]:
+              relation: str | None = None, share: Callable[[str], str] | None = None) -> list[Edge]:
         """Edges touching any of ``ids`` (all edges of the partition when None); with
         ``both_ends`` only those whose two ends are both in ``ids``; with ``relation`` only
         edges of that relation (filtered in the database: a well-linked memory has
-        thousands of edges)."""
+        thousands of edges). Each end's id goes through ``share`` as its row is read: a
+        caller that holds the ids already passes a function returning its own string, and
+        the string read is freed at once (not after the whole result, leaving gaps in
+        memory that later objects rarely fill)."""
         ...
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:

@@ -156,23 +156,22 @@ class Snapshot:
     @property
     def edges(self) -> dict[tuple[str, str, str], Edge]:
         if self._edges is None:
-            self._edges = {edge_key(e): e for e in self._shared_ends(self.engine.store.edges(self.part))}
+            self._edges = {edge_key(e): e for e in self._read_edges()}
         return self._edges
 
-    def _shared_ends(self, edges: list[Edge]) -> list[Edge]:
-        """``edges`` with their ends the snapshot's own id strings and one string per
-        relation: a memory's id is then held once however many edges name it (each row
-        read brings new strings)."""
-        items = self.items
+    def _read_edges(self, ids: Sequence[str] | None = None) -> list[Edge]:
+        """The store's edges (touching ``ids``, or all) with their ends the snapshot's own
+        id strings, shared as each row is read, and one string per relation: a memory's id
+        is then held once however many edges name it (each row read brings new strings)."""
+        edges = self.engine.store.edges(self.part, ids, share=self._own_id)
         relations: dict[str, str] = {}
         for e in edges:
-            src, dst = items.get(e.src), items.get(e.dst)
-            if src is not None:
-                e.src = src.id
-            if dst is not None:
-                e.dst = dst.id
             e.relation = relations.setdefault(e.relation, e.relation)
         return edges
+
+    def _own_id(self, memory_id: str) -> str:
+        item = self.items.get(memory_id)
+        return memory_id if item is None else item.id
 
     def edges_touching(self, ids: Iterable[str]) -> list[Edge]:
         want = set(ids)
@@ -184,7 +183,7 @@ class Snapshot:
         if self._edges is None or not ids:
             return
         self.flush()  # the store must hold what the snapshot holds before it is read again
-        for e in self._shared_ends(self.engine.store.edges(self.part, list(ids))):
+        for e in self._read_edges(list(ids)):
             self._edges[edge_key(e)] = e
 
     def put_edges(self, tx: Any, edges: Sequence[Edge]) -> None:

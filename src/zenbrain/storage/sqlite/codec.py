@@ -7,7 +7,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -199,7 +199,9 @@ def edge_row(number: int, e: Edge) -> tuple[Any, ...]:
             int(e.activations), float(e.updated_at))
 
 
-def edge_from_row(r: Sequence[Any]) -> Edge:
+def edge_from_row(r: Sequence[Any], share: Callable[[str], str] | None = None) -> Edge:
+    if share is not None:
+        return Edge(share(id_text(r[0])), share(id_text(r[1])), r[2], r[3], r[4], r[5], r[6])
     return Edge(id_text(r[0]), id_text(r[1]), r[2], r[3], r[4], r[5], r[6])
 
 

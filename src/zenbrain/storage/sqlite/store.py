@@ -681,14 +681,14 @@ class SQLiteStore:
 
     # -- graph, history, records -------------------------------------------------------------
     def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False,
-              relation: str | None = None) -> list[Edge]:
+              relation: str | None = None, share: Callable[[str], str] | None = None) -> list[Edge]:
         only, only_args = ("", ()) if relation is None else (" AND relation=?", (relation,))
         with self._c.reading("reading edges", snapshot=True) as db:
             number = self._part_number(db, partition)
             if number is None:  # a partition that never wrote has no edges
                 return []
             if ids is None:
-                return [edge_from_row(r) for r in db.execute(
+                return [edge_from_row(r, share) for r in db.execute(
                     f"SELECT {EDGE_COLUMNS} FROM edges WHERE part=?{only} ORDER BY src, dst, relation",
                     (number, *only_args))]
             wanted = list(dict.fromkeys(ids))
@@ -697,7 +697,7 @@ class SQLiteStore:
                 marks = ",".join("?" * len(wanted))
                 # One primary-key range per src, its dst tested against the list; sorted here, as
                 # an ORDER BY dst leads the planner to scan the partition's edges by edges_dst.
-                found = [edge_from_row(r) for r in db.execute(
+                found = [edge_from_row(r, share) for r in db.execute(
                     f"SELECT {EDGE_COLUMNS} FROM edges WHERE part=? AND src IN ({marks}) "
                     f"AND +dst IN ({marks}){only}", (number, *keys, *keys, *only_args))]
                 return sorted(found, key=lambda e: (e.dst, e.src, e.relation))
@@ -712,7 +712,7 @@ class SQLiteStore:
                     for r in db.execute(
                             f"SELECT {EDGE_COLUMNS} FROM {table} WHERE part=? AND {column} IN ({marks})"
                             f"{only}", (number, *chunk, *only_args)):
-                        e = edge_from_row(r)
+                        e = edge_from_row(r, share)
                         if (e.src, e.dst, e.relation) not in seen:
                             seen.add((e.src, e.dst, e.relation))
                             out.append(e)
