@@ -278,6 +278,10 @@ def test_query_orders_and_limits(store, world):
         assert [i.id for i in store.query(P1, flt, order_by=order_by)] == [i.id for i in asc], order_by
         desc = store.query(P1, flt, order_by=order_by, descending=True, limit=7)
         assert [key(i) for i in desc] == sorted((key(i) for i in expect), reverse=True)[:7], order_by
+    # each memory through ``share`` as it is read: the same memories, in the same order
+    seen = []
+    shared = store.query(P1, flt, share=lambda i: seen.append(i.id) or i)
+    assert [i.id for i in shared] == seen == [i.id for i in store.query(P1, flt)]
 
 
 def test_query_metadata_is_the_ids_and_metadata_of_query(store, world):

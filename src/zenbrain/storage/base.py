@@ -151,10 +151,14 @@ class Store(Protocol):
         order_by: str = "created_at",
         descending: bool = False,
         limit: int | None = None,
+        share: Callable[[MemoryItem], MemoryItem] | None = None,
     ) -> list[MemoryItem]:
         """The memories ``flt`` lets through, ordered by one of ``ORDERABLE``; ties by id,
         except that equally due memories (``order_by="due_at"``) come in the order they
-        were stored, and that a descending order puts the newest stored of equals first."""
+        were stored, and that a descending order puts the newest stored of equals first.
+        Each memory goes through ``share`` as its row is read (a caller holding many
+        memories makes equal values one object: what the row brought is freed at once,
+        not after the whole result)."""
         ...
 
     def query_metadata(

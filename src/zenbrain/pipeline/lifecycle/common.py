@@ -4,7 +4,7 @@ snapshot the stages share, and small helpers for report entries."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,29 +30,35 @@ def load(
     order_by: str = "created_at",
     descending: bool = False,
     limit: int | None = None,
+    share: Callable[[MemoryItem], MemoryItem] | None = None,
 ) -> list[MemoryItem]:
-    """Long-term memories of the whole partition (every context; never working/short-term)."""
+    """Long-term memories of the whole partition (every context; never working/short-term);
+    each through ``share`` as it is read (``Store.query``)."""
     flt = Filter(
         layers=None if layers is None else frozenset(layers),
         contexts=None,
         session_id=None,
         include_archived=include_archived,
     )
-    return engine.store.query(part, flt, order_by=order_by, descending=descending, limit=limit)
+    return engine.store.query(part, flt, order_by=order_by, descending=descending, limit=limit, share=share)
 
 
-def _shared(items: list[MemoryItem]) -> list[MemoryItem]:
-    """``items`` with one string object for each distinct user, agent and context (each
-    row read brings its own copies; a partition has one user and agent and few contexts)
-    and their floats shared (``_Floats``)."""
-    seen: dict[str, str] = {}
-    floats = _Floats()
-    for i in items:
+class _Shared:
+    """Makes each memory read hold one string object for each distinct user, agent and
+    context (each row read brings its own copies; a partition has one user and agent and
+    few contexts) and share its floats (``_Floats``), as its row is read."""
+
+    def __init__(self) -> None:
+        self.strings: dict[str, str] = {}
+        self.floats = _Floats()
+
+    def __call__(self, i: MemoryItem) -> MemoryItem:
+        seen = self.strings
         i.user_id = seen.setdefault(i.user_id, i.user_id)
         i.agent_id = seen.setdefault(i.agent_id, i.agent_id)
         i.context = seen.setdefault(i.context, i.context)
-        floats.item(i)
-    return items
+        self.floats.item(i)
+        return i
 
 
 # Float values the snapshot shares across memories, at most this many (a few MB); past it,
@@ -126,7 +132,7 @@ class Snapshot:
     def __init__(self, engine: Engine, part: Partition) -> None:
         self.engine = engine
         self.part = part
-        self.items: dict[str, MemoryItem] = {i.id: i for i in _shared(load(engine, part, include_archived=True))}
+        self.items: dict[str, MemoryItem] = {i.id: i for i in load(engine, part, include_archived=True, share=_Shared())}
         self._edges: dict[tuple[str, str, str], Edge] | None = None
         # Deferred writes: deletions (they came first), then puts by key, then key-value pairs.
         self._deferred_deletes: list[tuple[str, str, str]] = []

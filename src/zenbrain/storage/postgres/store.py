@@ -440,8 +440,12 @@ class PostgresStore:
         return [found[i] for i in ids if i in found]
 
     def query(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
-              descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
-        return [item_from_row(r) for r in self._query(_SELECT, partition, flt, order_by, descending, limit)]
+              descending: bool = False, limit: int | None = None,
+              share: Callable[[MemoryItem], MemoryItem] | None = None) -> list[MemoryItem]:
+        rows = self._query(_SELECT, partition, flt, order_by, descending, limit)
+        if share is not None:
+            return [share(item_from_row(r)) for r in rows]
+        return [item_from_row(r) for r in rows]
 
     def query_metadata(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
                        descending: bool = False, limit: int | None = None) -> list[tuple[str, dict[str, Any]]]:

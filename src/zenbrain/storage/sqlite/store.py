@@ -525,8 +525,10 @@ class SQLiteStore:
         return [found[i] for i in ids if i in found]
 
     def query(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
-              descending: bool = False, limit: int | None = None) -> list[MemoryItem]:
-        return self._query(SELECT, partition, flt, order_by, descending, limit, item_from_row)
+              descending: bool = False, limit: int | None = None,
+              share: Callable[[MemoryItem], MemoryItem] | None = None) -> list[MemoryItem]:
+        convert = item_from_row if share is None else lambda r: share(item_from_row(r))
+        return self._query(SELECT, partition, flt, order_by, descending, limit, convert)
 
     def query_metadata(self, partition: Partition, flt: Filter = Filter(), *, order_by: str = "created_at",
                        descending: bool = False, limit: int | None = None) -> list[tuple[str, dict[str, Any]]]:
