@@ -107,24 +107,16 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
 
     params = engine.config.params.spectral_kg_health
     part = snap.part
-    active = {i.id: i.context for i in snap.select()}
-    per_ctx: dict[str, list[Edge]] = defaultdict(list)
-    for e in snap.edges.values():
-        c1 = active.get(e.src)
-        if c1 is not None and e.src != e.dst and active.get(e.dst) == c1:
-            per_ctx[c1].append(e)
+    per_ctx = _edges_by_context(snap)
     report: dict[str, Any] = {"contexts": {}, "bridges": []}
     new_edges: list[Edge] = []
     cache_raw = engine.store.kv_get(part, KV_SPECTRAL_CACHE)
     cache_in = cache_raw if isinstance(cache_raw, dict) else {}
     cache_out: dict[str, Any] = {}
     for ctx in sorted(per_ctx):
-        edges = per_ctx[ctx]
-        nodes = sorted({e.src for e in edges} | {e.dst for e in edges})
-        pos = {m: k for k, m in enumerate(nodes)}
-        s = np.fromiter((pos[e.src] for e in edges), np.int64, len(edges))
-        d = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))
-        w = np.fromiter((e.weight for e in edges), float, len(edges))
+        # The context's edges leave the map: while the eigensolver runs (the stage's peak)
+        # only the arrays below and the node ids are held, not the edge lists.
+        nodes, s, d, w = _graph_arrays(per_ctx.pop(ctx))
         memo = FiedlerMemo(cache_in.get(ctx))
         before = _health(spectral, len(nodes), s, d, w, params, memo, nodes)
         errors: list[float | None] = [memo.reused, None]
@@ -172,6 +164,28 @@ def spectral_stage(engine: Engine, snap: Snapshot, now: float, context: str) -> 
         snap.put_edges(tx, new_edges)
         tx.kv_put(part, {KV_SPECTRAL: kv, **({KV_SPECTRAL_CACHE: cache_out} if cache_out or cache_in else {})})
     return report
+
+
+def _edges_by_context(snap: Snapshot) -> dict[str, list[Edge]]:
+    """The edges between two distinct active memories of the same context, by context."""
+    active = {i.id: i.context for i in snap.select()}
+    per_ctx: dict[str, list[Edge]] = defaultdict(list)
+    for e in snap.edges.values():
+        c1 = active.get(e.src)
+        if c1 is not None and e.src != e.dst and active.get(e.dst) == c1:
+            per_ctx[c1].append(e)
+    return per_ctx
+
+
+def _graph_arrays(edges: list[Edge]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The sorted node ids of ``edges`` and each edge's source and destination positions
+    among them and weight."""
+    nodes = sorted({e.src for e in edges} | {e.dst for e in edges})
+    pos = {m: k for k, m in enumerate(nodes)}
+    s = np.fromiter((pos[e.src] for e in edges), np.int64, len(edges))
+    d = np.fromiter((pos[e.dst] for e in edges), np.int64, len(edges))
+    w = np.fromiter((e.weight for e in edges), float, len(edges))
+    return nodes, s, d, w
 
 
 def _health(spectral: Any, n: int, s: np.ndarray, d: np.ndarray, w: np.ndarray, params: Any, memo: FiedlerMemo,
