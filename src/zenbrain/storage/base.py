@@ -199,14 +199,14 @@ class Store(Protocol):
         ...
 
     def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False,
-              relation: str | None = None, share: Callable[[str], str] | None = None) -> list[Edge]:
+              relation: str | None = None, share: Callable[[Edge], Edge] | None = None) -> list[Edge]:
         """Edges touching any of ``ids`` (all edges of the partition when None); with
         ``both_ends`` only those whose two ends are both in ``ids``; with ``relation`` only
         edges of that relation (filtered in the database: a well-linked memory has
-        thousands of edges). Each end's id goes through ``share`` as its row is read: a
-        caller that holds the ids already passes a function returning its own string, and
-        the string read is freed at once (not after the whole result, leaving gaps in
-        memory that later objects rarely fill)."""
+        thousands of edges). Each edge goes through ``share`` as its row is read (a caller
+        that holds the ids already puts its own strings in: the strings read are freed at
+        once, not after the whole result, leaving gaps in memory that later objects rarely
+        fill)."""
         ...
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:

@@ -111,6 +111,29 @@ class _Floats:
 _ZERO, _NEGATIVE_ZERO = 0.0, -0.0
 
 
+class _SharedEdges:
+    """Makes each edge read hold the snapshot's own id strings for its ends, one string per
+    relation and shared floats (``_Floats``): a memory's id is then held once however many
+    edges name it (each row read brings new strings)."""
+
+    def __init__(self, items: Mapping[str, MemoryItem]) -> None:
+        self.items = items
+        self.relations: dict[str, str] = {}
+        self.floats = _Floats()
+
+    def __call__(self, e: Edge) -> Edge:
+        src, dst = self.items.get(e.src), self.items.get(e.dst)
+        if src is not None:
+            e.src = src.id
+        if dst is not None:
+            e.dst = dst.id
+        e.relation = self.relations.setdefault(e.relation, e.relation)
+        f = self.floats
+        f.own.clear()
+        e.weight, e.variance, e.updated_at = f(e.weight), f(e.variance), f(e.updated_at)
+        return e
+
+
 class Snapshot:
     """The partition's long-term memories and edges, read once per operation.
 
@@ -166,18 +189,9 @@ class Snapshot:
         return self._edges
 
     def _read_edges(self, ids: Sequence[str] | None = None) -> list[Edge]:
-        """The store's edges (touching ``ids``, or all) with their ends the snapshot's own
-        id strings, shared as each row is read, and one string per relation: a memory's id
-        is then held once however many edges name it (each row read brings new strings)."""
-        edges = self.engine.store.edges(self.part, ids, share=self._own_id)
-        relations: dict[str, str] = {}
-        for e in edges:
-            e.relation = relations.setdefault(e.relation, e.relation)
-        return edges
-
-    def _own_id(self, memory_id: str) -> str:
-        item = self.items.get(memory_id)
-        return memory_id if item is None else item.id
+        """The store's edges (touching ``ids``, or all), shared as each row is read
+        (``_SharedEdges``)."""
+        return self.engine.store.edges(self.part, ids, share=_SharedEdges(self.items))
 
     def edges_touching(self, ids: Iterable[str]) -> list[Edge]:
         want = set(ids)

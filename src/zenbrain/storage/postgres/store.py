@@ -515,7 +515,7 @@ class PostgresStore:
 
     # -- graph, history, records ---------------------------------------------------------
     def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False,
-              relation: str | None = None, share: Callable[[str], str] | None = None) -> list[Edge]:
+              relation: str | None = None, share: Callable[[Edge], Edge] | None = None) -> list[Edge]:
         cols = ", ".join(EDGE_FIELDS)
         only, only_args = ("", ()) if relation is None else (" AND relation = %s", (relation,))
         with self._reading() as conn:
@@ -537,7 +537,7 @@ class PostgresStore:
                         "ORDER BY src, dst, relation",
                         (*partition, wanted, *only_args, *partition, wanted, *only_args)).fetchall()
         if share is not None:
-            return [Edge(share(r[0]), share(r[1]), *r[2:]) for r in rows]
+            return [share(Edge(*r)) for r in rows]
         return [Edge(*r) for r in rows]
 
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:

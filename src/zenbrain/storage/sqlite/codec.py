@@ -199,10 +199,9 @@ def edge_row(number: int, e: Edge) -> tuple[Any, ...]:
             int(e.activations), float(e.updated_at))
 
 
-def edge_from_row(r: Sequence[Any], share: Callable[[str], str] | None = None) -> Edge:
-    if share is not None:
-        return Edge(share(id_text(r[0])), share(id_text(r[1])), r[2], r[3], r[4], r[5], r[6])
-    return Edge(id_text(r[0]), id_text(r[1]), r[2], r[3], r[4], r[5], r[6])
+def edge_from_row(r: Sequence[Any], share: Callable[[Edge], Edge] | None = None) -> Edge:
+    e = Edge(id_text(r[0]), id_text(r[1]), r[2], r[3], r[4], r[5], r[6])
+    return e if share is None else share(e)
 
 
 def register(conn: sqlite3.Connection) -> None:

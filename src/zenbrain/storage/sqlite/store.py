@@ -683,7 +683,7 @@ class SQLiteStore:
 
     # -- graph, history, records -------------------------------------------------------------
     def edges(self, partition: Partition, ids: Iterable[str] | None = None, *, both_ends: bool = False,
-              relation: str | None = None, share: Callable[[str], str] | None = None) -> list[Edge]:
+              relation: str | None = None, share: Callable[[Edge], Edge] | None = None) -> list[Edge]:
         only, only_args = ("", ()) if relation is None else (" AND relation=?", (relation,))
         with self._c.reading("reading edges", snapshot=True) as db:
             number = self._part_number(db, partition)
