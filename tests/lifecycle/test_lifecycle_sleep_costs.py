@@ -169,6 +169,9 @@ def test_snapshot_shares_strings_and_holds_the_stores_memories_and_edges(world):
         k: dataclasses.astuple(v) for k, v in stored.items()}
     first = next(iter(snap.items.values()))
     assert all(i.user_id is first.user_id and i.agent_id is first.agent_id for i in snap.items.values())
+    floats: dict[float, float] = {}  # equal floats are one object (the scene has no -0.0)
+    assert all(floats.setdefault(x, x) is x for i in snap.items.values()
+               for x in (i.created_at, i.last_access, i.importance, i.strength, i.stability))
     assert {k: dataclasses.astuple(e) for k, e in snap.edges.items()} == {
         k: dataclasses.astuple(e) for k, e in w.edges().items()}
     for e in snap.edges.values():  # each end is the snapshot's own id string

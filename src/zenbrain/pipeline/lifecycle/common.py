@@ -44,9 +44,10 @@ def load(
 
 
 class _Shared:
-    """Makes each memory read hold one string object for each distinct user, agent and
-    context (each row read brings its own copies; a partition has one user and agent and
-    few contexts) and share its floats (``_Floats``), as its row is read."""
+    """Makes each memory read hold one string object for each distinct user, agent,
+    context, session and speaker (each row read brings its own copies; a partition has one
+    user and agent, few contexts, and many turns of each session and speaker) and share its
+    floats (``_Floats``), as its row is read."""
 
     def __init__(self) -> None:
         self.strings: dict[str, str] = {}
@@ -57,6 +58,10 @@ class _Shared:
         i.user_id = seen.setdefault(i.user_id, i.user_id)
         i.agent_id = seen.setdefault(i.agent_id, i.agent_id)
         i.context = seen.setdefault(i.context, i.context)
+        if i.session_id is not None:
+            i.session_id = seen.setdefault(i.session_id, i.session_id)
+        if i.speaker is not None:
+            i.speaker = seen.setdefault(i.speaker, i.speaker)
         self.floats.item(i)
         return i
 
