@@ -75,6 +75,7 @@ class FiedlerMemo:
             if m > params.dense_max_nodes:  # else a dense solve: no Laplacian needed here
                 raw_lap: Any = laplacian(sp.csr_matrix(sub, dtype=np.float64))
                 lap = sp.csr_matrix(raw_lap)
+                del raw_lap  # not held through the eigensolve beside its CSR copy
             if lap is not None and not spectral.cheap_to_factor(lap):
                 start = None
                 raw = _unb64(old.get("start"), np.float32) if same_nodes else None
