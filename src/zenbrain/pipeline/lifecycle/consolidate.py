@@ -29,6 +29,7 @@ run on them); everything else of a stage is one transaction.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import defaultdict
 from typing import Any
@@ -124,8 +125,9 @@ def _dual_process(
     # (schema id or None for new, context, members, unit vectors of members, centroid, schema text info)
     plans: list[dict[str, Any]] = []
     for ctx in sorted(by_ctx):
-        eps = sorted(by_ctx[ctx], key=lambda i: (i.event_time or i.created_at, i.id), reverse=True)
-        eps = eps[: int(limits.consolidate_max_episodes)]
+        # The newest first, as sorted(..., reverse=True)[:n], without a key for every episode at once.
+        eps = heapq.nlargest(int(limits.consolidate_max_episodes), by_ctx[ctx],
+                             key=lambda i: (i.event_time or i.created_at, i.id))
         vec = vectors(engine, part, [e.id for e in eps])
         norms = np.linalg.norm(vec, axis=1)
         ok = norms > 0

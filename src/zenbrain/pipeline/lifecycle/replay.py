@@ -4,6 +4,7 @@ stability and TripleCopy encoding strength scale by the same factor."""
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import replace
 from typing import Any
 
@@ -132,8 +133,9 @@ def selection_stage(
     tf = engine.config.params.two_factor_hebbian
 
     part = snap.part
-    eps = sorted(snap.select(layers=[Layer.EPISODIC]), key=lambda i: (i.created_at, i.id), reverse=True)
-    eps = eps[: int(limits.sleep_max_episodes)]
+    # The newest first, as sorted(..., reverse=True)[:n], without a key for every episode at once.
+    eps = heapq.nlargest(int(limits.sleep_max_episodes), snap.select(layers=[Layer.EPISODIC]),
+                         key=lambda i: (i.created_at, i.id))
     report: dict[str, Any] = {
         "threshold": theta, "ltd_threshold": ltd, "patience": num(neuro.consolidation_patience),
         "candidates": {"real": len(eps), "counterfactual": 0},
