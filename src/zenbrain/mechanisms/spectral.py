@@ -8,7 +8,7 @@ disconnected and grows with how well it hangs together. Small graphs use a dense
 solver of the two smallest eigenvalues (``dense_smallest``). Large ones use
 ``scipy.sparse.linalg.eigsh`` in shift-invert mode only when the factorisation is known
 to be cheap (a band-like graph, e.g. a chain, whose reverse Cuthill-McKee envelope is
-small); every other large graph goes to LOBPCG
+small); every other large graph goes to LOBPCG preconditioned by algebraic multigrid
 (``fiedler_iterative``), which needs no factorisation: an LU of a well-mixed 100k-node
 memory graph fills in and takes minutes and gigabytes.
 
