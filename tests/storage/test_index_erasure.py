@@ -173,3 +173,31 @@ def test_forget_takes_the_words_out_of_the_lexical_index_files(tmp_path):
     assert [m for m, _ in store.lexical_search(P1, "zyxwombatbar", 3)] == ["kept"]
     assert len(store.lexical_search(P2, "trains", 100)) == 69
     store.close()
+
+
+def test_a_graph_file_of_unexpected_layout_is_rewritten_from_the_live_rows(tmp_path, monkeypatch):
+    """When the copies cannot be found in the graph's file (a usearch release that lays it
+    out otherwise), the partition is written anew from its live rows, graph included."""
+    import zenbrain.index.vectors as V
+
+    path = tmp_path / "u.db"
+    rng = np.random.default_rng(11)
+    items = [make_item(P1, f"text number {i}", id=f"u{i}") for i in range(40)]
+    v = unit_rows(rng, 40)
+    s = _open(path)
+    put(s, items, v)
+    s.vector_search(P1, v[0], 3)
+    s.close()
+    s = _open(path)
+    assert s.vector_search(P1, v[5], 1)[0][0] == "u5"
+    monkeypatch.setattr(V, "erase_graph_vectors", lambda *a, **k: False)
+    with s.transaction() as tx:
+        tx.delete_memory(P1, "u5")
+    assert _graph_copy(v[5]) not in _idx_bytes(path, ".usearch")
+    assert _graph_copy(v[6]) in _idx_bytes(path, ".usearch") and "u5" not in _saved_ids(path)
+    assert s.vector_search(P1, v[6], 1)[0][0] == "u6"
+    s.close()
+    s = _open(path)
+    got = [mid for mid, _ in s.vector_search(P1, v[5], 40)]
+    assert "u5" not in got and len(got) == 39
+    s.close()

@@ -215,7 +215,7 @@ class VectorPartition:
             return
         dead = np.flatnonzero(~self.cols.alive[: self.graph_rows])  # a twin erased earlier counts
         if not erase_graph_vectors(self._graph_path, self.graph, dead):
-            self.save(stem)  # not the graph file layout expected: everything written anew
+            self._rewrite_live(stem)  # not the graph file layout expected
             return
         self._write_columns(stem, self.file_rows, self.graph_rows)
         self._erased_on_disk.clear()
@@ -444,14 +444,10 @@ class VectorPartition:
             self.graph.save(f"{graph_file}{tmp}")
             # The graph keeps a copy of every vector it was given, dead rows' too.
             dead = np.flatnonzero(~self.cols.alive[: self.graph_rows])
-            if not erase_graph_vectors(Path(f"{graph_file}{tmp}"), self.graph, dead):
-                # Not the graph file layout expected: a graph of the live rows only.
+            if len(dead) and not erase_graph_vectors(Path(f"{graph_file}{tmp}"), self.graph, dead):
                 for name in (f"{graph_file}{tmp}", f"{stem}.vec.npy{tmp}", f"{stem}.cols.npz{tmp}"):
                     os.unlink(name)
-                self._compact()
-                if self.graph is None and len(self.pos) >= self.params.ann_min_rows:
-                    self._build_graph()
-                self.save(stem)
+                self._rewrite_live(stem)  # not the graph file layout expected
                 return
             os.replace(f"{graph_file}{tmp}", graph_file)
         elif self.graph is None:
@@ -460,6 +456,14 @@ class VectorPartition:
         os.replace(f"{stem}.cols.npz{tmp}", f"{stem}.cols.npz")
         self.file_rows = self.n
         self._erased_on_disk.clear()
+
+    def _rewrite_live(self, stem: Path) -> None:
+        """Write the partition anew from its live rows only, with a graph built from them:
+        no file then holds a dead row's vector in any form."""
+        self._compact()
+        if self.graph is None and len(self.pos) >= self.params.ann_min_rows:
+            self._build_graph()
+        self.save(stem)
 
     def _write_columns(self, stem: Path, rows: int, graph_rows: int, *, replace: bool = True) -> None:
         """Write the ids and columns of the first ``rows`` rows to ``stem``.cols.npz (to its
