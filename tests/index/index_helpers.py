@@ -107,6 +107,10 @@ class SQLiteSource:
         for r in self.db.execute(sql, partition).fetchall():
             yield self._row(r)
 
+    def all_texts(self, partition: Partition) -> Iterator[tuple[str, str]]:
+        for row in self.all_rows(partition):
+            yield row.id, row.content
+
     def partitions(self) -> list[Partition]:
         return [(u, a) for u, a in self.db.execute("SELECT DISTINCT user_id, agent_id FROM memories")]
 

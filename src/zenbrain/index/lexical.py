@@ -251,17 +251,17 @@ class LexicalIndex:
             self._pending_df.subtract(old[1].keys())
             self._pending_of.get(old[0], {}).pop(k, None)
 
-    def add_all(self, partition: Partition, rows: Iterable[IndexRow]) -> None:
-        """Add rows of a partition (a fresh build); visible after :meth:`commit`."""
+    def add_all(self, partition: Partition, texts: Iterable[tuple[str, str]]) -> None:
+        """Add a partition's (id, text) pairs (a fresh build); visible after :meth:`commit`."""
         pk = partition_key(partition)
         w = self._w()
-        for row in rows:
-            k = self.keys.get_or_add(row.id)
+        for mid, text in texts:
+            k = self.keys.get_or_add(mid)
             if self.keys.live[k]:
                 w.delete_documents_by_term("key", k)
                 self.deleted_documents = True
-            w.add_document(self._t.Document(part=pk, key=k, content=row.content))
-            self.keys.set_live(k, text_key(row.content), len(self._analyzer.analyze(row.content)))
+            w.add_document(self._t.Document(part=pk, key=k, content=text))
+            self.keys.set_live(k, text_key(text), len(self._analyzer.analyze(text)))
             self._changed()
 
     def commit(self) -> None:

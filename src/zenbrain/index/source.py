@@ -83,6 +83,11 @@ class IndexSource(Protocol):
         """Every committed row of the partition, read in one snapshot."""
         ...
 
+    def all_texts(self, partition: Partition) -> Iterable[tuple[str, str]]:
+        """(id, text the lexical index holds) of every committed row of the partition,
+        read in one snapshot: what a build of the lexical index reads, without vectors."""
+        ...
+
     def partitions(self) -> list[Partition]:
         """Every partition that holds a row."""
         ...

@@ -128,6 +128,13 @@ class SQLiteIndexSource:
             for r in cur.execute(f"SELECT {_ROW} WHERE m.user_id=? AND m.agent_id=?", partition):
                 yield self._row(r)
 
+    def all_texts(self, partition: Partition) -> Iterator[tuple[str, str]]:
+        with self._snapshot() as cur:
+            for mid, text, metadata in cur.execute(
+                    "SELECT m.id, COALESCE(m.index_text, m.content), m.metadata FROM memories m "
+                    "WHERE m.user_id=? AND m.agent_id=?", partition):
+                yield mid, lexical_text(text, metadata)
+
     def partitions(self) -> list[Partition]:
         return [(u, a) for u, a in self._db.execute("SELECT DISTINCT user_id, agent_id FROM memories")]
 

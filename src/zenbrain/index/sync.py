@@ -145,7 +145,7 @@ class IndexSet:
         seq = self.source.log_seq()  # rows read after this position: later changes replay
         lex = LexicalIndex(d)
         for part in sorted(self._lex_parts):
-            lex.add_all(part, self.source.all_rows(part))
+            lex.add_all(part, self.source.all_texts(part))
         lex.commit()
         self._lex_seq = seq
         return lex
@@ -300,7 +300,7 @@ class IndexSet:
         """Index a partition's texts on its first lexical search (the set is synced: rows
         read now are at least as new as the lexical index's position; later changes
         replay harmlessly)."""
-        self.lexical.add_all(partition, self.source.all_rows(partition))
+        self.lexical.add_all(partition, self.source.all_texts(partition))
         self.lexical.commit()
         self._lex_parts.add(partition)
 
