@@ -14,8 +14,22 @@ from zenbrain.storage.sqlite import SQLiteStore
 ANN = AnnParams(ann_min_rows=1)  # a graph at once: the saved vectors are mapped from their file
 
 
-def _open(path):
-    return SQLiteStore(str(path), embedder_name=MODEL, dim=DIM, ann=ANN)
+def _open(path, ann=ANN):
+    return SQLiteStore(str(path), embedder_name=MODEL, dim=DIM, ann=ann)
+
+
+def _stored(path, prefix: str, seed: int, n: int = 40, *, saved: bool = True, ann=ANN):
+    """A store holding ``n`` memories ``{prefix}0``... with random vectors, its indexes built
+    by a search and, when ``saved``, written and loaded again from their files."""
+    items = [make_item(P1, f"text number {i}", id=f"{prefix}{i}") for i in range(n)]
+    v = unit_rows(np.random.default_rng(seed), n)
+    s = _open(path, ann)
+    put(s, items, v)
+    s.vector_search(P1, v[0], 3)
+    if saved:
+        s.close()
+        s = _open(path, ann)
+    return s, v
 
 
 def _in_index_files(path, vector: np.ndarray) -> bool:
@@ -25,21 +39,14 @@ def _in_index_files(path, vector: np.ndarray) -> bool:
 
 def test_forget_zeroes_the_vector_in_the_index_files(tmp_path):
     path = tmp_path / "e.db"
-    rng = np.random.default_rng(4)
-    items = [make_item(P1, f"text number {i}", id=f"e{i}") for i in range(40)]
-    v = unit_rows(rng, 40)
-    s = _open(path)
-    put(s, items, v)
-    s.vector_search(P1, v[0], 3)
-    s.close()  # the indexes are saved
-    s = _open(path)
+    s, v = _stored(path, "e", 4)  # the indexes saved and loaded
     assert s.vector_search(P1, v[5], 1)[0][0] == "e5"  # loaded from the files
     assert _in_index_files(path, v[5])
     with s.transaction() as tx:
         tx.delete_memory(P1, "e5")
     assert not _in_index_files(path, v[5])  # zeroed in place when the erasure committed
     fresh = make_item(P1, "stored after the load", id="fresh")
-    w = unit_rows(rng, 1)
+    w = unit_rows(np.random.default_rng(5), 1)
     put(s, [fresh], w)
     assert s.vector_search(P1, w[0], 1)[0][0] == "fresh"
     with s.transaction() as tx:
@@ -78,14 +85,7 @@ def test_forget_takes_the_graph_copy_and_the_saved_columns_out_at_commit(tmp_pat
     leaves it in the file; the saved columns kept an erased memory's id and content key.
     Both go when the erasure commits, from files mapped since the last open."""
     path = tmp_path / "g.db"
-    rng = np.random.default_rng(7)
-    items = [make_item(P1, f"text number {i}", id=f"g{i}") for i in range(40)]
-    v = unit_rows(rng, 40)
-    s = _open(path)
-    put(s, items, v)
-    s.vector_search(P1, v[0], 3)
-    s.close()
-    s = _open(path)
+    s, v = _stored(path, "g", 7)
     assert s.vector_search(P1, v[5], 1)[0][0] == "g5"
     assert _graph_copy(v[5]) in _idx_bytes(path, ".usearch") and "g5" in _saved_ids(path)
     with s.transaction() as tx:
@@ -103,12 +103,7 @@ def test_forget_takes_the_graph_copy_and_the_saved_columns_out_at_commit(tmp_pat
 
 def test_a_graph_built_in_memory_is_saved_without_erased_vectors(tmp_path):
     path = tmp_path / "m.db"
-    rng = np.random.default_rng(8)
-    items = [make_item(P1, f"text number {i}", id=f"m{i}") for i in range(40)]
-    v = unit_rows(rng, 40)
-    s = _open(path)
-    put(s, items, v)
-    s.vector_search(P1, v[0], 3)  # the graph is built in memory, not saved yet
+    s, v = _stored(path, "m", 8, saved=False)  # the graph is built in memory, not saved yet
     with s.transaction() as tx:
         tx.delete_memory(P1, "m9")
     s.close()
@@ -121,14 +116,7 @@ def test_a_small_partition_files_are_rewritten_at_commit(tmp_path):
     """Below the graph's size the matrix is read into memory, so zeroing it there left the
     saved file with the erased vector until the next save."""
     path = tmp_path / "s.db"
-    rng = np.random.default_rng(9)
-    items = [make_item(P1, f"text number {i}", id=f"s{i}") for i in range(20)]
-    v = unit_rows(rng, 20)
-    s = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM)  # default threshold: no graph
-    put(s, items, v)
-    s.vector_search(P1, v[0], 3)
-    s.close()
-    s = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM)
+    s, v = _stored(path, "s", 9, 20, ann=None)  # the default threshold: no graph
     assert s.vector_search(P1, v[3], 1)[0][0] == "s3"
     assert _in_index_files(path, v[3]) and "s3" in _saved_ids(path)
     with s.transaction() as tx:
@@ -181,14 +169,7 @@ def test_a_graph_file_of_unexpected_layout_is_rewritten_from_the_live_rows(tmp_p
     import zenbrain.index.vectors as V
 
     path = tmp_path / "u.db"
-    rng = np.random.default_rng(11)
-    items = [make_item(P1, f"text number {i}", id=f"u{i}") for i in range(40)]
-    v = unit_rows(rng, 40)
-    s = _open(path)
-    put(s, items, v)
-    s.vector_search(P1, v[0], 3)
-    s.close()
-    s = _open(path)
+    s, v = _stored(path, "u", 11)
     assert s.vector_search(P1, v[5], 1)[0][0] == "u5"
     monkeypatch.setattr(V, "erase_graph_vectors", lambda *a, **k: False)
     with s.transaction() as tx:

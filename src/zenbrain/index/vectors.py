@@ -25,11 +25,12 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -194,10 +195,19 @@ class VectorPartition:
         if r < self.file_rows:
             self._erased_on_disk.append(r)
 
+    @property
+    def _base_mapped(self) -> bool:
+        """Whether the base rows are the matrix file itself, mapped writably."""
+        return isinstance(self._base, np.memmap) and bool(self._base.flags.writeable)
+
+    def _graph_dead_rows(self) -> np.ndarray:
+        """Dead rows the graph may hold a copy of (a twin erased earlier counts)."""
+        return np.flatnonzero(~self.cols.alive[: self.graph_rows])
+
     def flush(self) -> None:
         """Write erased rows of the mapped file to disk now."""
-        if isinstance(self._base, np.memmap) and self._base.flags.writeable:
-            self._base.flush()
+        if self._base_mapped:
+            cast(np.memmap, self._base).flush()
 
     def scrub_files(self, stem: Path) -> None:
         """Take the rows killed since the files at ``stem`` were written out of them now
@@ -209,12 +219,10 @@ class VectorPartition:
         self.flush()
         if not self._erased_on_disk:
             return
-        mapped = isinstance(self._base, np.memmap) and self._base.flags.writeable
-        if not (mapped and self._graph_path is not None and len(self._base) == self.file_rows):
+        if not (self._base_mapped and self._graph_path is not None and len(self._base) == self.file_rows):
             self.save(stem)
             return
-        dead = np.flatnonzero(~self.cols.alive[: self.graph_rows])  # a twin erased earlier counts
-        if not erase_graph_vectors(self._graph_path, self.graph, dead):
+        if not erase_graph_vectors(self._graph_path, self.graph, self._graph_dead_rows()):
             self._rewrite_live(stem)  # not the graph file layout expected
             return
         self._write_columns(stem, self.file_rows, self.graph_rows)
@@ -443,7 +451,7 @@ class VectorPartition:
         if self.graph is not None and self._graph_path != graph_file:
             self.graph.save(f"{graph_file}{tmp}")
             # The graph keeps a copy of every vector it was given, dead rows' too.
-            dead = np.flatnonzero(~self.cols.alive[: self.graph_rows])
+            dead = self._graph_dead_rows()
             if len(dead) and not erase_graph_vectors(Path(f"{graph_file}{tmp}"), self.graph, dead):
                 for name in (f"{graph_file}{tmp}", f"{stem}.vec.npy{tmp}", f"{stem}.cols.npz{tmp}"):
                     os.unlink(name)
@@ -575,20 +583,21 @@ def erase_graph_vectors(path: Path, graph: Any, keys: np.ndarray) -> bool:
         return False
     matrix = np.memmap(path, dtype=np.uint8, mode="r+", offset=_GRAPH_HEADER, shape=(n_rows, width))
     want_h, want_n = np.unique(_row_hashes(want), return_counts=True)
-    hits = [i + np.flatnonzero(np.isin(_row_hashes(matrix[i: i + _HASH_BLOCK]), want_h))
-            for i in range(0, n_rows, _HASH_BLOCK)]
-    rows = np.concatenate(hits).tolist()
+    rows: list[int] = []
+    hashes: list[int] = []
+    for i in range(0, n_rows, _HASH_BLOCK):
+        h = _row_hashes(matrix[i: i + _HASH_BLOCK])
+        hit = np.flatnonzero(np.isin(h, want_h))
+        rows.extend((i + hit).tolist())
+        hashes.extend(h[hit].tolist())
     mine = {bytes(p) for p in patterns}
-    found = {bytes(matrix[r]) for r in rows}
-    if not mine <= found:
+    held = [bytes(matrix[r]) for r in rows]
+    if not mine <= set(held):
         return False  # a vector the graph holds is not a row of its file
     # A hash held by more rows than the erased keys is also a live row's (the same text).
-    hashes = _row_hashes(np.asarray(matrix[rows])).tolist() if rows else []
-    in_file: dict[int, int] = {}
-    for h in hashes:
-        in_file[h] = in_file.get(h, 0) + 1
+    in_file = Counter(hashes)
     erased_n = dict(zip(want_h.tolist(), want_n.tolist()))
-    erase = [r for r, h in zip(rows, hashes) if in_file[h] <= erased_n.get(h, 0) and bytes(matrix[r]) in mine]
+    erase = [r for r, h, b in zip(rows, hashes, held) if b in mine and in_file[h] <= erased_n.get(h, 0)]
     if erase:
         matrix[erase] = 0
         matrix.flush()

@@ -233,8 +233,9 @@ def fiedler_iterative(
     """lambda_2 of a graph's Laplacian by LOBPCG, without factorising it (0.0 when disconnected).
 
     The constant vector (lambda_1 = 0) is a constraint, the preconditioner is one multigrid
-    V-cycle on the Laplacian (``multigrid_preconditioner``), the block holds ``ITER_BLOCK`` vectors from a fixed random start (or
-    ``start``, n x k, e.g. the block of a similar graph). Every ``_ITER_CHUNK`` iterations
+    V-cycle on the Laplacian (``multigrid_preconditioner``), the block holds ``ITER_BLOCK``
+    vectors from a fixed random start (or ``start``, n x k, e.g. the block of a similar
+    graph). Every ``_ITER_CHUNK`` iterations
     the Kato-Temple bound r^2 / (theta_2 - r_2 - theta_1) (with the residual r of the
     lowest Ritz pair theta_1 and the next pair's lower bound theta_2 - r_2 standing for
     lambda_3), or r itself when that is smaller, bounds the error of theta_1; it stops
