@@ -279,3 +279,38 @@ def test_history_is_keyed_by_partition_number_and_id_bytes(tmp_path):
     assert [e.at for e in s.history(P1, hexa)] == [10.0, 14.0] and s.history(P1, "custom-id") == []
     assert s.check().ok
     s.close()
+
+
+def test_records_move_to_rowid_tables_with_their_values(tmp_path):
+    path = str(tmp_path / "old.db")
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    con = s.raw_connection()
+    # The two tables as 0015 left them: WITHOUT ROWID, so a large value sat in the b-tree's key.
+    con.execute("DROP TABLE kv")
+    con.execute("CREATE TABLE kv (user_id TEXT NOT NULL, agent_id TEXT NOT NULL, key TEXT NOT NULL, "
+                "value TEXT NOT NULL, PRIMARY KEY (user_id, agent_id, key)) WITHOUT ROWID")
+    con.execute("INSERT INTO kv VALUES ('u', 'a', 'topic_vector', '\"00ff\"'), ('u', 'a', 'big', ?)",
+                ('"' + "x" * 100_000 + '"',))
+    con.execute("DROP TABLE requests")
+    con.execute("CREATE TABLE requests (user_id TEXT NOT NULL, agent_id TEXT NOT NULL, key TEXT NOT NULL, "
+                "fingerprint TEXT NOT NULL, owner TEXT NOT NULL, created_at REAL NOT NULL, memory_ids TEXT NOT NULL, "
+                "status INTEGER, response TEXT, PRIMARY KEY (user_id, agent_id, key)) WITHOUT ROWID")
+    con.execute("CREATE INDEX requests_age ON requests(created_at)")
+    con.execute("INSERT INTO requests VALUES ('u', 'a', 'k1', 'f', 'o', 5.0, '[\"i\"]', 200, '{\"ok\": true}')")
+    con.execute("DELETE FROM schema_migrations WHERE name='0016_records_in_rowid_tables'")
+    s.close()
+
+    s = SQLiteStore(path, embedder_name="m", dim=4)
+    con = s.raw_connection()
+    for table in ("kv", "requests"):
+        sql = con.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone()[0]
+        assert "WITHOUT ROWID" not in sql.upper()
+    assert s.kv_get_many(("u", "a"), ["topic_vector", "big"]) == {"topic_vector": "00ff", "big": "x" * 100_000}
+    with s.transaction() as tx:  # the key still decides what a write replaces
+        tx.kv_put(("u", "a"), {"topic_vector": "0a0b"})
+    assert s.kv_get(("u", "a"), "topic_vector") == "0a0b"
+    assert con.execute("SELECT owner, memory_ids, status, response FROM requests").fetchall() == [
+        ("o", '["i"]', 200, '{"ok": true}')]
+    assert [r[1] for r in con.execute("PRAGMA index_list(requests)")].count("requests_age") == 1
+    assert s.check().ok
+    s.close()
