@@ -26,7 +26,9 @@ Everything is measured in one run, on this machine, and printed as medians and r
    time: pass 1 includes that query embedding, pass 2 repeats the same queries, served from
    the coordinator's query LRU. ``recall`` runs as in use (k=10, touch=True). Then
    ``decay()`` and ``sleep()`` are timed once per size up to ``--lifecycle-max`` (they may
-   change the store; the next size grows the changed store, like a store that sleeps).
+   change the store; the next size grows the changed store, like a store that sleeps), and
+   after them, on the reopened store, the same queries once more (embedded again, then
+   timed cached): recall on a store a night has changed.
    After each size: peak RSS of this process (``ru_maxrss``; it also holds the generated
    texts and the embedder, whose share is printed), the SQLite file plus its WAL on disk,
    and bytes per memory.
@@ -748,6 +750,15 @@ def bench_scale(
         say(f"   {size:>7} memories: close {close_s:.2f} s, open {open_s:.2f} s, first recall after reopening "
             f"{reopen_first_ms:.0f} ms (query embedded), the next {reopen_second_ms:.0f} ms; "
             f"index rebuilds: {reopen['index_rebuilds'] or 'none'}")
+        after_night = None
+        if decay_s is not None:
+            # The same queries on the store a night has changed (decay and sleep wrote their
+            # records, archived, linked): a store in use is mostly in this state, not fresh.
+            timed_recalls(mem, queries, f"{size}: after the night, queries embedded again")
+            lat5 = timed_recalls(mem, queries, f"{size}: after the night, queries cached")
+            after_night = {"p50": pct(lat5, 50), "p95": pct(lat5, 95), "mean": float(np.mean(lat5))}
+            say(f"   {size:>7} memories: after decay and sleep, recall p50/p95 {after_night['p50']:.1f}/"
+                f"{after_night['p95']:.1f} ms with the queries cached")
 
         control = None
         if analyze_above is not None and analyzed is None and analyze_above <= size < n_max:
@@ -790,6 +801,7 @@ def bench_scale(
             "recall_ms_query_embedded": {"p50": pct(lat1, 50), "p95": pct(lat1, 95), "mean": float(np.mean(lat1))},
             "recall_ms_query_cached": {"p50": pct(lat2, 50), "p95": pct(lat2, 95), "mean": float(np.mean(lat2))},
             "recall_ms_analyze_control": control,
+            "recall_ms_after_night_cached": after_night,
             "query_embedding_ms": {"p50": pct(embed_ms, 50), "p95": pct(embed_ms, 95), "n": len(embed_ms)},
             "planner_statistics": analyzed is not None and analyzed["at_size"] < size,
             "analyze": analyzed,
@@ -1136,6 +1148,11 @@ def print_summary(results: dict[str, Any]) -> None:
             "   B/memory count the SQLite file and its WAL; RSS is this process's resident memory after the size,\n"
             "   peakRSS its ru_maxrss so far (sleep() included); both also hold the generated texts and the\n"
             f"   embedder: {sc[0]['rss_before_store_mb']:.0f} MB before the store was opened)")
+        nights = [r for r in sc if r.get("recall_ms_after_night_cached")]
+        if nights:
+            say("  after decay() and sleep(), reopened, queries cached, p50/p95 ms: " + ", ".join(
+                f"{r['size']}: {r['recall_ms_after_night_cached']['p50']:.1f}/{r['recall_ms_after_night_cached']['p95']:.1f}"
+                for r in nights))
         lc = [r for r in sc if r["decay_seconds"] is None]
         if lc and any(r["decay_seconds"] is not None for r in sc):
             say(f"  decay() and sleep() not timed at {', '.join(str(r['size']) for r in lc)} (--lifecycle-max)")

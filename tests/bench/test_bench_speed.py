@@ -55,12 +55,15 @@ def test_scale_sizes_memory_disk_lifecycle_cap_and_analyze(run, capsys):
     # decay and sleep only up to --lifecycle-max
     assert rows[100]["sleep_seconds"] is not None and rows[100]["decay_seconds"] is not None
     assert rows[200]["sleep_seconds"] is None and rows[300]["decay_seconds"] is None
+    # recall once more after the night, where there was one
+    assert rows[100]["recall_ms_after_night_cached"]["p50"] > 0 and rows[200]["recall_ms_after_night_cached"] is None
     # ANALYZE once, while growing past 150; sizes above it are measured with statistics
     assert rows[100]["analyze"] is None and not rows[100]["planner_statistics"]
     assert rows[200]["analyze"]["at_size"] == 150 and rows[300]["planner_statistics"]
     assert res["peers"] == {}
     out = capsys.readouterr().out
     assert "decay() and sleep() not timed at 200, 300" in out and "B/memory" in out and "peakRSS_MB" in out
+    assert "after decay() and sleep(), reopened, queries cached, p50/p95 ms: 100: " in out
 
 
 def test_analyze_at_a_size_boundary_comes_after_the_lifecycle_with_a_control(run, speed, tmp_path, capsys):
