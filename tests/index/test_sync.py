@@ -10,10 +10,17 @@ import numpy as np
 import pytest
 from index_helpers import OTHER, PART, SQLiteSource, clustered_vectors, make_rows
 
-from zenbrain.index import AnnParams, IndexSet
+from zenbrain.index import AnnParams, IndexSet, lexical_set
 from zenbrain.storage.base import Filter
 
 ANN = AnnParams(ann_min_rows=300, exact_max_allowed=50, exact_ratio=1.0, tail_max=128)
+
+
+@pytest.fixture(autouse=True)
+def lexical_on_disk(monkeypatch):
+    """Every partition's lexical index in tantivy, however small (these tests are about
+    its files, commits and replay; tests/index/test_lexical_small.py has the in-memory one)."""
+    monkeypatch.setattr(lexical_set, "SMALL_MAX", 0)
 
 
 def ids(result: list[tuple[str, float]]) -> list[str]:
@@ -26,9 +33,10 @@ def fill(source: SQLiteSource, n: int = 1000) -> np.ndarray:
     return vecs
 
 
-def test_uncommitted_texts_of_other_partitions_count_in_the_statistics_only(source: SQLiteSource) -> None:
-    """A search scores its own partition's uncommitted texts; another partition's count in
-    the document frequencies (which span every partition) and hide nothing of this one."""
+def test_uncommitted_texts_of_other_partitions_count_nowhere(source: SQLiteSource) -> None:
+    """A search scores its own partition's uncommitted texts with its own partition's
+    statistics: another partition's texts, committed or not, neither count in them nor
+    hide anything of this one."""
     fill(source, 200)
     source.put(OTHER, make_rows(50, start=2000))
     idx = IndexSet(source, None, ANN)
@@ -42,12 +50,29 @@ def test_uncommitted_texts_of_other_partitions_count_in_the_statistics_only(sour
     found = idx.lexical_search(PART, "pelican harbor", 5)
     assert ids(found)[0] == "m000900" and all(m.startswith("m000") and m < "m002000" for m in ids(found))
     assert ids(found)[1:] == ids(mine)[:4]  # the committed texts as before, behind the new one
-    stats = idx.lexical._statistics(["pelican"])
-    assert stats[1]["pelican"] == 41  # the other partition's 40 uncommitted texts and this one's
+    assert idx.lexical.shard(PART)._statistics(["pelican"])[1]["pelican"] == 1  # this partition's one text
+    assert idx.lexical.shard(OTHER)._statistics(["pelican"])[1]["pelican"] == 40
     idx.lexical.commit()
     after = dict(idx.lexical_search(PART, "pelican harbor", 5))
     assert after["m000900"] == pytest.approx(dict(found)["m000900"], rel=0.1)
     idx.close()
+
+
+def test_a_partitions_lexical_scores_do_not_depend_on_other_partitions(source: SQLiteSource, tmp_path) -> None:
+    """BM25's statistics are each partition's own: what another user stored (here, many
+    texts with the query's words) changes nothing in the scores this one reads."""
+    fill(source, 200)
+    source.put(OTHER, make_rows(30, start=2000))
+    quiet = IndexSet(source, None, ANN)
+    before = quiet.lexical_search(PART, "pelican harbor item12", 10)
+    quiet.close()
+    source.put(OTHER, [replace(r, content=f"pelican harbor item12 note {i}")
+                       for i, r in enumerate(make_rows(300, start=3000))])
+    for directory in (None, tmp_path / "idx"):
+        busy = IndexSet(source, directory, ANN)
+        busy.lexical_search(OTHER, "pelican", 1)
+        assert busy.lexical_search(PART, "pelican harbor item12", 10) == before
+        busy.close()
 
 
 def test_follows_the_change_log(source: SQLiteSource) -> None:
@@ -173,12 +198,12 @@ def test_uncommitted_changes_are_searched_exactly(source: SQLiteSource) -> None:
     fill(source, 300)
     idx = IndexSet(source, None, ANN)
     idx.lexical_search(PART, "apple", 1)
-    committed = idx.lexical.index.searcher().num_docs
+    committed = idx.lexical.shard(PART).index.searcher().num_docs
     source.update(PART, ["m000010"], content="a pelican nests on the harbor wall", content_hash="c" * 40)
     source.put(PART, [replace(make_rows(1, start=900)[0], content="the pelican flew over the harbor")])
     source.delete(PART, ["m000011"])
     before = idx.lexical_search(PART, "pelican harbor", 5)
-    assert idx.lexical.index.searcher().num_docs == committed  # nothing committed yet
+    assert idx.lexical.shard(PART).index.searcher().num_docs == committed  # nothing committed yet
     assert ids(before)[:2] in (["m000900", "m000010"], ["m000010", "m000900"])
     assert ids(idx.lexical_search(PART, "item10", 5)) == []  # the replaced text is hidden
     assert ids(idx.lexical_search(PART, "item11", 5)) == []  # the deleted memory too

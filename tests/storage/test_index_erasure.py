@@ -127,17 +127,22 @@ def test_a_small_partition_files_are_rewritten_at_commit(tmp_path):
 
 
 def _lexical_terms(path, prefix: str) -> list:
+    """The terms with ``prefix`` in the saved lexical indexes of every partition."""
     import tantivy
 
-    return tantivy.Index.open(str(path.parent / (path.name + ".idx") / "lexical")).searcher().terms_with_prefix(
-        "content", prefix)
+    root = path.parent / (path.name + ".idx") / "lexical"
+    return [t for d in sorted(p for p in root.iterdir() if p.is_dir())
+            for t in tantivy.Index.open(str(d)).searcher().terms_with_prefix("content", prefix)]
 
 
-def test_forget_takes_the_words_out_of_the_lexical_index_files(tmp_path):
+def test_forget_takes_the_words_out_of_the_lexical_index_files(tmp_path, monkeypatch):
     """tantivy only marks a deleted document: its words stay in the segment's term
     dictionary and postings (with everything else the text said) until the segment
     merges. An erasure rebuilds the index, so that the words of the erased text are gone
     when the erasure commits."""
+    from zenbrain.index import lexical_set
+
+    monkeypatch.setattr(lexical_set, "SMALL_MAX", 0)  # partitions this small are otherwise held in memory
     path = tmp_path / "l.db"
     store = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM, lexical_index_min_rows=60)
     filler = [make_item(P2, f"other note {n} about tea and trains") for n in range(70)]
@@ -153,10 +158,13 @@ def test_forget_takes_the_words_out_of_the_lexical_index_files(tmp_path):
     with store.transaction() as tx:  # an edit is not an erasure: no rebuild for it
         tx.put_memories([edited])
     assert [m for m, _ in store.lexical_search(P2, "coffee", 3)] == [filler[0].id]
-    assert store._index_set().lexical.deleted_documents
+    lexical = store._index_set().lexical
+    assert lexical.with_deleted_documents() == []  # an edit deletes no memory
+    untouched = lexical.shard(P2)
     with store.transaction() as tx:
         tx.delete_memory(P1, "secret")
-    assert not store._index_set().lexical.deleted_documents
+    assert lexical.with_deleted_documents() == []
+    assert lexical.shard(P2) is untouched  # an erasure rebuilds its own partition's index only
     assert _lexical_terms(path, "zyxquokka") == []
     assert [m for m, _ in store.lexical_search(P1, "zyxwombatbar", 3)] == ["kept"]
     assert len(store.lexical_search(P2, "trains", 100)) == 69

@@ -5,16 +5,17 @@ an OR-query's top 50 takes ~0.15 ms, where SQLite FTS5 ranking every match takes
 tantivy skips documents that cannot enter the top k (block-max WAND), so the cost is
 bounded by the query, not by how many documents hold a common word.
 
-One index serves every partition: a document holds its partition key, an integer key
-of its memory id (mapped by :class:`KeyTable`; a key of each text is kept there to skip
-rows whose text did not change) and its text (English stemming, no positions). A query is
-its words' OR, required to be in the partition. Scores are BM25 (k1 1.2, b 0.75) with
+A store keeps one index per partition (:mod:`.lexical_set`). A document holds its
+partition key, an integer key of its memory id (mapped by :class:`KeyTable`; a key of each
+text is kept there to skip rows whose text did not change) and its text (English stemming,
+no positions). A query is its words' OR, required to be in the partition. Scores are BM25 (k1 1.2, b 0.75) with
 the idf SQLite FTS5 uses, ``ln((N - n + 0.5) / (n + 0.5))`` and 1e-6 where that is not
 positive, so a word found in most texts weighs (next to) nothing: tantivy's own idf,
 Lucene's ``ln(1 + (N - n + 0.5) / (n + 0.5))``, is never below ln 2 and let repeated
 common words outrank the rare word a query is about (a turn indexed with the turns
 before it holds the same common words twice). Each query word is a term query boosted
-by the ratio of the two idfs; the statistics, like FTS5's, span all partitions.
+by the ratio of the two idfs; the statistics are those of the index, so with one index a
+partition they are the partition's own.
 """
 
 from __future__ import annotations
@@ -67,6 +68,15 @@ def idf(n_docs: int, df: int) -> float:
 def lucene_idf(n_docs: int, df: int) -> float:
     """The idf tantivy's BM25 applies (Lucene's)."""
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def analyzer() -> Any:
+    """The content field's analyzer (tantivy's en_stem), to score texts outside an index alike."""
+    import tantivy
+
+    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+            .filter(tantivy.Filter.remove_long(40)).filter(tantivy.Filter.lowercase())
+            .filter(tantivy.Filter.stemmer("english")).build())
 
 
 def partition_key(partition: Partition) -> str:
@@ -167,10 +177,7 @@ class LexicalIndex:
         sb.add_text_field("content", tokenizer_name="en_stem", index_option="freq")
         self.schema = sb.build()
         self.index = tantivy.Index(self.schema, path=str(directory))
-        # The field's analyzer (tantivy's en_stem), to score uncommitted texts alike.
-        self._analyzer = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-                          .filter(tantivy.Filter.remove_long(40)).filter(tantivy.Filter.lowercase())
-                          .filter(tantivy.Filter.stemmer("english")).build())
+        self._analyzer = analyzer()
         self.keys = keys or KeyTable()
         self._writer: Any = None
         self._dirty = False  # writer operations not yet committed
@@ -183,9 +190,9 @@ class LexicalIndex:
         self._hidden: dict[int, str] = {}  # keys whose committed document is outdated -> partition key
         self._hidden_n: Counter[str] = Counter()  # partition key -> how many of its keys are hidden
         self._since: float | None = None  # when the first uncommitted change came
-        # A deleted document stays in its segment (its words in the term dictionary and
-        # postings) until tantivy merges the segment, which nothing here can make it do:
-        # an erasure rebuilds the index instead (``IndexSet.scrub``).
+        # A deleted memory's document stays in its segment (its words in the term
+        # dictionary and postings) until tantivy merges the segment, which nothing here can
+        # make it do: an erasure rebuilds the index instead (``IndexSet.scrub``).
         self.deleted_documents = False
         self.index.reload()
         self._searcher = self.index.searcher()
@@ -194,6 +201,22 @@ class LexicalIndex:
         if self._writer is None:
             self._writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
         return self._writer
+
+    @property
+    def has_writer(self) -> bool:
+        return self._writer is not None
+
+    @property
+    def dirty(self) -> bool:
+        """Whether changes wait for a commit."""
+        return self._dirty
+
+    def release_writer(self) -> None:
+        """Close the writer (its arena and threads) after a commit; the next change opens one."""
+        self.commit()
+        if self._writer is not None:
+            self._writer.wait_merging_threads()
+            self._writer = None
 
     def _changed(self) -> None:
         self._dirty = True
@@ -220,8 +243,8 @@ class LexicalIndex:
             ck = text_key(row.content)
             if k is not None and self.keys.live[k] and self.keys.chash[k] == ck:
                 continue
-            if k is not None and self.keys.live[k]:
-                self.deleted_documents = True  # its old text stays in a segment
+            # An edit's old text also stays in its segment until a merge; an edit is not
+            # an erasure, so it does not count as a deleted document.
             k = self.keys.get_or_add(mid)
             w = self._w()
             w.delete_documents_by_term("key", k)
@@ -259,7 +282,6 @@ class LexicalIndex:
             k = self.keys.get_or_add(mid)
             if self.keys.live[k]:
                 w.delete_documents_by_term("key", k)
-                self.deleted_documents = True
             w.add_document(self._t.Document(part=pk, key=k, content=text))
             self.keys.set_live(k, text_key(text), len(self._analyzer.analyze(text)))
             self._changed()

@@ -11,6 +11,7 @@ harmless, so rows read after the log position may be newer than it.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -18,6 +19,11 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 Partition = tuple[str, str]  # (user_id, agent_id)
+
+
+def partition_stem(partition: Partition) -> str:
+    """The name of a partition's index files (a hash: no user id in a file name)."""
+    return "p-" + hashlib.sha1("\x1f".join(partition).encode()).hexdigest()[:20]
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ those changes takes them again harmlessly). Files live in one directory beside t
 database (``<database>.idx/`` by convention)::
 
     manifest.json                      format, store id, embedder, width; each index's position
-    lexical/ + lexical.keys.npz        tantivy segments and the id <-> key table (the texts
-                                       of the partitions searched lexically here so far)
+    lexical/p-<partition hash>/ + .keys.npz   one partition's tantivy segments and id <-> key
+                                       table (each partition searched lexically here so far)
     p-<partition hash>.vec.npy|.cols.npz|.usearch   one vector partition
 
 Files are written by :meth:`save` (atomically, the manifest last): a crash leaves the
@@ -21,7 +21,6 @@ the source's rows. After loading, a sample of rows is compared with the source.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -34,19 +33,19 @@ from typing import IO
 import numpy as np
 
 from .columns import FilterLike
-from .lexical import KeyTable, LexicalIndex, text_key
-from .source import IndexRow, IndexSource, Partition
+from .lexical import text_key
+from .lexical_set import LexicalSet
+from .source import IndexRow, IndexSource, Partition, partition_stem
 from .vectors import AnnParams, VectorPartition, content_key, stored
 
-FORMAT = 2
+FORMAT = 3  # 3: one lexical index per partition
 VERIFY_SAMPLE = 16
 # A filter's id list up to this long restricts the lexical query itself (only those
 # documents are scored); a longer one is applied to the ranked hits.
 ONLY_IDS_MAX = 4096
 
 
-def _stem(partition: Partition) -> str:
-    return "p-" + hashlib.sha1("\x1f".join(partition).encode()).hexdigest()[:20]
+_stem = partition_stem
 
 
 class IndexSet:
@@ -110,15 +109,19 @@ class IndexSet:
             self._wipe()
         self._saved = dict(m["partitions"]) if m else {}
         self._lex_parts = {(str(u), str(a)) for u, a in m.get("lexical_partitions", [])} if m else set()
-        lexical = None
-        if m is not None and self.directory is not None:
+        self.lexical = LexicalSet(self._lexical_dir(), self.source.all_texts)
+        if m is None or self.directory is None:
+            self._build_lexical()
+            return
+        self._lex_seq = int(m["lexical_seq"])
+        for part in sorted(self._lex_parts):
             try:
-                lexical = LexicalIndex(self.directory / "lexical", KeyTable.load(self.directory / "lexical.keys.npz"))
-                self._lex_seq = int(m["lexical_seq"])
+                if not self.lexical.load(part):  # held in memory: built on its first search
+                    self._lex_parts.discard(part)
             except (OSError, ValueError, KeyError) as exc:
-                self.rebuilds.append(f"lexical index unreadable ({exc})")
-                lexical = None
-        self.lexical = lexical if lexical is not None else self._build_lexical()
+                # Built from rows at least as new as the saved position: later changes replay harmlessly.
+                self.rebuilds.append(f"lexical index of {_stem(part)} unreadable ({exc})")
+                self.lexical.build(part, self.source.all_texts(part))
 
     def _wipe(self) -> None:
         assert self.directory is not None
@@ -137,18 +140,13 @@ class IndexSet:
             self._scratch = tempfile.TemporaryDirectory(prefix="zenbrain-lexical-", ignore_cleanup_errors=True)
         return Path(self._scratch.name) / "lexical"
 
-    def _build_lexical(self) -> LexicalIndex:
-        d = self._lexical_dir()
-        LexicalIndex.remove_files(d)
-        if self.directory is not None:
-            (self.directory / "lexical.keys.npz").unlink(missing_ok=True)
+    def _build_lexical(self) -> None:
+        """Every lexical index anew from the store's texts."""
+        self.lexical.clear()
         seq = self.source.log_seq()  # rows read after this position: later changes replay
-        lex = LexicalIndex(d)
         for part in sorted(self._lex_parts):
-            lex.add_all(part, self.source.all_texts(part))
-        lex.commit()
+            self.lexical.build(part, self.source.all_texts(part))
         self._lex_seq = seq
-        return lex
 
     def _load_partition(self, partition: Partition) -> VectorPartition:
         stem = _stem(partition)
@@ -165,7 +163,8 @@ class IndexSet:
                     return part
                 # Either file may have lost a change: rebuild both from the store.
                 self.rebuilds.append(f"{stem}: disagrees with the store")
-                self.lexical = self._build_lexical()
+                if partition in self._lex_parts:
+                    self.lexical.build(partition, self.source.all_texts(partition))
             except (OSError, ValueError, KeyError, RuntimeError) as exc:
                 self.rebuilds.append(f"{stem}: unreadable ({exc})")
             self._parts.pop(partition, None)
@@ -204,8 +203,9 @@ class IndexSet:
                 return False
             if partition not in self._lex_parts:
                 continue
-            lk = self.lexical.keys.key.get(mid)
-            if lk is None or not self.lexical.keys.live[lk] or self.lexical.keys.chash[lk] != text_key(row.content):
+            keys = self.lexical.shard(partition).keys
+            lk = keys.key.get(mid)
+            if lk is None or not keys.live[lk] or keys.chash[lk] != text_key(row.content):
                 return False
         return True
 
@@ -228,7 +228,7 @@ class IndexSet:
         batch = self.source.changes_since(start)
         if batch is None:
             self.rebuilds.append(f"change log does not reach back to {start}")
-            self.lexical = self._build_lexical()
+            self._build_lexical()
             for p in list(self._parts):
                 self._build_partition(p)
             return
@@ -274,11 +274,11 @@ class IndexSet:
                 else:
                     vp.scrub_files(self.directory / _stem(part))
             self.lexical.commit()
-            if files and self.lexical.deleted_documents:
-                # The words of deleted texts stay in tantivy's segments until they merge:
-                # the index is built anew from the store's texts (3.3 s for 200k memories).
-                self.lexical.close()
-                self.lexical = self._build_lexical()
+            if files:
+                # The words of deleted texts stay in tantivy's segments until they merge: the
+                # partition's index is built anew from its texts (3.3 s for 200k memories).
+                for part in self.lexical.with_deleted_documents():
+                    self.lexical.build(part, self.source.all_texts(part))
 
     # -- search -----------------------------------------------------------------------------
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: FilterLike | None = None, *,
@@ -300,8 +300,7 @@ class IndexSet:
         """Index a partition's texts on its first lexical search (the set is synced: rows
         read now are at least as new as the lexical index's position; later changes
         replay harmlessly)."""
-        self.lexical.add_all(partition, self.source.all_texts(partition))
-        self.lexical.commit()
+        self.lexical.build(partition, self.source.all_texts(partition))
         self._lex_parts.add(partition)
 
     # -- persistence ------------------------------------------------------------------------
@@ -313,9 +312,7 @@ class IndexSet:
             self._sync_locked()
             self.directory.mkdir(parents=True, exist_ok=True)
             self.lexical.commit()
-            tmp = self.directory / f".keys.{os.getpid()}.tmp"
-            self.lexical.keys.save(tmp)
-            os.replace(tmp, self.directory / "lexical.keys.npz")
+            self.lexical.save_keys()
             entries = dict(self._saved)
             for part, vp in self._parts.items():
                 stem = _stem(part)

@@ -1,0 +1,164 @@
+"""One lexical index per partition: ``lexical/<stem>/`` (tantivy's segments) and
+``lexical/<stem>.keys.npz`` (its id <-> key table) for each partition searched lexically.
+
+A partition's BM25 statistics (how many texts, how many hold a word, their mean length)
+are then its own: a score one user reads does not move with what another user stored,
+and a word another user wrote cannot be inferred from it. An erasure rebuilds only the
+erased memory's partition (tantivy keeps a deleted text's words until its segment merges,
+which its Python API cannot start), so its cost follows that partition's size, not the
+store's.
+
+A partition of fewer than ``SMALL_MAX`` texts is held in memory instead
+(:mod:`.lexical_small`: no files, rebuilt from the store on first use), and moves to an
+index on disk once it grows past that. Writers hold a memory arena and threads; only the
+most recently written ``OPEN_WRITERS`` partitions keep theirs open between commits.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .lexical import KeyTable, LexicalIndex
+from .lexical_small import SmallLexical
+from .source import IndexRow, Partition, partition_stem
+
+OPEN_WRITERS = 8
+# Below this many texts a partition is scored in memory: a tantivy index of ten texts is
+# ~4 KB in 11 files, and scoring a few hundred postings in Python takes well under 1 ms.
+SMALL_MAX = 1000
+
+Shard = LexicalIndex | SmallLexical
+
+
+class LexicalSet:
+    """The lexical indexes of the partitions in ``root`` (see module docs). ``texts_of``
+    gives a partition's (id, text) pairs from the store (to build a small partition held
+    in memory, or move one that grew onto disk)."""
+
+    def __init__(self, root: Path, texts_of: Callable[[Partition], Iterable[tuple[str, str]]]) -> None:
+        self.root = root
+        self._texts_of = texts_of
+        self._shards: dict[Partition, Shard] = {}
+        self._writing: OrderedDict[Partition, None] = OrderedDict()  # shards with an open writer, oldest first
+
+    def __contains__(self, partition: Partition) -> bool:
+        return partition in self._shards
+
+    def __iter__(self) -> Iterator[Partition]:
+        return iter(self._shards)
+
+    def shard(self, partition: Partition) -> Shard:
+        return self._shards[partition]
+
+    def _dir(self, partition: Partition) -> Path:
+        return self.root / partition_stem(partition)
+
+    def _keys_path(self, partition: Partition) -> Path:
+        return self.root / f"{partition_stem(partition)}.keys.npz"
+
+    # -- opening and building -----------------------------------------------------------------
+    def load(self, partition: Partition) -> bool:
+        """Open the partition's saved index; False when it has no files (a small partition,
+        held in memory: built from the store when first searched). Raises
+        OSError/ValueError/KeyError when its files are incomplete or unreadable."""
+        if not self._dir(partition).exists() and not self._keys_path(partition).exists():
+            return False
+        keys = KeyTable.load(self._keys_path(partition))
+        self._close(partition)
+        self._shards[partition] = LexicalIndex(self._dir(partition), keys)
+        return True
+
+    def build(self, partition: Partition, texts: Iterable[tuple[str, str]]) -> None:
+        """The partition's index anew from its (id, text) pairs (committed): in memory
+        below ``SMALL_MAX`` texts, on disk from there."""
+        pairs = list(texts)
+        self._close(partition)
+        LexicalIndex.remove_files(self._dir(partition))
+        self._keys_path(partition).unlink(missing_ok=True)
+        shard: Shard = SmallLexical() if len(pairs) < SMALL_MAX else LexicalIndex(self._dir(partition))
+        self._shards[partition] = shard
+        shard.add_all(partition, pairs)
+        shard.commit()
+        self._release(partition)
+
+    def clear(self) -> None:
+        """Close every index and remove every file."""
+        for partition in list(self._shards):
+            self._close(partition)
+        LexicalIndex.remove_files(self.root)
+
+    def _close(self, partition: Partition) -> None:
+        shard = self._shards.pop(partition, None)
+        self._writing.pop(partition, None)
+        if shard is not None:
+            shard.close()
+
+    def _release(self, partition: Partition) -> None:
+        self._writing.pop(partition, None)
+        self._shards[partition].release_writer()
+
+    def _wrote(self, partition: Partition) -> None:
+        self._writing[partition] = None
+        self._writing.move_to_end(partition)
+
+    # -- changes --------------------------------------------------------------------------------
+    def apply(self, partition: Partition, changed: Sequence[str], rows: Iterable[IndexRow]) -> None:
+        shard = self._shards.get(partition)
+        if shard is None:
+            return
+        shard.apply(partition, changed, rows)
+        if isinstance(shard, SmallLexical) and len(shard) >= SMALL_MAX:
+            self.build(partition, self._texts_of(partition))  # grown: onto disk
+        elif shard.has_writer:
+            self._wrote(partition)
+
+    def maybe_commit(self) -> None:
+        for partition in list(self._writing):
+            self._shards[partition].maybe_commit()
+        self._limit_writers()
+
+    def commit(self) -> None:
+        for shard in self._shards.values():
+            shard.commit()
+        self._limit_writers()
+
+    def _limit_writers(self) -> None:
+        """Close the writers of the least recently written partitions beyond the cap
+        (only committed ones: a writer with uncommitted changes stays)."""
+        excess = len(self._writing) - OPEN_WRITERS
+        for partition in list(self._writing):
+            if excess <= 0:
+                break
+            if not self._shards[partition].dirty:
+                self._release(partition)
+                excess -= 1
+
+    def with_deleted_documents(self) -> list[Partition]:
+        """The partitions whose index still holds a deleted or replaced text."""
+        return [p for p, shard in self._shards.items() if shard.deleted_documents]
+
+    # -- search ---------------------------------------------------------------------------------
+    def search(self, partition: Partition, text: str, k: int,
+               accept: Callable[[list[str]], np.ndarray] | None = None,
+               only: Iterable[str] | None = None) -> list[tuple[str, float]]:
+        return self._shards[partition].search(partition, text, k, accept, only=only)
+
+    # -- persistence ----------------------------------------------------------------------------
+    def save_keys(self) -> None:
+        """Write each partition's key table beside its segments (atomically)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        for partition, shard in self._shards.items():
+            if isinstance(shard, SmallLexical):
+                continue  # in memory: built from the store when next opened
+            tmp = self.root / f".{partition_stem(partition)}.keys.{os.getpid()}.tmp"
+            shard.keys.save(tmp)
+            os.replace(tmp, self._keys_path(partition))
+
+    def close(self) -> None:
+        for partition in list(self._shards):
+            self._close(partition)
