@@ -140,6 +140,33 @@ def test_persistence_round_trip_and_replay(source: SQLiteSource, tmp_path: Path)
     again.close()
 
 
+def test_lexical_files_of_the_earlier_layout_go_and_the_vector_files_stay(source: SQLiteSource,
+                                                                          tmp_path: Path) -> None:
+    """Files written when one lexical index held every partition: that index is removed and
+    each partition's built on its first search; the vector partitions load from their files."""
+    vecs = fill(source)
+    d = tmp_path / "store.db.idx"
+    idx = IndexSet(source, d, ANN)
+    idx.lexical_search(PART, "apple", 1)
+    idx.close()
+    manifest = json.loads((d / "manifest.json").read_text())
+    del manifest["lexical_layout"]  # as the earlier layout's manifest
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    (d / "lexical" / "meta.json").write_text("{}")
+    (d / "lexical.keys.npz").write_bytes(b"old")
+    again = IndexSet(source, d, ANN)
+    assert again.rebuilds == ["lexical index of the earlier layout: each partition's rebuilt on first search"]
+    assert not (d / "lexical.keys.npz").exists() and not (d / "lexical" / "meta.json").exists()
+    part = again.partition(PART)
+    assert part._graph_path is not None and len(again.rebuilds) == 1  # the vector files, not rebuilt
+    assert ids(again.vector_search(PART, vecs[3], 1)) == ["m000003"]
+    assert ids(again.lexical_search(PART, "item17", 3)) == ["m000017"]
+    again.close()
+    third = IndexSet(source, d, ANN)
+    assert third.rebuilds == [] and ids(third.lexical_search(PART, "item17", 3)) == ["m000017"]
+    third.close()
+
+
 def test_second_process_on_the_same_directory_works_privately(source: SQLiteSource, tmp_path: Path) -> None:
     vecs = fill(source, 100)
     first = IndexSet(source, tmp_path / "idx", ANN)

@@ -38,7 +38,11 @@ from .lexical_set import LexicalSet
 from .source import IndexRow, IndexSource, Partition, partition_stem
 from .vectors import AnnParams, VectorPartition, content_key, stored
 
-FORMAT = 3  # 3: one lexical index per partition
+FORMAT = 2
+# The lexical files' layout: one index a partition. Files of the earlier layout (one index
+# for every partition) are removed on open and each partition's built on its first search;
+# the vector partitions' files stay.
+LEXICAL_LAYOUT = "per-partition"
 VERIFY_SAMPLE = 16
 # A filter's id list up to this long restricts the lexical query itself (only those
 # documents are scored); a longer one is applied to the ranked hits.
@@ -110,6 +114,12 @@ class IndexSet:
         self._saved = dict(m["partitions"]) if m else {}
         self._lex_parts = {(str(u), str(a)) for u, a in m.get("lexical_partitions", [])} if m else set()
         self.lexical = LexicalSet(self._lexical_dir(), self.source.all_texts)
+        if m is not None and self.directory is not None and m.get("lexical_layout") != LEXICAL_LAYOUT:
+            self.rebuilds.append("lexical index of the earlier layout: each partition's rebuilt on first search")
+            (self.directory / "lexical.keys.npz").unlink(missing_ok=True)
+            self.lexical.clear()
+            self._lex_parts = set()
+            m = {**m, "lexical_seq": self.source.log_seq()}
         if m is None or self.directory is None:
             self._build_lexical()
             return
@@ -319,7 +329,8 @@ class IndexSet:
                 vp.save(self.directory / stem)
                 entries[stem] = {"partition": list(part), "seq": self._part_seq[part]}
             manifest = {"format": FORMAT, "store_id": self.source.store_id, "embedder": self.source.embedder_name,
-                        "dim": self.source.dim, "lexical_seq": self._lex_seq, "partitions": entries,
+                        "dim": self.source.dim, "lexical_layout": LEXICAL_LAYOUT, "lexical_seq": self._lex_seq,
+                        "partitions": entries,
                         "lexical_partitions": sorted(self._lex_parts)}
             tmp = self.directory / f".manifest.{os.getpid()}.tmp"
             tmp.write_text(json.dumps(manifest))
