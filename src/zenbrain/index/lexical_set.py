@@ -27,7 +27,7 @@ from .lexical import KeyTable, LexicalIndex
 from .lexical_small import SmallLexical
 from .source import IndexRow, Partition, partition_stem
 
-OPEN_WRITERS = 8
+OPEN_WRITERS = 32
 # Below this many texts a partition is scored in memory: a tantivy index of ten texts is
 # ~4 KB in 11 files, and scoring a few hundred postings in Python takes well under 1 ms.
 SMALL_MAX = 1000
