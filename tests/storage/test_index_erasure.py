@@ -126,6 +126,87 @@ def test_a_small_partition_files_are_rewritten_at_commit(tmp_path):
     s.close()
 
 
+def test_forget_in_a_process_that_never_searched_the_partition_reaches_its_files(tmp_path):
+    """A process that only erases (a command line `forget`, a worker that served no search of
+    that user) has not loaded the partition's index files: they are loaded and scrubbed."""
+    path = tmp_path / "e.db"
+    s, v = _stored(path, "e", 4)
+    s.close()
+    s = _open(path)  # nothing searched in this one
+    assert _in_index_files(path, v[5])
+    with s.transaction() as tx:
+        tx.delete_memory(P1, "e5")
+    assert not _in_index_files(path, v[5]) and _in_index_files(path, v[6])
+    s.close()
+    s = _open(path)
+    assert [m for m, _ in s.vector_search(P1, v[6], 1)] == ["e6"]
+    assert "e5" not in [m for m, _ in s.vector_search(P1, v[5], 40)]
+    s.close()
+
+
+def test_an_erased_partition_leaves_no_index_file_and_no_manifest_entry(tmp_path):
+    """Erasing every memory of a user takes the partition's index files (named by a hash of
+    the user) and its manifest entries (which name the user) away."""
+    import json
+
+    path = tmp_path / "e.db"
+    s, v = _stored(path, "e", 4)
+    put(s, [make_item(P2, "another user's note", id="o1")], unit_rows(np.random.default_rng(9), 1))
+    s.vector_search(P2, v[0], 1)
+    s.lexical_search(P1, "text number", 3)
+    s.close()
+    s = _open(path)
+    with s.transaction() as tx:
+        for i in range(40):
+            tx.delete_memory(P1, f"e{i}")
+    idx = path.parent / (path.name + ".idx")
+    manifest = (idx / "manifest.json").read_text()
+    assert P1[0] not in manifest and P2[0] in manifest
+    assert [p for p, _ in json.loads(manifest)["partitions"].items()]  # the other user's stays
+    assert not any(vector_blob(row) in f.read_bytes() for row in v for f in idx.rglob("*") if f.is_file())
+    s.close()
+    assert P1[0] not in (idx / "manifest.json").read_text()
+    s = _open(path)
+    assert s.vector_search(P1, v[0], 3) == [] and [m for m, _ in s.vector_search(P2, v[0], 1)] == ["o1"]
+    s.close()
+
+
+def test_an_erasure_by_another_process_is_scrubbed_from_the_owners_files(tmp_path, monkeypatch):
+    """One process owns the index files (a server's first worker); another erases (the
+    second worker). The owner scrubs its files when the change log brings it the erasure:
+    at its next use of the indexes."""
+    from zenbrain.index import lexical_set
+
+    monkeypatch.setattr(lexical_set, "SMALL_MAX", 0)  # tantivy files, however small the partition
+    path = tmp_path / "e.db"
+    items = [make_item(P1, f"text number {i}", id=f"e{i}") for i in range(40)]
+    items[5] = make_item(P1, "the password is zyxquokkafoo", id="e5")
+    v = unit_rows(np.random.default_rng(4), 40)
+    def store() -> SQLiteStore:  # lexical search on tantivy from 30 memories
+        return SQLiteStore(str(path), embedder_name=MODEL, dim=DIM, ann=ANN, lexical_index_min_rows=30)
+
+    owner = store()
+    put(owner, items, v)
+    owner.vector_search(P1, v[0], 3)
+    owner.lexical_search(P1, "zyxquokkafoo", 3)
+    owner.save_indexes()
+    assert _in_index_files(path, v[5]) and _lexical_terms(path, "zyxquokka")
+    other = store()  # the files are the owner's: this one keeps its indexes in memory
+    assert other.vector_search(P1, v[5], 1)[0][0] == "e5"
+    with other.transaction() as tx:
+        tx.delete_memory(P1, "e5")
+    other.close()
+    assert owner.vector_search(P1, v[5], 1)[0][0] != "e5"  # the owner's next search...
+    assert not _in_index_files(path, v[5]) and _lexical_terms(path, "zyxquokka") == []  # ...scrubbed its files
+    assert owner.lexical_search(P1, "zyxquokkafoo", 3) == []
+    other = store()
+    with other.transaction() as tx:
+        tx.delete_memory(P1, "e6")
+    other.close()
+    owner.close()  # no search in between: the owner's save scrubs first
+    assert not _in_index_files(path, v[6])
+
+
 def _lexical_terms(path, prefix: str) -> list:
     """The terms with ``prefix`` in the saved lexical indexes of every partition."""
     import tantivy

@@ -17,6 +17,7 @@ most recently written ``OPEN_WRITERS`` partitions keep theirs open between commi
 from __future__ import annotations
 
 import os
+import shutil
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -162,3 +163,9 @@ class LexicalSet:
     def close(self) -> None:
         for partition in list(self._shards):
             self._close(partition)
+
+    def remove(self, partition: Partition) -> None:
+        """Close the partition's index and delete its files."""
+        self._close(partition)
+        shutil.rmtree(self._dir(partition), ignore_errors=True)
+        self._keys_path(partition).unlink(missing_ok=True)

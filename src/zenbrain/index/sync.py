@@ -69,6 +69,8 @@ class IndexSet:
         self._saved: dict[str, dict] = {}  # partition stem -> manifest entry, for partitions not loaded
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.rebuilds: list[str] = []  # what was rebuilt and why (for diagnostics and tests)
+        self._scrub_needed = False  # the change log deleted memories: their files are to scrub
+        self._scrubbing = False
         self._lockfile: IO[bytes] | None = None
         if self.directory is not None and not self._lock_directory():
             # One process owns the files (tantivy allows one writer): another works in memory.
@@ -226,7 +228,11 @@ class IndexSet:
             if part is None:
                 return self._load_partition(partition)
             self._sync_locked()
-            return self._parts[partition]  # the sync may have rebuilt it (the log did not reach back)
+            if self._scrub_needed and not self._scrubbing:  # another process erased memories
+                self._scrub_files_locked()
+            # The sync may have rebuilt it (the log did not reach back), the scrub dropped it (emptied).
+            found = self._parts.get(partition)
+            return found if found is not None else self._load_partition(partition)
 
     # -- following the change log ------------------------------------------------------------
     def sync(self) -> None:
@@ -255,6 +261,8 @@ class IndexSet:
                 rows.extend(self.source.rows(part, ids[i : i + 500]))
             if part in self._lex_parts:
                 self.lexical.apply(part, ids, rows)
+                if self.lexical.shard(part).deleted_documents:
+                    self._scrub_needed = True
             vp = self._parts.get(part)
             if vp is not None:
                 found = {r.id for r in rows}
@@ -263,6 +271,7 @@ class IndexSet:
                 for mid in ids:
                     if mid not in found:
                         vp.remove(mid)
+                        self._scrub_needed = True
                 vp.maintain()
         self.lexical.maybe_commit()
         self._lex_seq = batch.seq
@@ -278,17 +287,83 @@ class IndexSet:
         the rest waits for the next save."""
         with self._lock:
             self._sync_locked()
+            if files:
+                self._scrub_files_locked()
+                return
+            for vp in self._parts.values():
+                vp.flush()
+            self.lexical.commit()
+
+    def _scrub_files_locked(self) -> None:
+        """Write deleted memories out of every file: of this process's erasures, and of
+        another process's once the change log brings them here (``_scrub_needed``)."""
+        self._scrubbing = True
+        try:
+            self._load_touched()
             for part, vp in self._parts.items():
-                if self.directory is None or not files:
+                if self.directory is None:
                     vp.flush()
                 else:
                     vp.scrub_files(self.directory / _stem(part))
             self.lexical.commit()
-            if files:
-                # The words of deleted texts stay in tantivy's segments until they merge: the
-                # partition's index is built anew from its texts (3.3 s for 200k memories).
-                for part in self.lexical.with_deleted_documents():
-                    self.lexical.build(part, self.source.all_texts(part))
+            # The words of deleted texts stay in tantivy's segments until they merge: the
+            # partition's index is built anew from its texts (3.3 s for 200k memories).
+            for part in self.lexical.with_deleted_documents():
+                self.lexical.build(part, self.source.all_texts(part))
+            self._drop_empty()
+            self._scrub_needed = False
+        finally:
+            self._scrubbing = False
+
+    def _load_touched(self) -> None:
+        """Load the saved partitions not loaded here that changed since their files were
+        written (a process may erase a memory of a partition it never searched): the
+        erasure must reach their files too."""
+        waiting = {(str(e["partition"][0]), str(e["partition"][1])): int(e["seq"]) for e in self._saved.values()}
+        waiting = {p: seq for p, seq in waiting.items() if p not in self._parts}
+        if not waiting:
+            return
+        batch = self.source.changes_since(min(waiting.values()))
+        touched = set(waiting) if batch is None else {p for p, _ in batch.changed if p in waiting}
+        for part in sorted(touched):
+            self.partition(part)
+
+    def _drop_empty(self) -> None:
+        """Forget the partitions an erasure left without a memory: their files (named by a
+        hash of the user and agent) and their manifest entries (which name them) go."""
+        empty = [p for p in {*self._parts, *self._lex_parts}
+                 if (p not in self._parts or len(self._parts[p]) == 0)
+                 and (p not in self.lexical or self.lexical.shard(p).keys.live_count == 0)]
+        if not empty:
+            return
+        for part in empty:
+            stem = _stem(part)
+            self._parts.pop(part, None)
+            self._part_seq.pop(part, None)
+            self._saved.pop(stem, None)
+            self._lex_parts.discard(part)
+            self.lexical.remove(part)
+            if self.directory is not None:
+                for suffix in (".vec.npy", ".cols.npz", ".usearch"):
+                    (self.directory / f"{stem}{suffix}").unlink(missing_ok=True)
+        self._forget_in_manifest(empty)
+
+    def _forget_in_manifest(self, partitions: list[Partition]) -> None:
+        """Take partitions out of the manifest on disk, the rest of it as it was saved."""
+        if self.directory is None:
+            return
+        path = self.directory / "manifest.json"
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return
+        gone = {_stem(p) for p in partitions}
+        manifest["partitions"] = {k: v for k, v in manifest.get("partitions", {}).items() if k not in gone}
+        manifest["lexical_partitions"] = [p for p in manifest.get("lexical_partitions", [])
+                                          if _stem((str(p[0]), str(p[1]))) not in gone]
+        tmp = self.directory / f".manifest.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(manifest))
+        os.replace(tmp, path)
 
     # -- search -----------------------------------------------------------------------------
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: FilterLike | None = None, *,
@@ -320,6 +395,8 @@ class IndexSet:
             return
         with self._lock:
             self._sync_locked()
+            if self._scrub_needed:  # another process's erasure: not saved with its words
+                self._scrub_files_locked()
             self.directory.mkdir(parents=True, exist_ok=True)
             self.lexical.commit()
             self.lexical.save_keys()

@@ -435,9 +435,11 @@ class SQLiteStore:
                 if not durable and not self._c.closed:
                     self._db.execute(f"PRAGMA synchronous={self._synchronous}")
             try:
-                if tx.erased and self._search is not None:
+                if tx.erased and (self._search is not None or (tx.deleted and self._index_files_exist())):
+                    # Index files saved by an earlier process hold the erased memories too,
+                    # though nothing has searched them here yet: opened to be scrubbed.
                     with self._index_lock:
-                        self._search.scrub(files=tx.deleted)
+                        self._index_set().scrub(files=tx.deleted)
                 if pending:
                     tx.scrubbed = self._scrub(self.scrub_wait_s if tx.erased else 0.0)
                 if tx.inserted:
@@ -568,6 +570,10 @@ class SQLiteStore:
             return db.execute(sql, args).fetchall()
 
     # -- search indexes ----------------------------------------------------------------------
+    def _index_files_exist(self) -> bool:
+        return self._shared and not self.read_only and os.path.exists(os.path.join(self.path + INDEX_SUFFIX,
+                                                                                   "manifest.json"))
+
     def _index_set(self) -> IndexSet:
         """The search indexes (``zenbrain.index``), opened on first use: files in
         ``<database>.idx`` beside a file database, memory only for ":memory:" and for a
