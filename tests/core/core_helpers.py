@@ -145,7 +145,7 @@ def partition_rows(store, user: str) -> dict[str, int]:
     """Rows a user holds in the tables of memories, their text and lexical entries, edges,
     history and records (tables the backend has), where there are any."""
     tables = ("memories", "memories_fts", "memory_texts", "lexical_terms", "lexical_docs", "edges", "history", "kv",
-              "requests")
+              "requests", "partitions")
     if _is_postgres(store):
         import psycopg
 

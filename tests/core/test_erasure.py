@@ -254,6 +254,32 @@ def test_forget_erases_a_schema_consolidated_from_the_memory(mem, scope, clock, 
     assert files_containing(db_path, tag) == {}
 
 
+def test_forget_scope_leaves_no_partition_row_naming_the_user(make_mem):
+    """The partition's number row stops naming the user (the number stays taken); the same
+    user writing again gets a new number, and another open handle that read the old one
+    reads the new one's edges."""
+    first, second = make_mem(), make_mem()
+    alice = Scope("zqxalice", "assistant")
+    a, b = first.store("alice likes green tea", alice), first.store("alice walks to work", alice)
+    first.relate(a.id, b.id, "causes", alice)
+    con = first.storage.raw_connection()
+    old = con.execute("SELECT id FROM partitions WHERE user_id='zqxalice'").fetchone()[0]
+    assert [e.dst for e in second.storage.edges(("zqxalice", "assistant"), [a.id]) if e.relation == "causes"] == [b.id]
+    rows = con.execute("SELECT COUNT(*) FROM partitions").fetchone()[0]
+    first.forget_scope(alice)
+    assert con.execute("SELECT COUNT(*) FROM partitions WHERE user_id='zqxalice'").fetchone()[0] == 0
+    assert con.execute("SELECT user_id, agent_id FROM partitions WHERE id=?", (old,)).fetchone() == ("", f"erased {old}")
+    assert con.execute("SELECT COUNT(*) FROM partitions").fetchone()[0] == rows  # the number stays taken
+    for table in ("edges", "history"):
+        assert con.execute(f"SELECT COUNT(*) FROM {table} WHERE part=?", (old,)).fetchone()[0] == 0
+    c, d = first.store("alice moved to Lisbon", alice), first.store("alice learns Portuguese", alice)
+    first.relate(c.id, d.id, "causes", alice)
+    new = con.execute("SELECT id FROM partitions WHERE user_id='zqxalice'").fetchone()[0]
+    assert new != old
+    assert [e.dst for e in second.storage.edges(("zqxalice", "assistant"), [c.id]) if e.relation == "causes"] == [d.id]
+    assert second.recall("Lisbon", alice, k=1, touch=False)[0].id == c.id
+
+
 def test_forget_scope_erases_the_partitions_other_state(mem, db_path):
     alice = Scope("alice", "assistant")
     mem.store(f"the {MARKER} locker is blue", alice)

@@ -162,6 +162,7 @@ def forget_scope(engine: Engine, scope: Scope) -> ErasureReceipt:
                 if key in counts:
                     counts[key] += n
         records = tx.kv_clear(part)  # goals, intentions, topic vectors, debate logs, mechanism state, requests
+        tx.forget_partition(part)  # and the store's bookkeeping stops naming the user
     return _finish(tx, _receipt(tuple(ids), (), counts, records))
 
 

@@ -127,6 +127,11 @@ class Transaction(Protocol):
         """Erase every record of the partition; returns how many."""
         ...
 
+    def forget_partition(self, partition: Partition) -> bool:
+        """After everything of the partition is erased: remove what still names it in the
+        store's own bookkeeping. True when something was removed."""
+        ...
+
 
 class Store(Protocol):
     """A memory store. Implementations: ``SQLiteStore`` (embedded default)."""

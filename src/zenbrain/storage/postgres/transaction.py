@@ -371,6 +371,12 @@ class PostgresTransaction:
         self._erased(partition, "kv", "requests")
         return int(n)
 
+    def forget_partition(self, partition: Partition) -> bool:
+        """Nothing to remove: the partition's lexical statistics rows go with its last memory.
+        (A partition that once had an HNSW index of its own keeps it, and the index's
+        predicate names the user: docs/postgres.md.)"""
+        return False
+
     # -- idempotency records (see PostgresStore.request) ---------------------------------
     def claim_request(self, partition: Partition, key: str, fingerprint: str, owner: str, now: float) -> str:
         """Record that this transaction carries out the request ``key``; returns the owner

@@ -163,7 +163,6 @@ class SQLiteStore:
         self._keep_fts = bool(keep_fts)
         self._tx: SQLiteTransaction | None = None
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
-        self._part_numbers: dict[Partition, int] = {}  # see lexical.entry_range (never deleted, so never stale)
         self._hooks = threading.local()  # per thread: callables run before each commit (see before_commit)
         self._open_lock: health.OpenLock | None = None
         self.opened_unclean = False  # the last user of the file did not close it (crash); it was checked
@@ -408,7 +407,7 @@ class SQLiteStore:
                 self._c.begin()
                 if not self._fts_off:  # another process may have retired it since
                     self._fts_off = fts_retired(self._db)
-                tx = self._tx = SQLiteTransaction(self._db, self.lexical_text, self._c.fail, self._part_numbers,
+                tx = self._tx = SQLiteTransaction(self._db, self.lexical_text, self._c.fail,
                                                   model=self.embedder_name, fts=not self._fts_off)
                 self._c.tx_thread = threading.get_ident()
                 try:
@@ -422,7 +421,6 @@ class SQLiteStore:
                         health.mark_scrub_pending(self._db, time.time())
                     pending = health.scrub_pending(self._db)
                     self._db.execute("COMMIT")
-                    self._part_numbers.update(tx.new_part_numbers)
                 except BaseException as exc:
                     self._c.rollback(exc)
                     raise
@@ -620,15 +618,10 @@ class SQLiteStore:
         return self._lexical_large
 
     def _part_number(self, db: sqlite3.Connection, partition: Partition) -> int | None:
-        number = self._part_numbers.get(partition)
-        if number is None:
-            row = db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
-            if row is None:
-                return None
-            number = int(row[0])
-            if db is not self._db or not db.in_transaction:  # committed: never changes again
-                self._part_numbers.setdefault(partition, number)
-        return number
+        """The partition's number (``lexical.entry_range``), read with the rows it keys: not
+        cached, since an erased partition's row stops naming it (``forget_partition``)."""
+        row = db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
+        return None if row is None else int(row[0])
 
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *,
                       per_layer: bool = False) -> list[tuple[str, float]]:

@@ -71,15 +71,14 @@ def _column_rows(ids: Sequence[str], columns: Mapping[str, Sequence[Any]]) -> li
     return [tuple(vals) for vals in zip(*cols)] if cols else [()] * n
 
 class SQLiteTransaction:
-    def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str], fail: Failure,
-                 part_numbers: dict[Partition, int], *, model: str, fts: bool = True) -> None:
+    def __init__(self, db: sqlite3.Connection, lexical_text: Callable[[MemoryItem], str], fail: Failure, *,
+                 model: str, fts: bool = True) -> None:
         self._db = db
         self._model = model  # the store's embedder: the only one whose vectors it keeps
         self._lexical_text = lexical_text
         self._fts = fts  # False: the store's FTS5 table is retired (lexical.retire_fts), nothing goes there
         self._fail = fail
-        self._part_numbers = part_numbers  # the store's cache of committed numbers (rows are never deleted)
-        self.new_part_numbers: dict[Partition, int] = {}  # numbers read or given here: cached once committed
+        self.part_numbers: dict[Partition, int] = {}  # numbers read or given in this transaction
         self.touched: set[tuple[str, str, str]] = set()  # (user, agent, memory) rows other indexes must re-read
         self.inserted = 0  # memory rows put
         self.put_ids: list[str] = []  # ids of the memories put, in order (an idempotency record names them)
@@ -98,12 +97,27 @@ class SQLiteTransaction:
 
     def known_number(self, partition: Partition) -> int | None:
         """The partition's number if it has one (none is given here: deleting writes none)."""
-        number = self._part_numbers.get(partition) or self.new_part_numbers.get(partition)
+        number = self.part_numbers.get(partition)
         if number is None:
             row = self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
             if row is not None:
-                number = self.new_part_numbers[partition] = int(row[0])
+                number = self.part_numbers[partition] = int(row[0])
         return number
+
+    @guarded("erasing a partition's name")
+    def forget_partition(self, partition: Partition) -> bool:
+        """Once nothing of the partition is left (``forget_scope``): its number's row stops
+        naming its user and agent. The number stays taken, so no other partition is ever
+        given it; a later write of the same user and agent gets a new one. False when the
+        partition had no number, or still holds memories (then nothing changes)."""
+        number = self.known_number(partition)
+        if number is None or self._db.execute(
+                "SELECT 1 FROM memories WHERE user_id=? AND agent_id=? LIMIT 1", partition).fetchone():
+            return False
+        self._db.execute("UPDATE partitions SET user_id='', agent_id=? WHERE id=?", (f"erased {number}", number))
+        self.part_numbers.pop(partition, None)
+        self.erased = True
+        return True
 
     def _entry_rowids(self, partition: Partition, n: int) -> list[int]:
         """``n`` fresh rowids in the partition's range of lexical entries."""
