@@ -90,3 +90,15 @@ def test_an_erased_text_leaves_nothing_in_a_small_index(source: SQLiteSource) ->
     assert isinstance(shard, SmallLexical) and not any(t.startswith("zyxquokka") for t in shard._postings)
     assert idx.lexical.with_deleted_documents() == []  # nothing to rebuild
     idx.close()
+
+
+def test_a_tantivy_index_holds_one_partition(tmp_path: Path) -> None:
+    """Its query requires no partition (a pure OR that tantivy prunes), so it must never hold
+    another partition's texts, nor answer for another partition."""
+    disk = LexicalIndex(tmp_path / "lex", partition=PART)
+    disk.add_all(PART, [("m1", "apple harbor"), ("m2", "river apple")])
+    disk.commit()
+    with pytest.raises(ValueError):
+        disk.add_all(OTHER, [("o1", "apple")])
+    assert [m for m, _ in disk.search(PART, "apple", 5)] and disk.search(OTHER, "apple", 5) == []
+    disk.close()

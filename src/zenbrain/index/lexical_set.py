@@ -71,7 +71,7 @@ class LexicalSet:
             return False
         keys = KeyTable.load(self._keys_path(partition))
         self._close(partition)
-        self._shards[partition] = LexicalIndex(self._dir(partition), keys)
+        self._shards[partition] = LexicalIndex(self._dir(partition), keys, partition)
         return True
 
     def build(self, partition: Partition, texts: Iterable[tuple[str, str]]) -> None:
@@ -81,7 +81,8 @@ class LexicalSet:
         self._close(partition)
         LexicalIndex.remove_files(self._dir(partition))
         self._keys_path(partition).unlink(missing_ok=True)
-        shard: Shard = SmallLexical() if len(pairs) < SMALL_MAX else LexicalIndex(self._dir(partition))
+        shard: Shard = SmallLexical() if len(pairs) < SMALL_MAX else LexicalIndex(self._dir(partition),
+                                                                                  partition=partition)
         self._shards[partition] = shard
         shard.add_all(partition, pairs)
         shard.commit()
