@@ -131,12 +131,16 @@ def test_forget_in_a_process_that_never_searched_the_partition_reaches_its_files
     that user) has not loaded the partition's index files: they are loaded and scrubbed."""
     path = tmp_path / "e.db"
     s, v = _stored(path, "e", 4)
+    put(s, [make_item(P2, "another user's note", id="o1")], unit_rows(np.random.default_rng(9), 1))
+    s.vector_search(P2, v[0], 1)
     s.close()
     s = _open(path)  # nothing searched in this one
+    put(s, [make_item(P2, "another user's second note", id="o2")], unit_rows(np.random.default_rng(8), 1))
     assert _in_index_files(path, v[5])
     with s.transaction() as tx:
         tx.delete_memory(P1, "e5")
     assert not _in_index_files(path, v[5]) and _in_index_files(path, v[6])
+    assert P2 not in s._index_set()._parts  # written since its save, but nothing of it erased: not loaded
     s.close()
     s = _open(path)
     assert [m for m, _ in s.vector_search(P1, v[6], 1)] == ["e6"]

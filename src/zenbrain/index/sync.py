@@ -324,9 +324,25 @@ class IndexSet:
         if not waiting:
             return
         batch = self.source.changes_since(min(waiting.values()))
-        touched = set(waiting) if batch is None else {p for p, _ in batch.changed if p in waiting}
-        for part in sorted(touched):
+        if batch is None:  # the log no longer reaches back: every such partition
+            erased = set(waiting)
+        else:
+            changed: dict[Partition, set[str]] = defaultdict(set)
+            for p, mid in batch.changed:
+                if p in waiting:
+                    changed[p].add(mid)
+            # Only where a changed memory is gone: loading every partition written since its
+            # save would cost an erasure in a busy store of many users dearly.
+            erased = {p for p, ids in changed.items() if self._any_missing(p, sorted(ids))}
+        for part in sorted(erased):
             self.partition(part)
+
+    def _any_missing(self, partition: Partition, ids: list[str]) -> bool:
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            if len(self.source.rows(partition, chunk)) < len(chunk):
+                return True
+        return False
 
     def _drop_empty(self) -> None:
         """Forget the partitions an erasure left without a memory: their files (named by a
