@@ -8,8 +8,7 @@ bounded by the query, not by how many documents hold a common word.
 A store keeps one index per partition (:mod:`.lexical_set`). A document holds its
 partition key, an integer key of its memory id (mapped by :class:`KeyTable`; a key of each
 text is kept there to skip rows whose text did not change) and its text (English stemming,
-no positions). A query is its words' OR, required to be in the partition. Scores are BM25 (k1 1.2, b 0.75) with
-the idf SQLite FTS5 uses, ``ln((N - n + 0.5) / (n + 0.5))`` and 1e-6 where that is not
+no positions). A query is its words' OR. Scores are BM25 (k1 1.2, b 0.75) with the idf SQLite FTS5 uses, ``ln((N - n + 0.5) / (n + 0.5))`` and 1e-6 where that is not
 positive, so a word found in most texts weighs (next to) nothing: tantivy's own idf,
 Lucene's ``ln(1 + (N - n + 0.5) / (n + 0.5))``, is never below ln 2 and let repeated
 common words outrank the rare word a query is about (a turn indexed with the turns
@@ -183,14 +182,9 @@ class LexicalIndex:
         self._partition: str | None = None if partition is None else partition_key(partition)
         self._writer: Any = None
         self._dirty = False  # writer operations not yet committed
-        self._pending: dict[int, tuple[str, Counter[str], int]] = {}  # key -> (partition key, term counts, length)
-        # The same, kept per partition and per term, so that a search reads only its own
-        # partition's uncommitted texts (a store that takes 40 texts a second holds ~200
-        # between commits, over all partitions).
-        self._pending_of: dict[str, dict[int, None]] = {}  # partition key -> its pending keys, in order
+        self._pending: dict[int, tuple[Counter[str], int]] = {}  # key -> (term counts, length), in order
         self._pending_df: Counter[str] = Counter()  # term -> uncommitted texts holding it
-        self._hidden: dict[int, str] = {}  # keys whose committed document is outdated -> partition key
-        self._hidden_n: Counter[str] = Counter()  # partition key -> how many of its keys are hidden
+        self._hidden: set[int] = set()  # keys whose committed document is outdated
         self._since: float | None = None  # when the first uncommitted change came
         # A deleted memory's document stays in its segment (its words in the term
         # dictionary and postings) until tantivy merges the segment, which nothing here can
@@ -247,7 +241,7 @@ class LexicalIndex:
                     self._w().delete_documents_by_term("key", k)
                     self.deleted_documents = True
                     self.keys.kill(k)
-                    self._hide(k, pk)
+                    self._hidden.add(k)
                     self._unpend(k)
                     self._changed()
                 continue
@@ -262,28 +256,21 @@ class LexicalIndex:
             w.add_document(self._t.Document(part=pk, key=k, content=row.content))
             terms = self._analyzer.analyze(row.content)
             self.keys.set_live(k, ck, len(terms))
-            self._hide(k, pk)
-            self._pend(k, pk, Counter(terms), len(terms))
+            self._hidden.add(k)
+            self._pend(k, Counter(terms), len(terms))
             self._changed()
 
-    def _hide(self, k: int, pk: str) -> None:
-        if k not in self._hidden:
-            self._hidden[k] = pk
-            self._hidden_n[pk] += 1
-
-    def _pend(self, k: int, pk: str, counts: Counter[str], length: int) -> None:
+    def _pend(self, k: int, counts: Counter[str], length: int) -> None:
         old = self._pending.get(k)
         if old is not None:  # a text changed twice before a commit: it keeps its place
-            self._pending_df.subtract(old[1].keys())
-        self._pending[k] = (pk, counts, length)
-        self._pending_of.setdefault(pk, {})[k] = None
+            self._pending_df.subtract(old[0].keys())
+        self._pending[k] = (counts, length)
         self._pending_df.update(counts.keys())
 
     def _unpend(self, k: int) -> None:
         old = self._pending.pop(k, None)
         if old is not None:
-            self._pending_df.subtract(old[1].keys())
-            self._pending_of.get(old[0], {}).pop(k, None)
+            self._pending_df.subtract(old[0].keys())
 
     def add_all(self, partition: Partition, texts: Iterable[tuple[str, str]]) -> None:
         """Add a partition's (id, text) pairs (a fresh build); visible after :meth:`commit`."""
@@ -305,10 +292,8 @@ class LexicalIndex:
             self.index.reload()
             self._searcher = self.index.searcher()
         self._pending.clear()
-        self._pending_of.clear()
         self._pending_df.clear()
         self._hidden.clear()
-        self._hidden_n.clear()
         self._since = None
 
     def maybe_commit(self) -> None:
@@ -331,11 +316,10 @@ class LexicalIndex:
         df = {t: searcher.doc_freq("content", t) + self._pending_df[t] for t in terms}
         return n_docs, df
 
-    def _pending_hits(self, pk: str, terms: list[str], n_docs: int, df: dict[str, int]) -> list[tuple[int, float]]:
-        """BM25 of the uncommitted texts of the partition, with the index's statistics."""
+    def _pending_hits(self, terms: list[str], n_docs: int, df: dict[str, int]) -> list[tuple[int, float]]:
+        """BM25 of the uncommitted texts, with the index's statistics."""
         mine = []
-        for key in self._pending_of.get(pk, ()):
-            _, counts, length = self._pending[key]
+        for key, (counts, length) in self._pending.items():
             if any(t in counts for t in terms):
                 mine.append((key, counts, length))
         if not mine:
@@ -352,7 +336,7 @@ class LexicalIndex:
             out.append((key, score))
         return out
 
-    def _query(self, pk: str, terms: list[str], n_docs: int, df: dict[str, int],
+    def _query(self, terms: list[str], n_docs: int, df: dict[str, int],
                only: list[int] | None = None) -> Any:
         """The partition's texts holding any of the terms, each term's BM25 weighted by
         FTS5's idf over tantivy's (tantivy computes its own from the committed index)."""
@@ -388,20 +372,19 @@ class LexicalIndex:
         words = query_words(text)
         if not words or k <= 0:
             return []
-        pk = partition_key(partition)
-        if pk != self._partition:
+        if partition_key(partition) != self._partition:
             return []  # another partition's texts are never here
         terms = list(dict.fromkeys(self._analyzer.analyze(" ".join(words))))
         n_docs, df = self._statistics(terms)
         only_keys = None if only is None else [key for m in only if (key := self.keys.key.get(m)) is not None]
         if only_keys == []:
             return []
-        query = self._query(pk, terms, n_docs, df, only_keys)
-        pending = self._pending_hits(pk, terms, n_docs, df) if self._pending_of.get(pk) else []
+        query = self._query(terms, n_docs, df, only_keys)
+        pending = self._pending_hits(terms, n_docs, df) if self._pending else []
         # With a filter, enough hits that k pass it if it keeps its share of them (1.5x).
         share = getattr(accept, "share", 0.25)
         head = (k if accept is None else min(max(k + 10, math.ceil(1.5 * k / max(share, 1e-3))), 50 * k + 1000)) \
-            + self._hidden_n[pk]  # this partition's outdated documents may fill the head
+            + len(self._hidden)  # outdated documents may fill the head
         searcher = self._searcher
         while True:
             hits = searcher.search(query, head, count=False).hits if query is not None else []

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -80,9 +79,7 @@ class LexicalSet:
         below ``SMALL_MAX`` texts, on disk from there."""
         stream = iter(texts)
         head = list(itertools.islice(stream, SMALL_MAX))  # the rest streams: a million texts are not held
-        self._close(partition)
-        LexicalIndex.remove_files(self._dir(partition))
-        self._keys_path(partition).unlink(missing_ok=True)
+        self.remove(partition)
         shard: Shard = SmallLexical() if len(head) < SMALL_MAX else LexicalIndex(self._dir(partition),
                                                                                  partition=partition)
         self._shards[partition] = shard
@@ -92,8 +89,7 @@ class LexicalSet:
 
     def clear(self) -> None:
         """Close every index and remove every file."""
-        for partition in list(self._shards):
-            self._close(partition)
+        self.close()
         LexicalIndex.remove_files(self.root)
 
     def _close(self, partition: Partition) -> None:
@@ -143,7 +139,7 @@ class LexicalSet:
                 excess -= 1
 
     def with_deleted_documents(self) -> list[Partition]:
-        """The partitions whose index still holds a deleted or replaced text."""
+        """The partitions whose index files still hold a deleted memory's text."""
         return [p for p, shard in self._shards.items() if shard.deleted_documents]
 
     # -- search ---------------------------------------------------------------------------------
@@ -170,5 +166,5 @@ class LexicalSet:
     def remove(self, partition: Partition) -> None:
         """Close the partition's index and delete its files."""
         self._close(partition)
-        shutil.rmtree(self._dir(partition), ignore_errors=True)
+        LexicalIndex.remove_files(self._dir(partition))
         self._keys_path(partition).unlink(missing_ok=True)

@@ -49,8 +49,6 @@ VERIFY_SAMPLE = 16
 ONLY_IDS_MAX = 4096
 
 
-_stem = partition_stem
-
 
 class IndexSet:
     """Lexical and vector search of a store's partitions (see module docs).
@@ -132,7 +130,7 @@ class IndexSet:
                     self._lex_parts.discard(part)
             except (OSError, ValueError, KeyError) as exc:
                 # Built from rows at least as new as the saved position: later changes replay harmlessly.
-                self.rebuilds.append(f"lexical index of {_stem(part)} unreadable ({exc})")
+                self.rebuilds.append(f"lexical index of {partition_stem(part)} unreadable ({exc})")
                 self.lexical.build(part, self.source.all_texts(part))
 
     def _wipe(self) -> None:
@@ -161,7 +159,7 @@ class IndexSet:
         self._lex_seq = seq
 
     def _load_partition(self, partition: Partition) -> VectorPartition:
-        stem = _stem(partition)
+        stem = partition_stem(partition)
         entry = self._saved.get(stem)
         if entry is not None and self.directory is not None and entry.get("partition") == list(partition):
             try:
@@ -304,7 +302,7 @@ class IndexSet:
                 if self.directory is None:
                     vp.flush()
                 else:
-                    vp.scrub_files(self.directory / _stem(part))
+                    vp.scrub_files(self.directory / partition_stem(part))
             self.lexical.commit()
             # The words of deleted texts stay in tantivy's segments until they merge: the
             # partition's index is built anew from its texts (3.3 s for 200k memories).
@@ -353,7 +351,7 @@ class IndexSet:
         if not empty:
             return
         for part in empty:
-            stem = _stem(part)
+            stem = partition_stem(part)
             self._parts.pop(part, None)
             self._part_seq.pop(part, None)
             self._saved.pop(stem, None)
@@ -373,13 +371,18 @@ class IndexSet:
             manifest = json.loads(path.read_text())
         except (OSError, ValueError):
             return
-        gone = {_stem(p) for p in partitions}
+        gone = {partition_stem(p) for p in partitions}
         manifest["partitions"] = {k: v for k, v in manifest.get("partitions", {}).items() if k not in gone}
         manifest["lexical_partitions"] = [p for p in manifest.get("lexical_partitions", [])
-                                          if _stem((str(p[0]), str(p[1]))) not in gone]
+                                          if partition_stem((str(p[0]), str(p[1]))) not in gone]
+        self._write_manifest(manifest)
+
+    def _write_manifest(self, manifest: dict) -> None:
+        """Replace the manifest on disk atomically (it is written last, after the files it names)."""
+        assert self.directory is not None
         tmp = self.directory / f".manifest.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(manifest))
-        os.replace(tmp, path)
+        os.replace(tmp, self.directory / "manifest.json")
 
     # -- search -----------------------------------------------------------------------------
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: FilterLike | None = None, *,
@@ -418,16 +421,13 @@ class IndexSet:
             self.lexical.save_keys()
             entries = dict(self._saved)
             for part, vp in self._parts.items():
-                stem = _stem(part)
+                stem = partition_stem(part)
                 vp.save(self.directory / stem)
                 entries[stem] = {"partition": list(part), "seq": self._part_seq[part]}
             manifest = {"format": FORMAT, "store_id": self.source.store_id, "embedder": self.source.embedder_name,
                         "dim": self.source.dim, "lexical_layout": LEXICAL_LAYOUT, "lexical_seq": self._lex_seq,
-                        "partitions": entries,
-                        "lexical_partitions": sorted(self._lex_parts)}
-            tmp = self.directory / f".manifest.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(manifest))
-            os.replace(tmp, self.directory / "manifest.json")
+                        "partitions": entries, "lexical_partitions": sorted(self._lex_parts)}
+            self._write_manifest(manifest)
             self._saved = entries
 
     def persisted_seq(self) -> int | None:

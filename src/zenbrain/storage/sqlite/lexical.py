@@ -63,6 +63,13 @@ def retire_fts(db: sqlite3.Connection, now: float) -> None:
 ENTRY_BITS = 32  # a partition's entries: rowids number * 2^32 + 1 ... number * 2^32 + 2^32 - 1
 
 
+def partition_number(db: sqlite3.Connection, partition: Partition) -> int | None:
+    """The partition's number in the ``partitions`` table (None: it never wrote). Read with
+    the rows it keys, never cached: an erased partition's row stops naming it."""
+    row = db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
+    return None if row is None else int(row[0])
+
+
 def entry_range(number: int) -> tuple[int, int]:
     """The first and last rowid of a partition's lexical entries."""
     lo = int(number) << ENTRY_BITS

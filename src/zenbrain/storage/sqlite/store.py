@@ -62,7 +62,13 @@ from .codec import (
 from .connections import Connections, connect
 from .filters import turn_runs, where
 from .guard import TRANSLATED, recovery_hint
-from .lexical import fts_query, fts_retired, lexical_search, retire_fts
+from .lexical import (
+    fts_query,
+    fts_retired,
+    lexical_search,
+    partition_number,
+    retire_fts,
+)
 from .transaction import SQLiteTransaction
 
 CommitHook = Callable[[SQLiteTransaction], None]
@@ -608,7 +614,7 @@ class SQLiteStore:
             if self._lexical_indexed() or len(idx.partition(partition)) >= self.lexical_index_min_rows:
                 return idx.lexical_search(partition, text, int(k), self._search_filter(self._reader, partition, flt))
         with self._c.reading("searching text", snapshot=True) as db:
-            return lexical_search(db, partition, q, int(k), flt, self._part_number(db, partition))
+            return lexical_search(db, partition, q, int(k), flt, partition_number(db, partition))
 
     def _lexical_indexed(self) -> bool:
         """Whether the store has held ``lexical_index_min_rows`` memories (its highest
@@ -616,12 +622,6 @@ class SQLiteStore:
         if not self._lexical_large:
             self._lexical_large = self._fts_off or _highest_rowid(self._reader) >= self.lexical_index_min_rows
         return self._lexical_large
-
-    def _part_number(self, db: sqlite3.Connection, partition: Partition) -> int | None:
-        """The partition's number (``lexical.entry_range``), read with the rows it keys: not
-        cached, since an erased partition's row stops naming it (``forget_partition``)."""
-        row = db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
-        return None if row is None else int(row[0])
 
     def vector_search(self, partition: Partition, query: np.ndarray, k: int, flt: Filter = Filter(), *,
                       per_layer: bool = False) -> list[tuple[str, float]]:
@@ -685,7 +685,7 @@ class SQLiteStore:
               relation: str | None = None, share: Callable[[Edge], Edge] | None = None) -> list[Edge]:
         only, only_args = ("", ()) if relation is None else (" AND relation=?", (relation,))
         with self._c.reading("reading edges", snapshot=True) as db:
-            number = self._part_number(db, partition)
+            number = partition_number(db, partition)
             if number is None:  # a partition that never wrote has no edges
                 return []
             if ids is None:
@@ -725,7 +725,7 @@ class SQLiteStore:
     def history(self, partition: Partition, memory_id: str) -> list[HistoryEvent]:
         # No snapshot needed: a partition's number, once committed, never changes.
         with self._c.reading("reading history") as db:
-            number = self._part_number(db, partition)
+            number = partition_number(db, partition)
             if number is None:  # a partition that never wrote has no history
                 return []
             rows = db.execute("SELECT at, action, detail FROM history WHERE part=? AND memory_id=? ORDER BY seq",
@@ -810,7 +810,7 @@ class SQLiteStore:
                 s.edges = db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
                 s.cached_embeddings = db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
             else:
-                number = self._part_number(db, partition)
+                number = partition_number(db, partition)
                 s.edges = 0 if number is None else db.execute(
                     f"SELECT COUNT(*) FROM edges WHERE part=? "
                     f"AND src IN (SELECT zb_id(id) FROM memories WHERE {clause})", [number, *args]).fetchone()[0]

@@ -31,7 +31,7 @@ from .codec import (
     state_row,
     uses_vector_args,
 )
-from .lexical import entry_range
+from .lexical import entry_range, partition_number
 
 _INSERT_MEMORY = f"INSERT INTO memories ({SELECT}) VALUES ({','.join('?' * len(COLUMNS))})"
 # A stored memory is updated in place (it keeps its row, and so its place in the table).
@@ -78,7 +78,7 @@ class SQLiteTransaction:
         self._lexical_text = lexical_text
         self._fts = fts  # False: the store's FTS5 table is retired (lexical.retire_fts), nothing goes there
         self._fail = fail
-        self.part_numbers: dict[Partition, int] = {}  # numbers read or given in this transaction
+        self._part_numbers: dict[Partition, int] = {}  # numbers read or given in this transaction
         self.touched: set[tuple[str, str, str]] = set()  # (user, agent, memory) rows other indexes must re-read
         self.inserted = 0  # memory rows put
         self.put_ids: list[str] = []  # ids of the memories put, in order (an idempotency record names them)
@@ -97,11 +97,11 @@ class SQLiteTransaction:
 
     def known_number(self, partition: Partition) -> int | None:
         """The partition's number if it has one (none is given here: deleting writes none)."""
-        number = self.part_numbers.get(partition)
+        number = self._part_numbers.get(partition)
         if number is None:
-            row = self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
-            if row is not None:
-                number = self.part_numbers[partition] = int(row[0])
+            number = partition_number(self._db, partition)
+            if number is not None:
+                self._part_numbers[partition] = number
         return number
 
     @guarded("erasing a partition's name")
@@ -115,7 +115,7 @@ class SQLiteTransaction:
                 "SELECT 1 FROM memories WHERE user_id=? AND agent_id=? LIMIT 1", partition).fetchone():
             return False
         self._db.execute("UPDATE partitions SET user_id='', agent_id=? WHERE id=?", (f"erased {number}", number))
-        self.part_numbers.pop(partition, None)
+        self._part_numbers.pop(partition, None)
         self.erased = True
         return True
 
