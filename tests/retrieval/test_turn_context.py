@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zenbrain.errors import ValidationError
 from zenbrain.retrieval.turn_context import (
@@ -67,6 +71,34 @@ def test_named_speakers_by_full_or_first_name_any_case():
     assert named_speakers("When did Jon open his studio?", speakers) == {"Jon Snow"}
     assert named_speakers("What do Melanie and Caroline share?", speakers) == {"Caroline", "Melanie"}
     assert named_speakers("Who is Carolinex?", speakers) == frozenset()
+
+
+def _named_by_scanning(query, speakers):
+    """Every form of every speaker tested against the query (what the index must agree with)."""
+    found = set()
+    for name in speakers:
+        for form in {name, *name.split()[:1]} - {""}:
+            if form.casefold() in query.casefold() and re.search(rf"(?<!\w){re.escape(form)}(?!\w)", query, re.IGNORECASE):
+                found.add(name)
+    return frozenset(found)
+
+
+_NAME_PART = st.sampled_from(["Jon", "jon", "Ann", "Mary-Ann", "O'Brien", "@bob", "Zoë", "K", "\u212a", "Ana",
+                              "ana", "Şule", "ı", "İpek", "x1", " "])
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(st.lists(st.lists(_NAME_PART, min_size=1, max_size=3).map(" ".join), max_size=8),
+       st.lists(st.one_of(_NAME_PART, st.sampled_from(["what", "did", "say", "?", "'s", ",", "-", "kelvin"])),
+                max_size=10).map(" ".join))
+def test_named_speakers_agree_with_testing_every_form(speakers, query):
+    assert named_speakers(query, speakers) == _named_by_scanning(query, speakers)
+
+
+def test_named_speakers_among_thousands_of_speakers():
+    speakers = [f"Person{i} Surname{i}" for i in range(5000)] + ["Caroline"]
+    assert named_speakers("what did person4321 and CAROLINE say?", speakers) == {"Person4321 Surname4321", "Caroline"}
+    assert named_speakers("what did Surname7 say?", speakers) == frozenset()  # a surname alone is not a form
 
 
 def test_mean_vectors_are_unit_rows_between_own_and_context():

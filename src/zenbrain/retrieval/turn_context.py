@@ -98,19 +98,54 @@ def contextual_texts(turns: Sequence[Turn], window: int = DEFAULT_WINDOW) -> lis
 def named_speakers(query: str, speakers: Iterable[str]) -> frozenset[str]:
     """The speakers a query names, by full name or first name, whole words, any case
     ("What did caroline's friend ..." names Caroline)."""
-    found: set[str] = set()
+    index = _speaker_index(tuple(speakers))
     folded = query.casefold()
-    for name in speakers:
-        if not name:
-            continue
-        forms = {name, name.split()[0]}
-        for form in forms:
-            # A substring test first: a store may know thousands of speakers, and compiling
-            # a pattern for each on every query cost more than the rest of a recall.
-            if form.casefold() in folded and _whole_word(form).search(query):
-                found.add(name)
-                break
+    found: set[str] = set()
+
+    def test(name: str, form: str) -> None:
+        if name not in found and form.casefold() in folded and _whole_word(form).search(query):
+            found.add(name)
+
+    if not query.isascii():
+        for name, form in index.forms:
+            test(name, form)
+        return frozenset(found)
+    # A store may know thousands of speakers: an ASCII query can only name a form with an
+    # ASCII first word that it has whole, so only those forms are tested (testing every
+    # form cost more than the rest of a recall).
+    for word in set(_WORD_RUN.findall(folded)):
+        for name, form in index.by_first_word.get(word, ()):
+            test(name, form)
+    for name, form in index.other:
+        test(name, form)
     return frozenset(found)
+
+
+_WORD_RUN = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class _SpeakerIndex:
+    forms: list[tuple[str, str]]  # (name, form): each speaker's full name and first name
+    by_first_word: dict[str, list[tuple[str, str]]]  # the forms by their first word, lower case (ASCII)
+    other: list[tuple[str, str]]  # forms whose first word is not ASCII or that start with no word
+
+
+@functools.lru_cache(maxsize=64)
+def _speaker_index(speakers: tuple[str, ...]) -> _SpeakerIndex:
+    forms: list[tuple[str, str]] = []
+    for name in dict.fromkeys(speakers):
+        parts = name.split()
+        forms.extend((name, form) for form in dict.fromkeys([name, *parts[:1]]) if form)
+    by_first: dict[str, list[tuple[str, str]]] = {}
+    other: list[tuple[str, str]] = []
+    for name, form in forms:
+        first = _WORD_RUN.match(form)
+        if first is not None and first.group().isascii():
+            by_first.setdefault(first.group().lower(), []).append((name, form))
+        else:
+            other.append((name, form))
+    return _SpeakerIndex(forms, by_first, other)
 
 
 @functools.lru_cache(maxsize=4096)
