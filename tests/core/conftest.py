@@ -99,9 +99,10 @@ def _start_pool() -> SimpleNamespace:
     return _POOL
 
 
-# What a test reads of SQLite's own connection: such tests run on SQLite only (the helpers
-# that read a store's tables and files, core_helpers, serve both backends).
-SQLITE_INTERNALS = ("raw_connection",)
+# What a test reads of the SQLite store's own connection or search indexes: such tests run
+# on SQLite only (the helpers that read a store's tables and files, core_helpers, serve both
+# backends).
+SQLITE_INTERNALS = ("raw_connection", "_search")
 
 
 def _reads_sqlite_internals(item) -> bool:

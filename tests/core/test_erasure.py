@@ -3,6 +3,8 @@ in any table, or in the database file and its WAL on disk."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from core_helpers import (
     embedding_rows,
@@ -292,3 +294,58 @@ def test_forget_scope_erases_the_partitions_other_state(mem, db_path):
     assert files_containing(db_path, MARKER) == {}
     assert partition_rows(mem.storage, "alice") == {}
     assert partition_rows(mem.storage, "bob").get("kv", 0) > 0
+
+
+def test_forget_scope_leaves_the_user_named_in_no_row(make_mem):
+    """After forget_scope no table names the user (the database files: SQLite below;
+    PostgreSQL's VACUUM leaves dead rows' bytes in the tables whose text it does not
+    rewrite, docs/reliability.md)."""
+    user = "zqxuser4417"
+    mem = make_mem()
+    alice = Scope(user, "assistant")
+    mem.store_many([{"content": f"alice note {i} about tea and trains"} for i in range(30)], alice)
+    mem.relate(*[i.id for i in mem.list_memories(alice)[:2]], "causes", alice)
+    mem.recall("tea", alice)
+    mem.store("bob keeps his own memory", Scope("bob", "assistant"))
+    mem.forget_scope(alice)
+    assert tables_containing(mem.storage, user) == {}
+
+
+def test_forget_scope_reaches_another_handles_indexes_and_the_index_files(make_mem, db_path):
+    """The change log that other handles' indexes follow names an erased partition by its
+    number: they drop its memories, and no index file names the user."""
+    user = "zqxuser4417"
+    first, second = make_mem(), make_mem()
+    alice, bob = Scope(user, "assistant"), Scope("bob", "assistant")
+    first.store_many([{"content": f"alice note {i} about tea and trains"} for i in range(30)], alice)
+    gone = first.store("alice keeps a red notebook", alice)
+    first.store("bob keeps his own memory", bob)
+    assert second.recall("red notebook", alice, k=1, touch=False)[0].id == gone.id  # loaded in the second
+    first.close()  # its index files are saved
+    third = make_mem()
+    third.forget_scope(alice)
+    assert tables_containing(third.storage, user) == {}
+    assert files_containing(db_path, user) == {}
+    assert second.recall("red notebook", alice, k=5, touch=False) == []
+    part = (user, "assistant")
+    held = second.storage._search  # its indexes hold nothing of the partition
+    assert part not in held._parts or len(held._parts[part]) == 0
+    assert part not in held.lexical or held.lexical.shard(part).keys.live_count == 0
+    second.close()
+    third.close()
+    named = [p for p in Path(f"{db_path}.idx").rglob("*") if p.is_file() and user.encode() in p.read_bytes()]
+    assert named == []
+
+
+def test_another_handle_follows_an_erasure_and_the_users_next_memories(make_mem):
+    """A handle that has not synced since the user was erased and wrote again drops the
+    erased memories (their log rows name the old number) and takes the new ones."""
+    first, second = make_mem(), make_mem()
+    alice = Scope("zqxalice", "assistant")
+    old = first.store("alice keeps a red notebook", alice)
+    assert second.recall("red notebook", alice, k=1, touch=False)[0].id == old.id
+    first.forget_scope(alice)
+    new = first.store("alice bought a blue notebook", alice)
+    hits = second.recall("notebook", alice, k=5, touch=False)
+    assert [h.id for h in hits] == [new.id]
+    assert set(second.storage._search._parts[("zqxalice", "assistant")].pos) == {new.id}

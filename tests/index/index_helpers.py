@@ -89,6 +89,9 @@ class SQLiteSource:
     def log_seq(self) -> int:
         return self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
 
+    def partition_number(self, partition: Partition) -> int | None:
+        return None  # this source erases no partition by name
+
     def changes_since(self, seq: int) -> ChangeBatch | None:
         latest = self.log_seq()
         if seq > latest:

@@ -410,3 +410,30 @@ def test_durability_sets_how_commits_wait_for_the_wal():
             s.close()
     with pytest.raises(ConfigError, match="durability"):
         open_pg(durability="fast")
+
+
+def test_an_erased_partition_loses_its_hnsw_index():
+    """Its predicate names the user: forget_partition drops it after the commit."""
+    from zenbrain.storage.postgres.vectors import index_name
+
+    s = open_pg(hnsw_min_rows=50)
+    try:
+        rng = np.random.default_rng(3)
+        items = [make_item(P1, f"item {i}", id=f"e{i:03d}") for i in range(60)]
+        put(s, items, unit_rows(rng, len(items)))
+        put(s, [make_item(P2, "another user's", id="keep")], unit_rows(rng, 1))
+        s.wait_for_indexes(60)
+        assert s.indexes.has_index(_conn(s), P1)
+        with s.transaction() as tx:
+            assert not tx.forget_partition(P1)  # it still holds memories
+            for it in items:
+                tx.delete_memory(P1, it.id)
+            assert tx.forget_partition(P1)
+        conn = _conn(s)
+        assert conn.execute("SELECT COUNT(*) FROM pg_class WHERE relname = %s "
+                            "AND relnamespace = current_schema()::regnamespace", (index_name(P1),)).fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM vector_indexes WHERE user_id = %s", (P1[0],)).fetchone()[0] == 0
+        assert not s.indexes.has_index(conn, P1)
+        assert [i for i, _ in s.vector_search(P2, unit_rows(rng, 1)[0], 5)] == ["keep"]
+    finally:
+        s.close()

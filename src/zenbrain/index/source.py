@@ -49,6 +49,23 @@ class IndexRow:
     valid_until: float | None = None
 
 
+def erased_partition(number: int) -> Partition:
+    """How the store's bookkeeping names a partition once it is erased (its ``partitions``
+    row and its change-log rows): no user or agent, only its number."""
+    return ("", f"{_ERASED}{int(number)}")
+
+
+def erased_number(partition: Partition) -> int | None:
+    """The number of an erased partition's name (``erased_partition``); None for any other."""
+    user, agent = partition
+    if user or not agent.startswith(_ERASED) or not agent[len(_ERASED):].isdigit():
+        return None
+    return int(agent[len(_ERASED):])
+
+
+_ERASED = "erased "
+
+
 @dataclass(frozen=True)
 class ChangeBatch:
     """The ids changed after one log position, up to ``seq`` (inclusive)."""
@@ -96,4 +113,9 @@ class IndexSource(Protocol):
 
     def partitions(self) -> list[Partition]:
         """Every partition that holds a row."""
+        ...
+
+    def partition_number(self, partition: Partition) -> int | None:
+        """The partition's number in the store's bookkeeping (None: it never wrote). Once
+        the partition is erased, its change-log rows name it ``erased_partition(number)``."""
         ...

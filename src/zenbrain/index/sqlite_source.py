@@ -138,6 +138,10 @@ class SQLiteIndexSource:
     def partitions(self) -> list[Partition]:
         return [(u, a) for u, a in self._db.execute("SELECT DISTINCT user_id, agent_id FROM memories")]
 
+    def partition_number(self, partition: Partition) -> int | None:
+        row = self._db.execute("SELECT id FROM partitions WHERE user_id=? AND agent_id=?", partition).fetchone()
+        return None if row is None else int(row[0])
+
     def close(self) -> None:
         if self._owned:
             self._db.close()

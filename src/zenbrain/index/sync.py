@@ -35,7 +35,7 @@ import numpy as np
 from .columns import FilterLike
 from .lexical import text_key
 from .lexical_set import LexicalSet
-from .source import IndexRow, IndexSource, Partition, partition_stem
+from .source import IndexRow, IndexSource, Partition, erased_number, partition_stem
 from .vectors import AnnParams, VectorPartition, content_key, stored
 
 FORMAT = 2
@@ -65,6 +65,9 @@ class IndexSet:
         self._parts: dict[Partition, VectorPartition] = {}
         self._part_seq: dict[Partition, int] = {}
         self._saved: dict[str, dict] = {}  # partition stem -> manifest entry, for partitions not loaded
+        # The store's numbers of the partitions indexed here (loaded, or saved in the files):
+        # an erased partition's change-log rows name it by its number only.
+        self._numbered: dict[int, Partition] = {}
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.rebuilds: list[str] = []  # what was rebuilt and why (for diagnostics and tests)
         self._scrub_needed = False  # the change log deleted memories: their files are to scrub
@@ -113,6 +116,14 @@ class IndexSet:
             self._wipe()
         self._saved = dict(m["partitions"]) if m else {}
         self._lex_parts = {(str(u), str(a)) for u, a in m.get("lexical_partitions", [])} if m else set()
+        for entry in self._saved.values():
+            part = (str(entry["partition"][0]), str(entry["partition"][1]))
+            if isinstance(entry.get("number"), int):
+                self._numbered[entry["number"]] = part
+            else:  # files saved before numbers were kept
+                self._note_number(part)
+        for part in self._lex_parts:
+            self._note_number(part)
         self.lexical = LexicalSet(self._lexical_dir(), self.source.all_texts)
         if m is not None and self.directory is not None and m.get("lexical_layout") != LEXICAL_LAYOUT:
             self.rebuilds.append("lexical index of the earlier layout: each partition's rebuilt on first search")
@@ -143,6 +154,16 @@ class IndexSet:
             else:
                 p.unlink()
 
+    def _note_number(self, partition: Partition) -> None:
+        number = self.source.partition_number(partition)
+        if number is not None:
+            self._numbered[number] = partition
+
+    def _named(self, partition: Partition) -> Partition:
+        """The partition a change-log row names: an erased partition's rows name its number."""
+        number = erased_number(partition)
+        return partition if number is None else self._numbered.get(number, partition)
+
     def _lexical_dir(self) -> Path:
         if self.directory is not None:
             return self.directory / "lexical"
@@ -162,6 +183,7 @@ class IndexSet:
         stem = partition_stem(partition)
         entry = self._saved.get(stem)
         if entry is not None and self.directory is not None and entry.get("partition") == list(partition):
+            self._note_number(partition)
             try:
                 part = VectorPartition.load(self.directory / stem, self.source.dim, self.params)
                 self._parts[partition] = part
@@ -182,6 +204,7 @@ class IndexSet:
 
     def _build_partition(self, partition: Partition) -> VectorPartition:
         seq = self.source.log_seq()
+        self._note_number(partition)
         part = VectorPartition(self.source.dim, self.params)
         for row in self.source.all_rows(partition):
             part.upsert(row)
@@ -249,11 +272,13 @@ class IndexSet:
         if batch.seq <= start and not batch.changed:
             return
         by_part: dict[Partition, list[str]] = defaultdict(list)
-        for (user, agent), mid in batch.changed:
-            by_part[(user, agent)].append(mid)
+        for named, mid in batch.changed:
+            by_part[self._named(named)].append(mid)
         for part, ids in by_part.items():
             if part not in self._lex_parts and part not in self._parts:
                 continue  # indexed nowhere here yet: read in full when first searched
+            if erased_number(part) is None:
+                self._note_number(part)  # a partition erased and written again has a new number
             rows: list[IndexRow] = []
             for i in range(0, len(ids), 500):
                 rows.extend(self.source.rows(part, ids[i : i + 500]))
@@ -326,7 +351,8 @@ class IndexSet:
             erased = set(waiting)
         else:
             changed: dict[Partition, set[str]] = defaultdict(set)
-            for p, mid in batch.changed:
+            for named, mid in batch.changed:
+                p = self._named(named)
                 if p in waiting:
                     changed[p].add(mid)
             # Only where a changed memory is gone: loading every partition written since its
@@ -350,6 +376,8 @@ class IndexSet:
                  and (p not in self.lexical or self.lexical.shard(p).keys.live_count == 0)]
         if not empty:
             return
+        gone = set(empty)
+        self._numbered = {n: p for n, p in self._numbered.items() if p not in gone}
         for part in empty:
             stem = partition_stem(part)
             self._parts.pop(part, None)
@@ -404,6 +432,7 @@ class IndexSet:
         """Index a partition's texts on its first lexical search (the set is synced: rows
         read now are at least as new as the lexical index's position; later changes
         replay harmlessly)."""
+        self._note_number(partition)
         self.lexical.build(partition, self.source.all_texts(partition))
         self._lex_parts.add(partition)
 
@@ -424,6 +453,9 @@ class IndexSet:
                 stem = partition_stem(part)
                 vp.save(self.directory / stem)
                 entries[stem] = {"partition": list(part), "seq": self._part_seq[part]}
+                number = max((n for n, p in self._numbered.items() if p == part), default=None)
+                if number is not None:
+                    entries[stem]["number"] = number
             manifest = {"format": FORMAT, "store_id": self.source.store_id, "embedder": self.source.embedder_name,
                         "dim": self.source.dim, "lexical_layout": LEXICAL_LAYOUT, "lexical_seq": self._lex_seq,
                         "partitions": entries, "lexical_partitions": sorted(self._lex_parts)}

@@ -303,6 +303,8 @@ class PostgresStore:
                 finally:
                     self._local.tx = None
                     self._local.conn = None
+                if tx.dropped_indexes:
+                    self.indexes.drop(conn, tx.dropped_indexes)
                 if tx.erased or tx.pending_seen:
                     self._after_commit_scrub(conn, tx)
                 if tx.grown:

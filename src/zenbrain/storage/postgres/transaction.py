@@ -139,6 +139,7 @@ class PostgresTransaction:
         self.text_users: set[str] = set()  # users whose text (in the text tables) was erased or overwritten
         self.xid = 0  # this transaction's id, once it erased something (what a scrub waits for)
         self.scrubbed: bool | None = None  # after commit: whether the scrub completed (None: none ran)
+        self.dropped_indexes: dict[Partition, str] = {}  # erased partitions' HNSW indexes, dropped after commit
 
     @property
     def _cur(self) -> Any:
@@ -372,10 +373,20 @@ class PostgresTransaction:
         return int(n)
 
     def forget_partition(self, partition: Partition) -> bool:
-        """Nothing to remove: the partition's lexical statistics rows go with its last memory.
-        (A partition that once had an HNSW index of its own keeps it, and the index's
-        predicate names the user: docs/postgres.md.)"""
-        return False
+        """Once nothing of the partition is left (``forget_scope``): its HNSW index, whose
+        predicate names the user, is dropped after the commit (``dropped_indexes``), with
+        its row in ``vector_indexes``. The lexical statistics rows went with its last
+        memory. False when it had no index of its own, or still holds memories."""
+        self.lock([partition])
+        if self._cur.execute("SELECT 1 FROM memories WHERE user_id = %s AND agent_id = %s LIMIT 1",
+                             partition).fetchone():
+            return False
+        row = self._cur.execute("DELETE FROM vector_indexes WHERE user_id = %s AND agent_id = %s RETURNING name",
+                                partition).fetchone()
+        if row is None:
+            return False
+        self.dropped_indexes[partition] = str(row[0])
+        return True
 
     # -- idempotency records (see PostgresStore.request) ---------------------------------
     def claim_request(self, partition: Partition, key: str, fingerprint: str, owner: str, now: float) -> str:

@@ -158,6 +158,14 @@ class PartitionIndexes:
         self._valid[partition] = float("inf") if valid else now
         return valid
 
+    def drop(self, conn: Any, indexes: dict[Partition, str]) -> None:
+        """Drop erased partitions' indexes (``conn`` outside a transaction), which the
+        commit took out of ``vector_indexes``."""
+        for partition, name in indexes.items():
+            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            self._valid.pop(partition, None)
+            self._attempted.pop(partition, None)
+
     def grown(self, conn: Any, partitions: set[Partition]) -> None:
         """After a commit: start building the index of every partition that has outgrown
         exact search and has no valid index (a build that was interrupted is redone)."""

@@ -422,7 +422,7 @@ class SQLiteStore:
                         hook(tx)
                     if tx.touched:
                         self._db.executemany("INSERT INTO changes (user_id, agent_id, memory_id) VALUES (?,?,?)",
-                                             sorted(tx.touched))
+                                             tx.logged())
                     if tx.erased:
                         health.mark_scrub_pending(self._db, time.time())
                     pending = health.scrub_pending(self._db)

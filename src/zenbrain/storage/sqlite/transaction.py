@@ -11,6 +11,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import numpy as np
 
 from ...errors import StorageError, ValidationError, ZenBrainError
+from ...index.source import erased_partition
 from ...index.vector_keys import key_blob
 from ...index.vectors import vector_blob
 from ...model import Edge, HistoryEvent, MemoryItem
@@ -80,6 +81,7 @@ class SQLiteTransaction:
         self._fail = fail
         self._part_numbers: dict[Partition, int] = {}  # numbers read or given in this transaction
         self.touched: set[tuple[str, str, str]] = set()  # (user, agent, memory) rows other indexes must re-read
+        self.renamed: dict[Partition, Partition] = {}  # erased partitions -> their erased names
         self.inserted = 0  # memory rows put
         self.put_ids: list[str] = []  # ids of the memories put, in order (an idempotency record names them)
         self.erased = False  # something was erased: the file is scrubbed after commit
@@ -114,10 +116,21 @@ class SQLiteTransaction:
         if number is None or self._db.execute(
                 "SELECT 1 FROM memories WHERE user_id=? AND agent_id=? LIMIT 1", partition).fetchone():
             return False
-        self._db.execute("UPDATE partitions SET user_id='', agent_id=? WHERE id=?", (f"erased {number}", number))
+        erased = erased_partition(number)
+        self._db.execute("UPDATE partitions SET user_id=?, agent_id=? WHERE id=?", (*erased, number))
+        # The change log other processes' indexes follow names it by its number from now on
+        # (they know which partition had it); the rows this transaction adds too (``logged``).
+        self._db.execute("UPDATE changes SET user_id=?, agent_id=? WHERE user_id=? AND agent_id=?",
+                         (*erased, *partition))
+        self.renamed[partition] = erased
         self._part_numbers.pop(partition, None)
         self.erased = True
         return True
+
+    def logged(self) -> list[tuple[str, str, str]]:
+        """The change-log rows of this transaction's changes: (user, agent, memory), an
+        erased partition under its erased name."""
+        return sorted((*self.renamed.get((u, a), (u, a)), mid) for u, a, mid in self.touched)
 
     def _entry_rowids(self, partition: Partition, n: int) -> list[int]:
         """``n`` fresh rowids in the partition's range of lexical entries."""
