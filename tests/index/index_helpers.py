@@ -40,7 +40,7 @@ class SQLiteSource:
 
     def __init__(self, path: Path, dim: int = DIM, embedder_name: str = "test-embedder",
                  store_id: str | None = None) -> None:
-        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.db.executescript(
             "CREATE TABLE IF NOT EXISTS memories (id TEXT PRIMARY KEY, user_id TEXT, agent_id TEXT, content TEXT,"
             " content_hash TEXT, vector BLOB, layer TEXT, context TEXT, session_id TEXT, archived INTEGER,"
@@ -88,6 +88,9 @@ class SQLiteSource:
 
     def log_seq(self) -> int:
         return self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
+
+    def texts_apart(self, partition: Partition) -> None:
+        return None  # one connection: builds read all_texts
 
     def partition_number(self, partition: Partition) -> int | None:
         return None  # this source erases no partition by name

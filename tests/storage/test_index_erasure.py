@@ -201,7 +201,9 @@ def test_an_erasure_by_another_process_is_scrubbed_from_the_owners_files(tmp_pat
         tx.delete_memory(P1, "e5")
     other.close()
     assert owner.vector_search(P1, v[5], 1)[0][0] != "e5"  # the owner's next search...
-    assert not _in_index_files(path, v[5]) and _lexical_terms(path, "zyxquokka") == []  # ...scrubbed its files
+    assert not _in_index_files(path, v[5])  # ...scrubbed its vector files...
+    owner._index_set().wait_rebuilds()  # ...and rebuilt the lexical index in a thread
+    assert _lexical_terms(path, "zyxquokka") == []
     assert owner.lexical_search(P1, "zyxquokkafoo", 3) == []
     other = store()
     with other.transaction() as tx:
@@ -275,3 +277,70 @@ def test_a_graph_file_of_unexpected_layout_is_rewritten_from_the_live_rows(tmp_p
     got = [mid for mid, _ in s.vector_search(P1, v[5], 40)]
     assert "u5" not in got and len(got) == 39
     s.close()
+
+
+def test_searches_go_on_while_an_erasure_rebuilds_a_lexical_index(tmp_path, monkeypatch):
+    """The rebuild after an erasure (seconds in a partition of a million) holds no lock
+    while it builds beside the index in use: a search in another thread is answered
+    meanwhile, from the old index, without the erased memory; a memory stored meanwhile is
+    in the new index; no word of the erased text is left in any file."""
+    import threading
+
+    from zenbrain.index import lexical_set
+
+    monkeypatch.setattr(lexical_set, "SMALL_MAX", 0)
+    path = tmp_path / "r.db"
+    store = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM, lexical_index_min_rows=30)
+    items = [make_item(P1, f"note {n} about tea and trains") for n in range(40)]
+    items.append(make_item(P1, "the password is zyxquokkafoo", id="secret"))
+    with store.transaction() as tx:
+        tx.put_memories(items)
+    assert [m for m, _ in store.lexical_search(P1, "zyxquokkafoo", 3)] == ["secret"]
+    store.save_indexes()
+    building, release = threading.Event(), threading.Event()
+    real = lexical_set.LexicalSet.build_apart
+
+    def slow(self, partition, texts):
+        out = real(self, partition, texts)
+        building.set()
+        assert release.wait(30)
+        return out
+
+    monkeypatch.setattr(lexical_set.LexicalSet, "build_apart", slow)
+
+    def erase() -> None:
+        with store.transaction() as tx:
+            tx.delete_memory(P1, "secret")
+
+    eraser = threading.Thread(target=erase)
+    eraser.start()
+    assert building.wait(30)
+    # Meanwhile, in this thread: searches and a write.
+    assert len(store.lexical_search(P1, "trains", 100)) == 40
+    assert store.lexical_search(P1, "zyxquokkafoo", 3) == []
+    late = make_item(P1, "stored during the rebuild zyxwombatbar", id="late")
+    with store.transaction() as tx:
+        tx.put_memories([late])
+    release.set()
+    eraser.join(30)
+    assert not eraser.is_alive()
+    assert [m for m, _ in store.lexical_search(P1, "zyxwombatbar", 3)] == ["late"]
+    assert len(store.lexical_search(P1, "trains", 100)) == 40
+    store.save_indexes()
+    assert _lexical_terms(path, "zyxquokka") == [] and _lexical_terms(path, "zyxwombat")
+    store.close()
+
+
+def test_a_build_left_beside_the_index_is_removed_on_open(tmp_path):
+    path = tmp_path / "o.db"
+    store = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM)
+    put(store, [make_item(P1, "a note")])
+    store.lexical_search(P1, "note", 3)
+    store.close()
+    left = path.parent / (path.name + ".idx") / "lexical" / ".rebuild-p-0123.77.88"
+    left.mkdir(parents=True)
+    (left / "meta.json").write_text("zyxquokkafoo")
+    store = SQLiteStore(str(path), embedder_name=MODEL, dim=DIM)
+    assert [m for m, _ in store.lexical_search(P1, "note", 3)]
+    assert not left.exists()
+    store.close()

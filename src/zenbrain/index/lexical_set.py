@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -29,6 +30,7 @@ from .lexical_small import SmallLexical
 from .source import IndexRow, Partition, partition_stem
 
 OPEN_WRITERS = 32
+REBUILD_PREFIX = ".rebuild-"  # a partition's index being built beside the one in use
 # Below this many texts a partition is scored in memory: a tantivy index of ten texts is
 # ~4 KB in 11 files, and scoring 1,000 texts' postings with numpy takes ~0.1 ms.
 SMALL_MAX = 1000
@@ -86,6 +88,45 @@ class LexicalSet:
         shard.add_all(partition, itertools.chain(head, stream))
         shard.commit()
         self._release(partition)
+
+    def build_apart(self, partition: Partition, texts: Iterable[tuple[str, str]]) -> tuple[Path, KeyTable] | None:
+        """The partition's index anew, built in a directory of its own beside the one in
+        use (which nothing here touches: searches go on meanwhile); ``install`` puts it in
+        place. None when the texts are fewer than ``SMALL_MAX`` (such an index is held in
+        memory: ``build`` it, which costs little)."""
+        stream = iter(texts)
+        head = list(itertools.islice(stream, SMALL_MAX))
+        if len(head) < SMALL_MAX:
+            return None
+        apart = self.root / f"{REBUILD_PREFIX}{partition_stem(partition)}.{os.getpid()}.{threading.get_ident()}"
+        LexicalIndex.remove_files(apart)
+        index = LexicalIndex(apart, partition=partition)
+        try:
+            index.add_all(partition, itertools.chain(head, stream))
+            index.close()  # committed, writer closed
+        except BaseException:
+            LexicalIndex.remove_files(apart)
+            raise
+        return apart, index.keys
+
+    def install(self, partition: Partition, built: tuple[Path, KeyTable]) -> None:
+        """Put an index ``build_apart`` made in the place of the partition's (closed, its
+        files removed), with its key table written beside it."""
+        apart, keys = built
+        self._close(partition)
+        LexicalIndex.remove_files(self._dir(partition))
+        os.replace(apart, self._dir(partition))
+        self._shards[partition] = LexicalIndex(self._dir(partition), keys, partition)
+        tmp = self.root / f".{partition_stem(partition)}.keys.{os.getpid()}.tmp"
+        keys.save(tmp)
+        os.replace(tmp, self._keys_path(partition))
+
+    def remove_apart(self) -> None:
+        """Remove the directories of builds that never were installed (a process that
+        ended while building: they may hold an erased memory's words)."""
+        if self.root.exists():
+            for leftover in self.root.glob(f"{REBUILD_PREFIX}*"):
+                LexicalIndex.remove_files(leftover)
 
     def clear(self) -> None:
         """Close every index and remove every file."""

@@ -111,6 +111,12 @@ class IndexSource(Protocol):
         read in one snapshot: what a build of the lexical index reads, without vectors."""
         ...
 
+    def texts_apart(self, partition: Partition) -> Iterable[tuple[str, str]] | None:
+        """``all_texts`` read on a connection of their own, so that a long build can read
+        them while other threads use this source; None when the database cannot be opened
+        twice (in memory): then the build reads ``all_texts``."""
+        ...
+
     def partitions(self) -> list[Partition]:
         """Every partition that holds a row."""
         ...

@@ -67,6 +67,8 @@ class SQLiteIndexSource:
             self._owned = False
         vector_keys.register(db)
         self._db = db
+        # The database's file ('' in memory), for connections of their own (``texts_apart``).
+        self._file = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "")
         meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         self.embedder_name = embedder_name or meta["embedder"]
         self.dim = int(meta["dim"])
@@ -134,6 +136,22 @@ class SQLiteIndexSource:
                     "SELECT m.id, COALESCE(m.index_text, m.content), m.metadata FROM memories m "
                     "WHERE m.user_id=? AND m.agent_id=?", partition):
                 yield mid, lexical_text(text, metadata)
+
+    def texts_apart(self, partition: Partition) -> Iterator[tuple[str, str]] | None:
+        if not self._file:
+            return None
+        return self._texts_on(sqlite3.connect(f"file:{Path(self._file)}?mode=ro", uri=True, isolation_level=None),
+                              partition)
+
+    def _texts_on(self, db: sqlite3.Connection, partition: Partition) -> Iterator[tuple[str, str]]:
+        try:
+            db.execute("BEGIN")  # one snapshot
+            for mid, text, metadata in db.execute(
+                    "SELECT m.id, COALESCE(m.index_text, m.content), m.metadata FROM memories m "
+                    "WHERE m.user_id=? AND m.agent_id=?", partition):
+                yield mid, lexical_text(text, metadata)
+        finally:
+            db.close()
 
     def partitions(self) -> list[Partition]:
         return [(u, a) for u, a in self._db.execute("SELECT DISTINCT user_id, agent_id FROM memories")]

@@ -33,7 +33,7 @@ from typing import IO
 import numpy as np
 
 from .columns import FilterLike
-from .lexical import text_key
+from .lexical import LexicalIndex, text_key
 from .lexical_set import LexicalSet
 from .source import IndexRow, IndexSource, Partition, erased_number, partition_stem
 from .vectors import AnnParams, VectorPartition, content_key, stored
@@ -57,11 +57,13 @@ class IndexSet:
     directory is created on :meth:`save`."""
 
     def __init__(self, source: IndexSource, directory: str | os.PathLike[str] | None,
-                 params: AnnParams | None = None) -> None:
+                 params: AnnParams | None = None, *, lock: threading.RLock | None = None) -> None:
         self.source = source
         self.params = params or AnnParams()
         self.directory = Path(directory) if directory is not None else None
-        self._lock = threading.RLock()
+        # ``lock``: the caller's, when it serialises its own use of the source's connection
+        # with it (the set takes it for everything but a lexical build beside the index).
+        self._lock = lock or threading.RLock()
         self._parts: dict[Partition, VectorPartition] = {}
         self._part_seq: dict[Partition, int] = {}
         self._saved: dict[str, dict] = {}  # partition stem -> manifest entry, for partitions not loaded
@@ -72,6 +74,10 @@ class IndexSet:
         self.rebuilds: list[str] = []  # what was rebuilt and why (for diagnostics and tests)
         self._scrub_needed = False  # the change log deleted memories: their files are to scrub
         self._scrubbing = False
+        # Lexical indexes rebuilt beside the ones in use (``_rebuild_lexical``): one build a
+        # partition at a time, and the threads that build for another process's erasure.
+        self._rebuild_locks: dict[Partition, threading.Lock] = defaultdict(threading.Lock)
+        self._rebuilders: list[threading.Thread] = []
         self._lockfile: IO[bytes] | None = None
         if self.directory is not None and not self._lock_directory():
             # One process owns the files (tantivy allows one writer): another works in memory.
@@ -125,6 +131,7 @@ class IndexSet:
         for part in self._lex_parts:
             self._note_number(part)
         self.lexical = LexicalSet(self._lexical_dir(), self.source.all_texts)
+        self.lexical.remove_apart()
         if m is not None and self.directory is not None and m.get("lexical_layout") != LEXICAL_LAYOUT:
             self.rebuilds.append("lexical index of the earlier layout: each partition's rebuilt on first search")
             (self.directory / "lexical.keys.npz").unlink(missing_ok=True)
@@ -250,7 +257,11 @@ class IndexSet:
                 return self._load_partition(partition)
             self._sync_locked()
             if self._scrub_needed and not self._scrubbing:  # another process erased memories
-                self._scrub_files_locked()
+                # Its words leave this process's lexical files in a thread: a rebuild of a
+                # large partition takes seconds, and this search need not wait for it.
+                later = self._scrub_files_locked(lexical_apart=True)
+                if later:
+                    self._rebuild_in_thread(later)
             # The sync may have rebuilt it (the log did not reach back), the scrub dropped it (emptied).
             found = self._parts.get(partition)
             return found if found is not None else self._load_partition(partition)
@@ -310,16 +321,23 @@ class IndexSet:
         the rest waits for the next save."""
         with self._lock:
             self._sync_locked()
-            if files:
-                self._scrub_files_locked()
+            if not files:
+                for vp in self._parts.values():
+                    vp.flush()
+                self.lexical.commit()
                 return
-            for vp in self._parts.values():
-                vp.flush()
-            self.lexical.commit()
+            later = self._scrub_files_locked(lexical_apart=True)
+        # Outside the lock: searches go on while a partition's lexical index is rebuilt.
+        for part in later:
+            self._rebuild_lexical(part)
 
-    def _scrub_files_locked(self) -> None:
+    def _scrub_files_locked(self, *, lexical_apart: bool = False) -> list[Partition]:
         """Write deleted memories out of every file: of this process's erasures, and of
-        another process's once the change log brings them here (``_scrub_needed``)."""
+        another process's once the change log brings them here (``_scrub_needed``). The
+        words of deleted texts stay in tantivy's segments until they merge, so a partition
+        whose index held one has its index built anew from its texts (3.3 s for 200k
+        memories); with ``lexical_apart`` those partitions are returned instead, for
+        ``_rebuild_lexical`` to build without holding the lock."""
         self._scrubbing = True
         try:
             self._load_touched()
@@ -329,14 +347,64 @@ class IndexSet:
                 else:
                     vp.scrub_files(self.directory / partition_stem(part))
             self.lexical.commit()
-            # The words of deleted texts stay in tantivy's segments until they merge: the
-            # partition's index is built anew from its texts (3.3 s for 200k memories).
-            for part in self.lexical.with_deleted_documents():
-                self.lexical.build(part, self.source.all_texts(part))
-            self._drop_empty()
+            self._drop_empty()  # an emptied partition's files go: nothing to rebuild
             self._scrub_needed = False
+            later = self.lexical.with_deleted_documents()
+            if lexical_apart:
+                return later
+            for part in later:
+                self.lexical.build(part, self.source.all_texts(part))
+            return []
         finally:
             self._scrubbing = False
+
+    def _rebuild_lexical(self, partition: Partition) -> None:
+        """Build the partition's lexical index anew beside the one in use, without holding
+        the lock (searches go on with the old index, whose deleted documents they never
+        return), then put it in place under the lock with the changes made meanwhile."""
+        with self._rebuild_locks[partition]:  # a second erasure waits, then builds again if needed
+            with self._lock:
+                if partition not in self.lexical or not self.lexical.shard(partition).deleted_documents:
+                    return
+                seq = self.source.log_seq()  # the texts are read after this position
+                texts = self.source.texts_apart(partition)
+                if texts is None:  # one connection only: built under the lock
+                    self.lexical.build(partition, self.source.all_texts(partition))
+                    return
+            built = self.lexical.build_apart(partition, texts)
+            with self._lock:
+                batch = self.source.changes_since(seq)
+                if built is None or batch is None or partition not in self.lexical:
+                    if built is not None:
+                        LexicalIndex.remove_files(built[0])
+                    if partition in self.lexical:  # small, or the log no longer reaches back
+                        self.lexical.build(partition, self.source.all_texts(partition))
+                    return
+                self.lexical.install(partition, built)
+                # What changed after the texts were read, and what the old index took since.
+                ids = sorted({mid for named, mid in batch.changed if self._named(named) == partition})
+                rows: list[IndexRow] = []
+                for i in range(0, len(ids), 500):
+                    rows.extend(self.source.rows(partition, ids[i : i + 500]))
+                self.lexical.apply(partition, ids, rows)
+                self.lexical.commit()
+                if self.lexical.shard(partition).deleted_documents:  # an erasure came meanwhile
+                    self._scrub_needed = True
+
+    def _rebuild_in_thread(self, partitions: list[Partition]) -> None:
+        def run() -> None:
+            for part in partitions:
+                self._rebuild_lexical(part)
+
+        self._rebuilders = [t for t in self._rebuilders if t.is_alive()]
+        thread = threading.Thread(target=run, name="zenbrain-lexical-rebuild", daemon=True)
+        self._rebuilders.append(thread)
+        thread.start()
+
+    def wait_rebuilds(self, timeout: float | None = None) -> None:
+        """Wait for the lexical rebuilds started for another process's erasure."""
+        for thread in list(self._rebuilders):
+            thread.join(timeout)
 
     def _load_touched(self) -> None:
         """Load the saved partitions not loaded here that changed since their files were
@@ -472,6 +540,7 @@ class IndexSet:
             return min([self._lex_seq, *(int(e["seq"]) for e in self._saved.values())])
 
     def close(self) -> None:
+        self.wait_rebuilds()
         with self._lock:
             self.save()
             self.lexical.close()

@@ -307,6 +307,8 @@ class SQLiteStore:
                     self._db.execute("PRAGMA optimize")
                 except (sqlite3.Error, ZenBrainError):
                     pass
+            if self._search is not None:
+                self._search.wait_rebuilds()  # they take the index lock: not waited for under it
             with self._index_lock:
                 if self._search is not None:
                     try:
@@ -438,18 +440,25 @@ class SQLiteStore:
             finally:
                 if not durable and not self._c.closed:
                     self._db.execute(f"PRAGMA synchronous={self._synchronous}")
+            # Index files saved by an earlier process hold the erased memories too, though
+            # nothing has searched them here yet: opened to be scrubbed.
+            index_scrub = tx.erased and (self._search is not None or (tx.deleted and self._index_files_exist()))
             try:
-                if tx.erased and (self._search is not None or (tx.deleted and self._index_files_exist())):
-                    # Index files saved by an earlier process hold the erased memories too,
-                    # though nothing has searched them here yet: opened to be scrubbed.
-                    with self._index_lock:
-                        self._index_set().scrub(files=tx.deleted)
                 if pending:
                     tx.scrubbed = self._scrub(self.scrub_wait_s if tx.erased else 0.0)
                 if tx.inserted:
                     top = _highest_rowid(self._db)
                     self._keep_statistics(top)
                     self._keep_lexical(top)
+            except TRANSLATED as exc:
+                raise self._c.fail(exc, "scrubbing erased text") from exc
+        if index_scrub:
+            # Past the write lock, and the index lock only in its steps: rebuilding a large
+            # partition's lexical index takes seconds, while writes and searches go on.
+            try:
+                with self._index_lock:
+                    idx = self._index_set()
+                idx.scrub(files=tx.deleted)
             except TRANSLATED as exc:
                 raise self._c.fail(exc, "scrubbing erased text") from exc
 
@@ -586,7 +595,8 @@ class SQLiteStore:
         if idx is None:
             source = SQLiteIndexSource(embedder_name=self.embedder_name, db=self._reader)
             on_disk = self._shared and not self.read_only
-            idx = self._search = IndexSet(source, self.path + INDEX_SUFFIX if on_disk else None, self._ann)
+            idx = self._search = IndexSet(source, self.path + INDEX_SUFFIX if on_disk else None, self._ann,
+                                          lock=self._index_lock)
         return idx
 
     def _search_filter(self, db: sqlite3.Connection, partition: Partition, flt: Filter) -> Filter:
