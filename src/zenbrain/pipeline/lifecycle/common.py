@@ -139,6 +139,11 @@ class _SharedEdges:
         return e
 
 
+# Up to this many memories, ``Snapshot.edges_touching`` reads their edges from the store
+# (two index lookups a few hundred ids at a time) instead of loading the whole graph.
+TOUCHING_READ_MAX = 20_000
+
+
 class Snapshot:
     """The partition's long-term memories and edges, read once per operation.
 
@@ -200,6 +205,10 @@ class Snapshot:
 
     def edges_touching(self, ids: Iterable[str]) -> list[Edge]:
         want = set(ids)
+        if self._edges is None and len(want) <= TOUCHING_READ_MAX:
+            # Not every edge read for a few memories' (a million-memory graph: ~25 s);
+            # nothing is deferred before the edges are loaded, so the store holds them all.
+            return self._read_edges(sorted(want))
         return [e for e in self.edges.values() if e.src in want or e.dst in want]
 
     def reload_edges_of(self, ids: Sequence[str]) -> None:

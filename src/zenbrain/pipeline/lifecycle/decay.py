@@ -310,10 +310,11 @@ def _rescue(
 
     pool = np.concatenate([tagged, donors])
     pool_ids = [items[j].id for j in pool]
-    vec = vectors(engine, part, pool_ids)
     local = {mid: k for k, mid in enumerate(pool_ids)}
     edge_rows = []
-    for e in snap.edges_touching(pool_ids):
+    # A rescue pairs a tagged memory with a donor: only the donors' edges can carry one
+    # (every edge of hundreds of thousands of tagged memories was read before).
+    for e in snap.edges_touching([items[j].id for j in donors]):
         a, b = local.get(e.src), local.get(e.dst)
         if a is None or b is None or a == b or e.relation in _NON_RELATED:
             continue
@@ -338,7 +339,7 @@ def _rescue(
             strength=r[pool[sub]],
             tag_time=last[pool[sub]],
             activation_time=last[pool[sub]],
-            embeddings=vec[sub],
+            embeddings=vectors(engine, part, [pool_ids[k] for k in sub.tolist()]),  # a block's at a time
             edges=sub_edges,
             donor_score=r[pool[sub]],
             params=params,
