@@ -420,6 +420,24 @@ def test_a_night_reads_the_words_only_of_the_memories_stored_since_the_last(worl
     assert calls == [] and _saved(w)[0].n == len(old + new)
 
 
+def test_memories_stored_at_the_instant_of_the_last_night_are_read_as_new(world, monkeypatch):
+    """A memory created at the very time the last decay saved its counts (stored right after
+    it on the same clock, or made by a sleep that followed it) was not counted: the next
+    night reads its words alone, and its records still come out as a full count's."""
+    w = world()
+    old = [w.store(t) for t in LONGER_FACTS + SMALL_TALK]
+    w.clock.advance(hours=2)
+    w.mem.decay(w.scope)
+    new = [w.store(t) for t in UPDATE_NOTES]  # the clock has not moved since the decay
+    w.clock.advance(hours=2)
+    calls = _count_token_sets(monkeypatch)
+    w.mem.decay(w.scope)
+    assert sorted(calls) == sorted(m.content for m in new)
+    ref, _ = _saved(w)
+    full_ref, _ = _recounted(w)
+    assert (ref.n, dict(ref.df)) == (full_ref.n, dict(full_ref.df)) == (len(old + new), dict(full_ref.df))
+
+
 def test_a_night_that_takes_up_the_saved_counts_decides_as_a_full_count(world):
     """Sixty days on, with the first night's records taken up or removed (a full count): the
     same memories are archived and the same records saved."""

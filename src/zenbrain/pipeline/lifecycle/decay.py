@@ -202,11 +202,18 @@ def _low_value(
     fresh: list[MemoryItem] = []
     if isinstance(version, list) and len(version) >= 4:
         since = float(version[0])
-        counted_before = [h for h, i in zip(hashes, items) if i.created_at <= since]
-        before = saved_reference(engine, part) if _fingerprint(counted_before) == version[3] else None
-        if before is not None and before.n == len(counted_before):
+        # The memories the saved counts describe were created by ``since``; those created
+        # at that very instant may have come after the decay that saved them (a sleep right
+        # after it, on the same clock), so both readings are checked against the fingerprint.
+        counted_mask: list[bool] | None = None
+        for mask in ([i.created_at <= since for i in items], [i.created_at < since for i in items]):
+            if _fingerprint([h for h, ok in zip(hashes, mask) if ok]) == version[3]:
+                counted_mask = mask
+                break
+        before = saved_reference(engine, part) if counted_mask is not None else None
+        if before is not None and counted_mask is not None and before.n == sum(counted_mask):
             carried = True
-            fresh = [i for i in items if i.created_at > since]
+            fresh = [i for i, ok in zip(items, counted_mask) if not ok]
             reference = before.with_sets([token_set(i.content) for i in fresh])
             if isinstance(raw_vocabulary, dict) and raw_vocabulary.get("fingerprint") == version[3]:
                 vocabulary = NameVocabulary.from_dict(raw_vocabulary).with_texts(i.content for i in fresh)
