@@ -344,3 +344,43 @@ def test_a_build_left_beside_the_index_is_removed_on_open(tmp_path):
     assert [m for m, _ in store.lexical_search(P1, "note", 3)]
     assert not left.exists()
     store.close()
+
+
+def test_a_rebuild_that_fails_in_a_thread_is_tried_again_at_the_next_search(tmp_path, monkeypatch):
+    """The owner of the files rebuilds in a thread for another process's erasure; when that
+    fails (a full disk), the next search tries again, and the words go then."""
+    from zenbrain.index import lexical_set
+
+    monkeypatch.setattr(lexical_set, "SMALL_MAX", 0)
+    path = tmp_path / "f.db"
+
+    def store() -> SQLiteStore:
+        return SQLiteStore(str(path), embedder_name=MODEL, dim=DIM, lexical_index_min_rows=30)
+
+    owner = store()
+    items = [make_item(P1, f"note {n} about tea and trains") for n in range(40)]
+    items.append(make_item(P1, "the password is zyxquokkafoo", id="secret"))
+    with owner.transaction() as tx:
+        tx.put_memories(items)
+    owner.lexical_search(P1, "trains", 3)
+    owner.save_indexes()
+    other = store()
+    with other.transaction() as tx:
+        tx.delete_memory(P1, "secret")
+    other.close()
+    real = lexical_set.LexicalSet.build_apart
+    failures = []
+
+    def failing(self, partition, texts):
+        failures.append(partition)
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(lexical_set.LexicalSet, "build_apart", failing)
+    assert owner.lexical_search(P1, "zyxquokkafoo", 3) == []
+    owner._index_set().wait_rebuilds()
+    assert failures and _lexical_terms(path, "zyxquokka")  # the build failed: the words are still there
+    monkeypatch.setattr(lexical_set.LexicalSet, "build_apart", real)
+    owner.lexical_search(P1, "trains", 3)  # the next search tries again
+    owner._index_set().wait_rebuilds()
+    assert _lexical_terms(path, "zyxquokka") == []
+    owner.close()

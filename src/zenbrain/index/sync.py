@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -37,6 +38,8 @@ from .lexical import LexicalIndex, text_key
 from .lexical_set import LexicalSet
 from .source import IndexRow, IndexSource, Partition, erased_number, partition_stem
 from .vectors import AnnParams, VectorPartition, content_key, stored
+
+log = logging.getLogger(__name__)
 
 FORMAT = 2
 # The lexical files' layout: one index a partition. Files of the earlier layout (one index
@@ -394,7 +397,13 @@ class IndexSet:
     def _rebuild_in_thread(self, partitions: list[Partition]) -> None:
         def run() -> None:
             for part in partitions:
-                self._rebuild_lexical(part)
+                try:
+                    self._rebuild_lexical(part)
+                except Exception:  # retried: the next search scrubs again
+                    log.exception("rebuilding the lexical index of %s after an erasure failed",
+                                  partition_stem(part))
+                    with self._lock:
+                        self._scrub_needed = True
 
         self._rebuilders = [t for t in self._rebuilders if t.is_alive()]
         thread = threading.Thread(target=run, name="zenbrain-lexical-rebuild", daemon=True)
