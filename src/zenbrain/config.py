@@ -70,6 +70,9 @@ class RecallParams(Params):
         "doc": "current recall: a superseded memory that matched hands its score to the newest version of its fact"})
     subject_focus: float = bounded(1.0, 0.0, 10.0, "weight of meaning without the subject's name against BM25 when "
                                    "the notes about a subject the query names are compared (0: off)")
+    answer_shape_weight: float = bounded(0.5, 0.0, 1.0, "among the notes about a subject the query names, the "
+                                         "relevance kept by one that holds no answer of the shape the question asks "
+                                         "for (who/where: another name; e-mail; phone), when another does (1: off)")
     foreign_lexical_weight: float = bounded(0.0, 0.0, 1.0, "share of its BM25 score a note keeps when it names "
                                             "others but none of the names the query asks about")
     # Priors from stored state reorder near-ties only: relevance decides. A faded memory loses

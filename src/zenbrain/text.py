@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,6 +117,33 @@ class NameVocabulary:
         """A lower-cased word the texts capitalise inside a sentence (or in the possessive)
         and never write in lower case."""
         return word in self.capitalised_inside and word not in self.lower_case
+
+
+_EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
+_PHONE = re.compile(r"\+?\d(?:[\s\-().]*\d){5,}")
+_ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
+_ASKS_EMAIL = re.compile(r"\be-?mail\b", re.IGNORECASE)
+_ASKS_PHONE = re.compile(r"\b(?:phone|telephone|mobile)\b", re.IGNORECASE)
+
+
+def answer_shape(question: str) -> Callable[[str, Collection[str]], bool] | None:
+    """What an answer to ``question`` holds, when its words say so: a test of whether a
+    text holds one, besides the names (lower-cased words) the question asks about. "Who"
+    asks for a name (a word capitalised inside a sentence, or in the possessive), an e-mail
+    address for one, a phone number for six digits or more. None when the question names
+    no shape; "where" names none, as a place is as often "the bakery" as "Lisbon"."""
+    if _ASKS_EMAIL.search(question):
+        return lambda text, asked: bool(_EMAIL.search(text))
+    if _ASKS_PHONE.search(question):
+        return lambda text, asked: bool(_PHONE.search(text))
+    if _ASKS_WHO.search(question):
+        return _names_another
+    return None
+
+
+def _names_another(text: str, asked: Collection[str]) -> bool:
+    found = [*_CAPITALISED_INSIDE.findall(text), *_CAPITALISED_POSSESSIVE.findall(text)]
+    return any(w.lower() not in asked for w in found)
 
 
 def name_words(text: str) -> list[str]:

@@ -27,7 +27,7 @@ from ..state import (
     RELATION_CONTRADICTS,
 )
 from ..storage.base import Filter, Partition
-from ..text import entities, entities_as_written, token_set
+from ..text import answer_shape, entities, entities_as_written, name_words, token_set
 from .retrievability import retrievability
 from .tuned import tuned_from
 
@@ -350,6 +350,37 @@ def belief_weight(engine: Engine, part: Partition, hits: list[RecallHit]) -> Non
         drop = (rp.contested_weight * (1.0 - h.item.confidence) if use_conf else 0.0) + (
             rp.disputed_penalty if disputed else 0.0)
         h.why.belief = 1.0 - drop
+
+
+def answer_focus(engine: Engine, hits: list[RecallHit], query: str, k: int) -> list[RecallHit]:
+    """A question that says what shape its answer has (``text.answer_shape``: "Who does
+    Lucia report to?" asks for a name besides Lucia) prefers, among the best hits that are
+    notes about a subject it names, those that hold such an answer: "Lucia has a new
+    manager, Samir Fischer" over "Talked with Lucia about the football match". A note
+    without one keeps ``RecallParams.answer_shape_weight`` of its score
+    (``why.other["answer_shape"]``) when another note about the subject holds one. After
+    the versions are ordered, so that it never decides between two versions of a fact
+    (both hold an answer). ``hits`` are sorted by score; returns them re-sorted."""
+    keep = engine.config.recall.answer_shape_weight
+    shape = answer_shape(query) if keep < 1.0 else None
+    if shape is None or len(hits) < 2:
+        return hits
+    names = entities_as_written(query)
+    asked = frozenset(n.lower() for n in names)
+    if not asked:
+        return hits
+    about = [h for h in hits[: max(engine.config.recall.boost_pool * k, 10)]
+             if h.item.speaker is None and asked & _named(h.item)]
+    asked_words = frozenset(w for n in names for w in name_words(n))
+    holds = [shape(h.item.content, asked_words) for h in about]
+    if not any(holds) or all(holds):
+        return hits
+    for h, ok in zip(about, holds):
+        if not ok:
+            h.why.other["answer_shape"] = keep
+            h.score = h.why.final = h.score * keep
+    hits.sort(key=lambda h: (-h.score, h.item.id))
+    return hits
 
 
 def priority_weight(engine: Engine, hits: list[RecallHit]) -> None:

@@ -294,6 +294,7 @@ def recall(
     if only_current:
         hits = ranking.drop_superseded(engine, part, hits, query, flt, admit)
         hits = ranking.order_versions(engine, part, hits, query, info, k)
+    hits = ranking.answer_focus(engine, hits, query, k)
     # Room for the de-duplication below to drop some.
     hits = ranking.spread_exchanges(engine, hits, info, recipe.neighbour_radius, places=2 * k)
 
