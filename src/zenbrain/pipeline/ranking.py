@@ -131,6 +131,19 @@ def hebbian_boost(engine: Engine, part: Partition, hits: list[RecallHit], k: int
             h.why.hebbian_boost = best[h.item.id]
 
 
+def _notes_about_asked(engine: Engine, hits: list[RecallHit], query: str,
+                       k: int) -> tuple[list[str], list[RecallHit]]:
+    """The names the query asks about (as written), and the notes among the best
+    max(``boost_pool`` x k, 10) hits that name one of them (no speaker: a conversation turn
+    may speak of its subject as "you" or "I")."""
+    names = entities_as_written(query)
+    asked = frozenset(n.lower() for n in names)
+    if not asked:
+        return names, []
+    return names, [h for h in hits[: max(engine.config.recall.boost_pool * k, 10)]
+                   if h.item.speaker is None and asked & _named(h.item)]
+
+
 def _named(item: MemoryItem) -> frozenset[str]:
     """The names a memory mentions (stored at encoding, else read from its text)."""
     named = item.metadata.get(META_ENTITIES)
@@ -365,12 +378,7 @@ def answer_focus(engine: Engine, hits: list[RecallHit], query: str, k: int) -> l
     shape = answer_shape(query) if keep < 1.0 else None
     if shape is None or len(hits) < 2:
         return hits
-    names = entities_as_written(query)
-    asked = frozenset(n.lower() for n in names)
-    if not asked:
-        return hits
-    about = [h for h in hits[: max(engine.config.recall.boost_pool * k, 10)]
-             if h.item.speaker is None and asked & _named(h.item)]
+    names, about = _notes_about_asked(engine, hits, query, k)
     asked_words = frozenset(w for n in names for w in name_words(n))
     holds = [shape(h.item.content, asked_words) for h in about]
     if not any(holds) or all(holds):
@@ -409,12 +417,7 @@ def subject_focus(engine: Engine, part: Partition, hits: list[RecallHit], query:
     weight = engine.config.recall.subject_focus
     if weight <= 0.0 or len(hits) < 2:
         return hits
-    names = entities_as_written(query)
-    asked = frozenset(n.lower() for n in names)
-    if not asked:
-        return hits
-    about = [h for h in hits[: max(engine.config.recall.boost_pool * k, 10)]
-             if h.item.speaker is None and asked & _named(h.item)]
+    names, about = _notes_about_asked(engine, hits, query, k)
     if len(about) < 2:
         return hits
     basis, _ = np.linalg.qr(np.stack([engine.embed_query(n) for n in names]).astype(np.float64).T)
