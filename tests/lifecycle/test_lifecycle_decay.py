@@ -395,16 +395,19 @@ def _count_token_sets(monkeypatch):
     return calls
 
 
-def test_a_night_reads_the_words_only_of_the_memories_stored_since_the_last(world, monkeypatch):
+@pytest.mark.parametrize("gap_minutes", [1, 0])
+def test_a_night_reads_the_words_only_of_the_memories_stored_since_the_last(world, monkeypatch, gap_minutes):
     """Decay's word frequencies and name vocabulary describe the whole partition, but a night
     reads the words of the memories stored since the last one (and of those whose value it
     tests, none of them the next morning): the saved records are taken up and come out as a
-    full count would make them."""
+    full count would make them. A memory created at the very time the last decay saved its
+    counts (``gap_minutes`` 0: stored right after it on the same clock, or made by a sleep
+    that followed it) was not counted, and is read as new."""
     w = world()
     old = [w.store(t) for t in LONGER_FACTS + SMALL_TALK]
     w.clock.advance(hours=2)
     w.mem.decay(w.scope)
-    w.clock.advance(minutes=1)
+    w.clock.advance(minutes=gap_minutes)
     new = [w.store(t) for t in UPDATE_NOTES + ABOUT_THE_SAME_PEOPLE]
     w.clock.advance(hours=2)
     calls = _count_token_sets(monkeypatch)
@@ -418,24 +421,6 @@ def test_a_night_reads_the_words_only_of_the_memories_stored_since_the_last(worl
     w.clock.advance(hours=2)
     w.mem.decay(w.scope)  # nothing new: nothing read, nothing written again
     assert calls == [] and _saved(w)[0].n == len(old + new)
-
-
-def test_memories_stored_at_the_instant_of_the_last_night_are_read_as_new(world, monkeypatch):
-    """A memory created at the very time the last decay saved its counts (stored right after
-    it on the same clock, or made by a sleep that followed it) was not counted: the next
-    night reads its words alone, and its records still come out as a full count's."""
-    w = world()
-    old = [w.store(t) for t in LONGER_FACTS + SMALL_TALK]
-    w.clock.advance(hours=2)
-    w.mem.decay(w.scope)
-    new = [w.store(t) for t in UPDATE_NOTES]  # the clock has not moved since the decay
-    w.clock.advance(hours=2)
-    calls = _count_token_sets(monkeypatch)
-    w.mem.decay(w.scope)
-    assert sorted(calls) == sorted(m.content for m in new)
-    ref, _ = _saved(w)
-    full_ref, _ = _recounted(w)
-    assert (ref.n, dict(ref.df)) == (full_ref.n, dict(full_ref.df)) == (len(old + new), dict(full_ref.df))
 
 
 def test_a_night_that_takes_up_the_saved_counts_decides_as_a_full_count(world):

@@ -40,6 +40,11 @@ def rows_sql(n: int) -> str:
     return f"SELECT {_ROW} WHERE +m.user_id=? AND +m.agent_id=? AND m.id IN ({','.join('?' * n)})"
 
 
+# A partition's ids and the texts its lexical index holds (``all_texts``, ``texts_apart``).
+_TEXTS = ("SELECT m.id, COALESCE(m.index_text, m.content), m.metadata FROM memories m "
+          "WHERE m.user_id=? AND m.agent_id=?")
+
+
 def new_store_id() -> str:
     """A random id for a new database (kept in its ``meta`` table as ``store_id``)."""
     return uuid.uuid4().hex
@@ -132,9 +137,7 @@ class SQLiteIndexSource:
 
     def all_texts(self, partition: Partition) -> Iterator[tuple[str, str]]:
         with self._snapshot() as cur:
-            for mid, text, metadata in cur.execute(
-                    "SELECT m.id, COALESCE(m.index_text, m.content), m.metadata FROM memories m "
-                    "WHERE m.user_id=? AND m.agent_id=?", partition):
+            for mid, text, metadata in cur.execute(_TEXTS, partition):
                 yield mid, lexical_text(text, metadata)
 
     def texts_apart(self, partition: Partition) -> Iterator[tuple[str, str]] | None:
@@ -146,9 +149,7 @@ class SQLiteIndexSource:
     def _texts_on(self, db: sqlite3.Connection, partition: Partition) -> Iterator[tuple[str, str]]:
         try:
             db.execute("BEGIN")  # one snapshot
-            for mid, text, metadata in db.execute(
-                    "SELECT m.id, COALESCE(m.index_text, m.content), m.metadata FROM memories m "
-                    "WHERE m.user_id=? AND m.agent_id=?", partition):
+            for mid, text, metadata in db.execute(_TEXTS, partition):
                 yield mid, lexical_text(text, metadata)
         finally:
             db.close()
