@@ -177,6 +177,8 @@ class TableEmbedder:
         self.name = live.name
         self.dim = live.dim
         self.live_calls = 0
+        # A query goes to the live embedder: recall may embed it beside its keyword search.
+        self.releases_gil = bool(getattr(live, "releases_gil", False))
 
     def load(self, mapping: dict[str, np.ndarray]) -> None:
         """Replace the table (the texts of the next slice): the words index follows it."""

@@ -366,6 +366,7 @@ class MemoryCoordinator:
         }
 
     def close(self) -> None:
+        self.engine.close()
         self.engine.store.close()
 
     def __enter__(self) -> Self:

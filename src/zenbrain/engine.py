@@ -8,7 +8,10 @@ generator, and the two embedding caches that every operation shares.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +36,8 @@ class Engine:
     chat: ChatModel | None
     rng: np.random.Generator
     _queries: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict, repr=False)
+    _background: ThreadPoolExecutor | None = field(default=None, repr=False)
+    _background_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def read_only(self) -> bool:
@@ -47,10 +52,53 @@ class Engine:
         """A query's vector, from a small in-memory LRU when it was asked recently."""
         v = self._queries.get(query)
         if v is None:
-            v = embed_queries(self.embedder, [query])[0]
-            self._queries[query] = v
-            if len(self._queries) > QUERY_CACHE_SIZE:
-                self._queries.popitem(last=False)
+            v = self._remember(query, embed_queries(self.embedder, [query])[0])
         else:
             self._queries.move_to_end(query)
         return v
+
+    def query_vector_soon(self, query: str) -> QueryVector:
+        """A query's vector, now or soon. When the embedder does its work outside Python's GIL
+        (``releases_gil``: native inference, a network call) and the query is not in the LRU,
+        it is embedded in a background thread from now on (``pending``), so the caller's work
+        that does not need the vector (a recall's keyword search) runs meanwhile on the other
+        core; calling the result waits for it. Otherwise it is embedded at once, as
+        ``embed_query``."""
+        if query in self._queries or not releases_gil(self.embedder):
+            v = self.embed_query(query)
+            return QueryVector(lambda: v, pending=False)
+        with self._background_lock:
+            if self._background is None:
+                self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zenbrain-query")
+            future = self._background.submit(embed_queries, self.embedder, [query])
+        return QueryVector(lambda: self._remember(query, future.result()[0]), pending=True)
+
+    def _remember(self, query: str, v: np.ndarray) -> np.ndarray:
+        self._queries[query] = v
+        if len(self._queries) > QUERY_CACHE_SIZE:
+            self._queries.popitem(last=False)
+        return v
+
+    def close(self) -> None:
+        """Stop the background thread, if one was started (the store is closed by its owner)."""
+        with self._background_lock:
+            if self._background is not None:
+                self._background.shutdown(wait=True)
+                self._background = None
+
+
+class QueryVector:
+    """A query's vector: call it to have it (waiting for a background embedding if ``pending``)."""
+
+    def __init__(self, get: Callable[[], np.ndarray], *, pending: bool) -> None:
+        self._get = get
+        self.pending = pending
+
+    def __call__(self) -> np.ndarray:
+        return self._get()
+
+
+def releases_gil(embedder: Embedder) -> bool:
+    """Whether an embedder says its work runs outside the GIL (attribute ``releases_gil``;
+    absent: no, as for a pure-Python embedder, which a second thread would only slow)."""
+    return bool(getattr(embedder, "releases_gil", False))

@@ -166,6 +166,9 @@ def recall(
     query = check_content(query, engine.config.max_content_chars)
     k = check_k(k)
     part = partition_of(scope)
+    # Embedded meanwhile where the embedder runs outside the GIL: the keyword search below
+    # does not need the vector.
+    query_vector = engine.query_vector_soon(query)
     now = engine.clock.now()
     info = classify(query, reference=math.floor(now / DAY) * DAY)  # relative words read against today
     layer_set = _layer_set(engine, layers)
@@ -184,21 +187,23 @@ def recall(
     search_archived = include_archived or cue is not None or engine.on("ib_budget")
     flt = read_filter(engine, scope, layers=layer_set, include_archived=search_archived,
                       event_after=after, event_before=before, current_at=as_of)
-    qvec = engine.embed_query(query)
     rp = engine.config.recall
     recipe = turns.recipe(engine)
     per_layer = max(rp.per_layer_k, rp.candidate_factor * k, recipe.dense_candidates)
 
-    # 1. Candidates.
-    dense = dict(engine.store.vector_search(part, qvec, per_layer, flt, per_layer=True))
+    # 1. Candidates: keyword matches and core memories, then (the vector ready) dense matches.
     lexical: dict[str, float] = {}
     use_lexical = engine.on("bm25_hybrid") and rp.lexical_k > 0
     if use_lexical:
         lexical = dict(engine.store.lexical_search(part, query, max(rp.lexical_k, recipe.lexical_candidates), flt))
-    cand_ids = list(dict.fromkeys([*dense, *lexical]))
     core_items = [] if Layer.CORE in engine.config.disabled_layers else engine.store.query(
         part, read_filter(engine, scope, layers=frozenset({Layer.CORE}),
                           current_at=now if only_current else as_of))
+    # While the query is still being embedded, the keyword matches' rows are read too.
+    fetched = {i.id: i for i in engine.store.get(part, list(lexical))} if query_vector.pending and lexical else {}
+    qvec = query_vector()
+    dense = dict(engine.store.vector_search(part, qvec, per_layer, flt, per_layer=True))
+    cand_ids = list(dict.fromkeys([*dense, *lexical]))
     # Core memories always compete, unless the caller narrowed recall to other layers or a time range.
     if (layer_set is None or Layer.CORE in layer_set) and time_range is None and as_of is None:
         cand_ids += [c.id for c in core_items if c.id not in dense and c.id not in lexical]
@@ -207,7 +212,10 @@ def recall(
         # the neuromodulators, a topic shift, and a cue for prospective memory.
         extra = after_recall(engine, part, scope, query, qvec, [], now, records=records) if touch else {}
         return RecallResult([], query_type=info.type, core=core_items, info={"candidates": 0, **extra})
-    items = {i.id: i for i in engine.store.get(part, cand_ids)}
+    rest = [c for c in cand_ids if c not in fetched]
+    if rest:
+        fetched.update((i.id, i) for i in engine.store.get(part, rest))
+    items = {c: fetched[c] for c in cand_ids if c in fetched}
     # Archived memories the query does not cue, and whose schema it does not reach, stay
     # forgotten...
     admit = None if include_archived or not search_archived else brought_back(items, cue)

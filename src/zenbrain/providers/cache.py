@@ -269,6 +269,11 @@ class CachedEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
+    @property
+    def releases_gil(self) -> bool:
+        """The inner embedder's (a cache hit is a dictionary or SQLite read)."""
+        return bool(getattr(self.inner, "releases_gil", False))
+
     def close(self) -> None:
         if self.store is not None:
             self.store.close()

@@ -75,6 +75,7 @@ class MiniLMEmbedder:
 
     name = f"minilm:{MODEL_NAME}"
     dim = MINILM_DIM
+    releases_gil = True  # torch's kernels run outside the GIL
 
     def __init__(
         self,

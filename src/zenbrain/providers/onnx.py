@@ -322,6 +322,7 @@ class OnnxMiniLMEmbedder:
     """
 
     dim = MINILM_DIM
+    releases_gil = True  # onnxruntime and the tokenizer run outside the GIL
 
     def __init__(
         self,
