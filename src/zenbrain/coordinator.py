@@ -16,7 +16,7 @@ import numpy as np
 
 from .clock import Clock, SystemClock
 from .config import Config
-from .engine import Engine
+from .engine import QUERY_BATCH, Engine
 from .errors import ValidationError
 from .model import Edge, HistoryEvent, Kind, Layer, MemoryItem, Scope
 from .pipeline import (
@@ -37,7 +37,7 @@ from .pipeline.retrievability import retrievability
 from .providers.base import ChatModel, Embedder
 from .results import RecallResult, Report
 from .storage.base import Store
-from .validation import check_layers, check_number
+from .validation import check_content, check_layers, check_number
 
 
 def _check_limit(limit: Any) -> int | None:
@@ -169,10 +169,32 @@ class MemoryCoordinator:
         transaction (one commit instead of one per query). Same options as ``recall``."""
         if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
             raise ValidationError("queries must be a sequence of strings")
+        # Every query is checked before any is embedded (in batches) or recalled.
+        queries = self._checked_queries(queries)
         if self.read_only:  # nothing to write
-            return [self.recall(q, scope, k, **options) for q in queries]
+            return list(self._recall_batches(queries, scope, k, options))
         with self.engine.store.transaction():
-            return [self.recall(q, scope, k, **options) for q in queries]
+            return list(self._recall_batches(queries, scope, k, options))
+
+    def _recall_batches(self, queries: list[str], scope: Scope, k: int, options: dict[str, Any]) -> Iterator[RecallResult]:
+        for start in range(0, len(queries), QUERY_BATCH):
+            chunk = queries[start:start + QUERY_BATCH]
+            self.engine.embed_queries_ahead(chunk)
+            for q in chunk:
+                yield self.recall(q, scope, k, **options)
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Embed queries about to be recalled in one batch (at most 256): the recalls
+        that follow find their vectors ready. A batch of short texts costs the embedder
+        far less a text than one call each. Nothing is read or written in the store."""
+        if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
+            raise ValidationError("queries must be a sequence of strings")
+        if len(queries) > QUERY_BATCH:
+            raise ValidationError(f"at most {QUERY_BATCH} queries at a time")
+        self.engine.embed_queries_ahead(self._checked_queries(queries))
+
+    def _checked_queries(self, queries: Sequence[str]) -> list[str]:
+        return [check_content(q, self.engine.config.max_content_chars) for q in queries]
 
     # ------------------------------------------------------------------ read / update / erase
     def get(self, memory_id: str, scope: Scope) -> MemoryItem:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -23,6 +23,7 @@ from .registry import MechanismName
 from .storage.base import Store
 
 QUERY_CACHE_SIZE = 2048  # query vectors kept in memory: a query repeated within a session is embedded once
+QUERY_BATCH = 256  # queries embedded ahead in one batch (well within the LRU)
 
 
 @dataclass
@@ -72,6 +73,17 @@ class Engine:
                 self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zenbrain-query")
             future = self._background.submit(embed_queries, self.embedder, [query])
         return QueryVector(lambda: self._remember(query, future.result()[0]), pending=True)
+
+    def embed_queries_ahead(self, queries: Sequence[str]) -> None:
+        """Embed in one batch the queries that are not in the LRU (at most
+        ``QUERY_BATCH`` at a time, so that none leaves it before it is recalled): a batch of
+        short texts costs the embedder far less a text than one call each."""
+        todo = list(dict.fromkeys(q for q in queries if q not in self._queries))
+        if len(todo) > QUERY_BATCH:
+            raise ValueError(f"at most {QUERY_BATCH} queries ahead at a time")
+        if todo:
+            for q, v in zip(todo, embed_queries(self.embedder, todo)):
+                self._remember(q, v)
 
     def _remember(self, query: str, v: np.ndarray) -> np.ndarray:
         self._queries[query] = v

@@ -67,6 +67,7 @@ def router(api: ApiContext) -> APIRouter:
         """Recall for many queries, in order; one result per query, as from /v1/recall. Each
         query runs as its own operation, so a batch never holds other requests back for
         long; the batch stops (503) if its deadline passes before every query ran."""
+        memory.prepare_queries(body.queries)  # one embedding batch, before the store is used
         results = [call(memory.recall, q, sc, body.k, layers=body.layers, time_range=body.time_range,
                         include_archived=body.include_archived, touch=body.touch,
                         as_of=body.as_of, include_superseded=body.include_superseded) for q in body.queries]
