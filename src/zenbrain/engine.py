@@ -8,6 +8,7 @@ generator, and the two embedding caches that every operation shares.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -39,6 +40,7 @@ class Engine:
     _queries: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict, repr=False)
     _background: ThreadPoolExecutor | None = field(default=None, repr=False)
     _background_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _background_pid: int = field(default=0, repr=False)
 
     @property
     def read_only(self) -> bool:
@@ -69,8 +71,10 @@ class Engine:
             v = self.embed_query(query)
             return QueryVector(lambda: v, pending=False)
         with self._background_lock:
-            if self._background is None:
+            # A forked child inherits the pool but not its thread: work sent there would wait forever.
+            if self._background is None or self._background_pid != os.getpid():
                 self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zenbrain-query")
+                self._background_pid = os.getpid()
             future = self._background.submit(embed_queries, self.embedder, [query])
         return QueryVector(lambda: self._remember(query, future.result()[0]), pending=True)
 
@@ -94,9 +98,9 @@ class Engine:
     def close(self) -> None:
         """Stop the background thread, if one was started (the store is closed by its owner)."""
         with self._background_lock:
-            if self._background is not None:
+            if self._background is not None and self._background_pid == os.getpid():
                 self._background.shutdown(wait=True)
-                self._background = None
+            self._background = None
 
 
 class QueryVector:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -116,5 +119,33 @@ def test_an_embedding_error_reaches_the_caller(tmp_path):
     try:
         with pytest.raises(RuntimeError, match="the model is gone"):
             mem.recall(QUESTIONS[0], A, k=3)
+    finally:
+        mem.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_process_embeds_on_a_thread_of_its_own(tmp_path):
+    gated = GatedEmbedder(wait=0.0)
+    mem = _memory(gated, tmp_path, "fork.db")
+    try:
+        mem.engine.query_vector_soon(QUESTIONS[0])()  # the parent's background thread runs
+        pid = os.fork()
+        if pid == 0:  # the child: the inherited pool has no thread
+            try:
+                v = mem.engine.query_vector_soon(QUESTIONS[1])()
+                os._exit(0 if v.shape == (384,) else 1)
+            except BaseException:
+                os._exit(2)
+        deadline = time.monotonic() + 30
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the child waited forever for a thread it does not have")
+            time.sleep(0.05)
+        assert os.waitstatus_to_exitcode(status) == 0
     finally:
         mem.close()
