@@ -294,3 +294,40 @@ def test_a_chains_newest_version_that_outscored_what_it_replaced_is_still_its_ow
     assert "succeeds" not in cardiff.why.other  # it kept its own score
     assert _texts(hits)[0] == "Bruno switched to rooibos"
     assert all("version_order" not in h.why.other for h in hits)
+
+
+LANTERN_OLD = "Project Lantern is run by Ravi Petrov"
+LANTERN_NEW = "Ravi Petrov handed Project Lantern over to Pavel Rahman"
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from zenbrain.providers.factory import make_embedder
+
+    return make_embedder("minilm-onnx")
+
+
+def test_two_notes_alone_about_a_subject_are_compared_without_its_name(tmp_path, clock, minilm):
+    """With only two notes about the subject, their residuals after their own mean are
+    opposite whatever they say; without the asked name's direction (real MiniLM vectors)
+    they show one fact."""
+
+    def _open(tmp_path, clock, name="m"):
+        return open_memory(tmp_path / f"{name}.db", embedder=minilm, clock=clock)
+
+    mem = _open(tmp_path, clock)
+    mem.store(LANTERN_OLD, ALICE, layer="semantic")
+    mem.store("Project Comet is run by Leila Haddad", ALICE, layer="semantic")
+    clock.advance(days=30)
+    mem.store(LANTERN_NEW, ALICE, layer="semantic")
+    mem.store("Chloe Okafor leads Project Ember", ALICE, layer="semantic")
+    hits = mem.recall("Who is in charge of Project Lantern?", ALICE, k=4, touch=False)
+    assert _texts(hits)[:2] == [LANTERN_NEW, LANTERN_OLD]
+    assert hits[0].why.other["version_order"] > 0
+    # Two notes about a subject that say different things stay as they ranked.
+    other = _open(tmp_path, clock, name="other")
+    other.store(LANTERN_OLD, ALICE, layer="semantic")
+    clock.advance(days=30)
+    other.store("Project Lantern ships its first release in spring", ALICE, layer="semantic")
+    assert all("version_order" not in h.why.other
+               for h in other.recall("Who runs Project Lantern?", ALICE, k=4, touch=False))

@@ -75,6 +75,9 @@ class IMADParams(Params):
     version_similarity: float = bounded(0.2, -1.0, 1.0, "cosine of two recalled facts about the query's subject, "
                                         "once what the subject's memories share is taken out, at or above which "
                                         "they are versions of one fact")
+    version_name_similarity: float = bounded(0.45, -1.0, 1.0, "cosine of two recalled facts about the query's "
+                                             "subject, once the directions of the names the query asks about "
+                                             "are projected out, at or above which they are versions of one fact")
     version_relevance: float = bounded(0.5, 0.0, 1.0, "share of the better version's query similarity the other "
                                        "needs to count as an answer to the same question")
 

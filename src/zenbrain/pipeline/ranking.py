@@ -251,12 +251,15 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
 
     Among the best hits, those that name a subject the query names are compared with what
     they say about it: their vectors less their mean direction (what every memory about
-    the subject shares, its name above all). Two notes of the semantic or episodic layer (a
-    turn of a conversation has a speaker and a later turn does not replace an earlier one;
-    an event such as "sold the Kia and bought a Focus" may be the change) are taken for
-    versions of one fact when these residuals agree (cosine >= ``version_similarity``)
-    and both answer the query (the lower query similarity at least ``version_relevance``
-    of the higher). A change store time did not detect ("Kenji's
+    the subject shares, its name above all); when there are only two, whose residuals
+    after their mean are opposite whatever they say, their vectors less the directions of
+    the names the query asks about (their own embeddings, as in ``subject_focus``). Two
+    notes of the semantic or episodic layer (a turn of a conversation has a speaker and a
+    later turn does not replace an earlier one; an event such as "sold the Kia and bought
+    a Focus" may be the change) are taken for versions of one fact when these residuals
+    agree (cosine >= ``version_similarity``, or ``version_name_similarity`` for two) and
+    both answer the query (the lower query similarity at least ``version_relevance`` of
+    the higher). A change store time did not detect ("Kenji's
     usual drink is chai", later "Kenji switched to lemon water") then ranks as iMAD decides
     a change: within each group of versions the scores are handed out by valid time, the
     newest getting the best (``why.other["version_order"]``: the score it gained or lost).
@@ -278,17 +281,22 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
     # A note of an event ("Kenji sold the Kia Niro and bought a Ford Focus") may be the change.
     facts = [i for i, h in enumerate(about)
              if h.item.layer in (Layer.SEMANTIC, Layer.EPISODIC) and h.item.speaker is None]
-    if len(facts) < 2 or len(about) < 3:
+    if len(facts) < 2:
         return hits
     vecs = engine.store.vectors(part, [h.item.id for h in about]).astype(np.float64)
     mean = vecs.mean(axis=0)
     norm = float(np.linalg.norm(mean))
-    if norm == 0.0:
-        return hits
-    mean /= norm
-    resid = vecs - np.outer(vecs @ mean, mean)
-    resid /= np.maximum(np.linalg.norm(resid, axis=1, keepdims=True), 1e-12)
-    close = resid @ resid.T
+    if len(about) >= 3 and norm > 0.0:
+        mean /= norm
+        close = _cosines(vecs - np.outer(vecs @ mean, mean))
+    else:
+        # Two notes: their residuals after their mean are opposite, whatever they say. What
+        # remains without the asked names tells: "Project Lantern is run by Ravi Petrov" and,
+        # later, "Ravi Petrov handed Project Lantern over to Pavel Rahman".
+        names = np.stack([engine.embed_query(n) for n in entities_as_written(query)]).astype(np.float64)
+        basis, _ = np.linalg.qr(names.T)
+        named = _cosines(vecs - (vecs @ basis) @ basis.T) >= ip.version_name_similarity
+        close = np.where(named, ip.version_similarity, -1.0)
     rel = np.array([max(0.0, h.why.dense) for h in about])
     parent = {i: i for i in facts}
 
@@ -327,6 +335,12 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
     if moved:
         hits.sort(key=lambda h: (-h.score, h.item.id))
     return hits
+
+
+def _cosines(rows: np.ndarray) -> np.ndarray:
+    """The cosine of every pair of rows."""
+    unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+    return unit @ unit.T
 
 
 def retrievability_weight(engine: Engine, hits: list[RecallHit], now: float, hyper: Any = None) -> None:
