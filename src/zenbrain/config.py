@@ -72,7 +72,7 @@ class RecallParams(Params):
                                    "the notes about a subject the query names are compared (0: off)")
     answer_shape_weight: float = bounded(0.5, 0.0, 1.0, "among the notes about a subject the query names, the "
                                          "relevance kept by one that holds no answer of the shape the question asks "
-                                         "for (who/where: another name; e-mail; phone), when another does (1: off)")
+                                         "for (who: another name; e-mail: an address; phone: a number), when another does (1: off)")
     foreign_lexical_weight: float = bounded(0.0, 0.0, 1.0, "share of its BM25 score a note keeps when it names "
                                             "others but none of the names the query asks about")
     # Priors from stored state reorder near-ties only: relevance decides. A faded memory loses

@@ -167,8 +167,6 @@ class MemoryCoordinator:
     def recall_many(self, queries: Sequence[str], scope: Scope, k: int = 10, **options: Any) -> list[RecallResult]:
         """``recall`` for many queries in order, with all their side effects written in one
         transaction (one commit instead of one per query). Same options as ``recall``."""
-        if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
-            raise ValidationError("queries must be a sequence of strings")
         # Every query is checked before any is embedded (in batches) or recalled.
         queries = self._checked_queries(queries)
         if self.read_only:  # nothing to write
@@ -187,13 +185,14 @@ class MemoryCoordinator:
         """Embed queries about to be recalled in one batch (at most 256): the recalls
         that follow find their vectors ready. A batch of short texts costs the embedder
         far less a text than one call each. Nothing is read or written in the store."""
-        if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
-            raise ValidationError("queries must be a sequence of strings")
+        queries = self._checked_queries(queries)
         if len(queries) > QUERY_BATCH:
             raise ValidationError(f"at most {QUERY_BATCH} queries at a time")
-        self.engine.embed_queries_ahead(self._checked_queries(queries))
+        self.engine.embed_queries_ahead(queries)
 
     def _checked_queries(self, queries: Sequence[str]) -> list[str]:
+        if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
+            raise ValidationError("queries must be a sequence of strings")
         return [check_content(q, self.engine.config.max_content_chars) for q in queries]
 
     # ------------------------------------------------------------------ read / update / erase

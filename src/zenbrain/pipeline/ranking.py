@@ -293,8 +293,7 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
         # Two notes: their residuals after their mean are opposite, whatever they say. What
         # remains without the asked names tells: "Project Lantern is run by Ravi Petrov" and,
         # later, "Ravi Petrov handed Project Lantern over to Pavel Rahman".
-        names = np.stack([engine.embed_query(n) for n in entities_as_written(query)]).astype(np.float64)
-        basis, _ = np.linalg.qr(names.T)
+        basis = _name_basis(engine, entities_as_written(query))
         named = _cosines(vecs - (vecs @ basis) @ basis.T) >= ip.version_name_similarity
         close = np.where(named, ip.version_similarity, -1.0)
     rel = np.array([max(0.0, h.why.dense) for h in about])
@@ -335,6 +334,12 @@ def order_versions(engine: Engine, part: Partition, hits: list[RecallHit], query
     if moved:
         hits.sort(key=lambda h: (-h.score, h.item.id))
     return hits
+
+
+def _name_basis(engine: Engine, names: list[str]) -> np.ndarray:
+    """An orthonormal basis of the names' own embeddings (columns), to project out of vectors."""
+    basis, _ = np.linalg.qr(np.stack([engine.embed_query(n) for n in names]).astype(np.float64).T)
+    return basis
 
 
 def _cosines(rows: np.ndarray) -> np.ndarray:
@@ -434,7 +439,7 @@ def subject_focus(engine: Engine, part: Partition, hits: list[RecallHit], query:
     names, about = _notes_about_asked(engine, hits, query, k)
     if len(about) < 2:
         return hits
-    basis, _ = np.linalg.qr(np.stack([engine.embed_query(n) for n in names]).astype(np.float64).T)
+    basis = _name_basis(engine, names)
     vecs = engine.store.vectors(part, [h.item.id for h in about]).astype(np.float64)
     q = np.asarray(qvec, dtype=np.float64)
     q_rest = q - basis @ (basis.T @ q)
