@@ -374,6 +374,7 @@ def test_stats(store, world):
         assert s.cached_embeddings == len({i.content_hash for i in mine})
         if part is not None:
             assert s.file_bytes == 0 and s.stored_bytes >= sum(len(i.content.encode()) for i in mine)
+    assert store.count() == store.stats().memories == len(items)  # every partition, archived rows too
 
 
 def test_stats_through_a_filter_count_what_the_filter_admits(store, world):

@@ -236,7 +236,7 @@ def create_app(
                 out["status"] = "unavailable"
                 return JSONResponse(HealthOut(**out).model_dump(exclude_none=True), status_code=503)
         if time.monotonic() - counted[0] >= HEALTH_CACHE_S:
-            counted[1] = memory.stats()["memories"]
+            counted[1] = memory.storage.count()  # a count: stats() groups every row (9 ms at 10k)
             counted[0] = time.monotonic()
         if keys is None:
             out["memories"] = int(counted[1])

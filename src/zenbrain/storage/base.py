@@ -236,6 +236,11 @@ class Store(Protocol):
     def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats:
         ...
 
+    def count(self) -> int:
+        """Memories in the whole store, every partition: one count, without the rest of
+        ``stats`` (which groups every row by layer and context and counts edges and vectors)."""
+        ...
+
     def partitions(self) -> list[Partition]:
         """Every (user, agent) holding memories, for the application's own maintenance."""
         ...

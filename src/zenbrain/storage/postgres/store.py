@@ -606,6 +606,10 @@ class PostgresStore:
                 return [found[keep[i]] for i in pick]
         return None
 
+    def count(self) -> int:
+        with self._reading() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+
     def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats:
         """Counts for the whole store, a partition, or what a filter lets a reader see."""
         if partition is not None:

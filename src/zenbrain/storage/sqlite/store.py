@@ -792,6 +792,10 @@ class SQLiteStore:
             ids = [ids[i] for i in sorted(pick)]
         return ids
 
+    def count(self) -> int:
+        with self._c.reading("counting memories") as db:
+            return int(db.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+
     def stats(self, partition: Partition | None = None, flt: Filter | None = None) -> StoreStats:
         """Counts for the whole file, or for a partition (what ``flt`` lets a reader see).
 
