@@ -232,6 +232,8 @@ class VectorPartition:
         nb = len(self._base)
         if len(rows) and rows.max() < nb:
             return to_float32(self._base[rows])
+        if not nb:  # every row in the tail (a partition below the graph's size): one gather, no masks
+            return self._tail[rows]
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         low = rows < nb
         out[low] = to_float32(self._base[rows[low]])
