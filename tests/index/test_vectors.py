@@ -231,3 +231,46 @@ def test_an_exact_search_by_layer_scores_the_matrix_once(data: tuple[np.ndarray,
     for name in ("core", "episodic", "semantic"):
         want += exact(vecs[:900], queries[0], 5, layer_of == name)
     assert sorted(ids_to_rows(got)) == sorted(want)
+
+
+def test_a_large_partition_samples_by_rows_uniformly_and_never_a_dead_or_excluded_id(monkeypatch):
+    """Above SAMPLE_BY_ROWS memories the sample is drawn by rows (no list of every id, no
+    permutation of them): k distinct live ids outside ``exclude``, in row order, the same
+    for a seed, each live id about equally often; a draw short of k falls back to the ids."""
+    from zenbrain.index import vectors
+
+    monkeypatch.setattr(vectors, "SAMPLE_BY_ROWS", 100)
+    part = VectorPartition(DIM)
+    for row in make_rows(400):
+        part.upsert(row)
+    for i in range(0, 400, 5):  # a fifth of the rows dead
+        part.remove(f"m{i:06d}")
+    changed = make_rows(1, start=7)[0]
+    part.upsert(replace(changed, content_hash="f" * 40))  # a new row for m000007, its old one dead
+    exclude = {f"m{i:06d}" for i in range(1, 40)} | {"not-stored-yet"}
+    live = set(part.pos) - exclude
+
+    class NoPermutation:  # the rows path draws rows, never a permutation of every id
+        def __init__(self, seed: int) -> None:
+            self.rng = np.random.default_rng(seed)
+
+        def choice(self, *args, **kwargs):
+            return self.rng.choice(*args, **kwargs)
+
+        def permutation(self, *args, **kwargs):
+            raise AssertionError("permuted every id")
+
+    got = part.sample_ids(30, NoPermutation(1), exclude)  # type: ignore[arg-type]
+    assert len(got) == 30 == len(set(got)) and set(got) <= live
+    assert [part.pos[i] for i in got] == sorted(part.pos[i] for i in got)
+    assert got == part.sample_ids(30, np.random.default_rng(1), exclude)  # the same draws
+    counts = dict.fromkeys(live, 0)
+    rng = np.random.default_rng(2)
+    for _ in range(600):
+        for mid in part.sample_ids(30, rng, exclude):
+            counts[mid] += 1
+    expected = 600 * 30 / len(live)
+    assert min(counts.values()) > 0.5 * expected and max(counts.values()) < 1.6 * expected
+    # Asking for nearly every live id: the rows drawn fall short, the ids are drawn instead.
+    many = part.sample_ids(len(live) - 2, np.random.default_rng(3), exclude)
+    assert len(many) == len(live) - 2 and set(many) <= live

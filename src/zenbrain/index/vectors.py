@@ -106,6 +106,11 @@ class AnnParams:
     compact_dead_share: float = 0.25  # rebuild when this share of rows is dead
 
 
+# Above this many memories a partition draws samples by rows: listing and permuting a
+# million ids took 25-45 ms a store (the novelty sample); drawing 1,088 rows takes 0.2 ms.
+SAMPLE_BY_ROWS = 65_536
+
+
 def content_key(content_hash: str) -> int:
     """A 63-bit integer of a content hash (hex or any text), to tell changed vectors."""
     try:
@@ -249,10 +254,27 @@ class VectorPartition:
     def sample_ids(self, k: int, rng: np.random.Generator, exclude: AbstractSet[str] = frozenset()) -> list[str]:
         """Up to ``k`` ids drawn uniformly from the partition's memories outside ``exclude``
         (the first of a random order of them that are not excluded), in the order the
-        memories joined the index."""
+        memories joined the index; above ``SAMPLE_BY_ROWS`` memories, in row order."""
+        if len(self.pos) > SAMPLE_BY_ROWS:
+            drawn = self._sample_rows(k, rng, exclude)
+            if drawn is not None:
+                return drawn
         ids = list(self.pos)
         order = rng.permutation(len(ids))[:k + len(exclude)].tolist()
         return [ids[i] for i in sorted([i for i in order if ids[i] not in exclude][:k])]
+
+    def _sample_rows(self, k: int, rng: np.random.Generator, exclude: AbstractSet[str]) -> list[str] | None:
+        """``sample_ids`` drawn by rows: enough rows for ``k`` live ones outside ``exclude``
+        (at most ``compact_dead_share`` of the rows are dead), in a random order, the first
+        ``k`` that qualify. None when the draw fell short (then the caller draws from the ids)."""
+        n = self.n
+        want = k + len(exclude)
+        size = min(n, math.ceil(want / (1.0 - self.params.compact_dead_share)) + 64)
+        ids = self.ids
+        picked = [r for r in rng.choice(n, size=size, replace=False).tolist() if ids[r] and ids[r] not in exclude][:k]
+        if len(picked) < k:
+            return None
+        return [ids[r] for r in sorted(picked)]
 
     def _dense_rows(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The row of each of ``ids`` (-1 when unknown) and the positions in ``ids`` of those
