@@ -50,6 +50,7 @@ from ...index.vectors import blob_vector
 from ...model import Edge, HistoryEvent, MemoryItem
 from ..base import ORDERABLE, Filter, Partition, StoreStats, iter_chunks
 from . import health, migrations, opening
+from .checkpoints import FALLBACK_PAGES, Checkpointer
 from .codec import (
     EDGE_COLUMNS,
     SELECT,
@@ -168,6 +169,7 @@ class SQLiteStore:
         self._fts_off = False  # the FTS5 table is retired (lexical.retire_fts); once true it stays so
         self._keep_fts = bool(keep_fts)
         self._tx: SQLiteTransaction | None = None
+        self._checkpoints: Checkpointer | None = None  # see below, once the file is open
         self._stats_rows = -1  # memory rows at the last ANALYZE; read when first needed
         self._hooks = threading.local()  # per thread: callables run before each commit (see before_commit)
         self._open_lock: health.OpenLock | None = None
@@ -198,6 +200,10 @@ class SQLiteStore:
         # sees committed rows, so they cannot pick up a write that is later rolled back.
         self._reader = connect(self.path, timeout, read_only=True, uri=uri) if self._shared else self._db
         self._index_lock = threading.RLock() if self._shared else self._lock
+        # The WAL folded back into the file by a thread of its own, not inside a commit.
+        if self._shared and not self.read_only:
+            self._checkpoints = Checkpointer(lambda: connect(self.path, timeout, uri=uri), synchronous=self._synchronous)
+            self._db.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_PAGES}")
 
     # -- opening and closing -----------------------------------------------------------------
     def _build(self, conn: sqlite3.Connection, timeout: float) -> None:
@@ -298,6 +304,8 @@ class SQLiteStore:
         with self._lock:
             if self._c.closed:
                 return
+            if self._checkpoints is not None:
+                self._checkpoints.close()
             if self._shared and self._tx is None and self._c.damaged is None and not self.read_only:
                 try:
                     if health.scrub_pending(self._db):
@@ -373,7 +381,10 @@ class SQLiteStore:
                 raise self._c.fail(exc, "scrubbing erased text") from exc
 
     def _scrub(self, wait_s: float) -> bool:
-        return health.scrub(self._db, wait_s, self._c.busy_ms)
+        if self._checkpoints is None:
+            return health.scrub(self._db, wait_s, self._c.busy_ms)
+        with self._checkpoints.paused():  # our own checkpoint would leave the log busy
+            return health.scrub(self._db, wait_s, self._c.busy_ms)
 
     @property
     def max_lock_wait_s(self) -> float:
@@ -440,6 +451,8 @@ class SQLiteStore:
             finally:
                 if not durable and not self._c.closed:
                     self._db.execute(f"PRAGMA synchronous={self._synchronous}")
+            if self._checkpoints is not None:
+                self._checkpoints.committed(tx.inserted)
             # Index files saved by an earlier process hold the erased memories too, though
             # nothing has searched them here yet: opened to be scrubbed.
             index_scrub = tx.erased and (self._search is not None or (tx.deleted and self._index_files_exist()))
