@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
+import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
 from zenbrain.storage.sqlite import SQLiteStore
-from zenbrain.storage.sqlite.checkpoints import EVERY_COMMITS, FALLBACK_PAGES
+from zenbrain.storage.sqlite.checkpoints import (
+    EVERY_COMMITS,
+    FALLBACK_PAGES,
+    Checkpointer,
+)
 
 P = ("ann", "a")
 
@@ -82,3 +91,42 @@ def test_a_read_only_or_private_store_has_no_checkpoint_thread(tmp_path):
     mem = SQLiteStore(":memory:", embedder_name="m", dim=4)
     assert mem._checkpoints is None
     mem.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_process_checkpoints_on_a_thread_of_its_own(tmp_path):
+    """The parent's thread is not in a forked child: the child's first due checkpoint starts
+    one of its own (with a connection of its own) instead of waking nobody."""
+    path = str(tmp_path / "f.db")
+    setup = sqlite3.connect(path, isolation_level=None)
+    setup.execute("PRAGMA journal_mode=WAL")
+    setup.execute("CREATE TABLE t (x)")
+    cp = Checkpointer(lambda: sqlite3.connect(path, isolation_level=None, check_same_thread=False),
+                      synchronous="NORMAL", every_commits=2)
+    setup.execute("INSERT INTO t VALUES (1)")
+    cp.committed()
+    cp.committed()
+    assert _wait(lambda: cp.done == 1)
+    pid = os.fork()
+    if pid == 0:  # the child: never back into the parent's pytest
+        try:
+            own = sqlite3.connect(path, isolation_level=None)
+            own.execute("INSERT INTO t VALUES (2)")
+            cp.committed()
+            cp.committed()
+            os._exit(0 if _wait(lambda: cp.done == 2, 20.0) and cp.failed is None else 1)
+        finally:
+            os._exit(2)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the child's checkpoint never ran")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0
+    cp.close()
+    setup.close()
