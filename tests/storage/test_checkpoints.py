@@ -130,3 +130,18 @@ def test_a_forked_process_checkpoints_on_a_thread_of_its_own(tmp_path):
     assert os.waitstatus_to_exitcode(status) == 0
     cp.close()
     setup.close()
+
+
+def test_a_store_dropped_without_close_leaves_no_checkpoint_thread(tmp_path):
+    import gc
+
+    s = SQLiteStore(str(tmp_path / "d.db"), embedder_name="m", dim=4)
+    for i in range(EVERY_COMMITS):
+        with s.transaction() as tx:
+            tx.kv_put(P, {f"k{i}": i})
+    cp = s._checkpoints
+    assert cp is not None and _wait(lambda: cp.done == 1)
+    thread = cp._thread
+    del s, tx  # the last transaction refers to its store
+    gc.collect()
+    assert thread is not None and _wait(lambda: not thread.is_alive())

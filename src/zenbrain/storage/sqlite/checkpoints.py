@@ -72,9 +72,13 @@ class Checkpointer:
         with self._lock:
             yield
 
-    def close(self, timeout: float = 30.0) -> None:
+    def stop(self) -> None:
+        """Let the thread end (after the checkpoint it may be running), without waiting."""
         self._stop = True
         self._wake.set()
+
+    def close(self, timeout: float = 30.0) -> None:
+        self.stop()
         thread = self._thread
         if thread is not None and self._pid == os.getpid():
             thread.join(timeout)

@@ -22,6 +22,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
@@ -202,8 +203,10 @@ class SQLiteStore:
         self._index_lock = threading.RLock() if self._shared else self._lock
         # The WAL folded back into the file by a thread of its own, not inside a commit.
         if self._shared and not self.read_only:
-            self._checkpoints = Checkpointer(lambda: connect(self.path, timeout, uri=uri), synchronous=self._synchronous)
+            path = self.path  # not the store: its thread must not keep the store alive
+            self._checkpoints = Checkpointer(lambda: connect(path, timeout, uri=uri), synchronous=self._synchronous)
             self._db.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_PAGES}")
+            weakref.finalize(self, self._checkpoints.stop)  # a store dropped unclosed leaves no thread behind
 
     # -- opening and closing -----------------------------------------------------------------
     def _build(self, conn: sqlite3.Connection, timeout: float) -> None:
