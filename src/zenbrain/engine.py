@@ -19,7 +19,7 @@ import numpy as np
 
 from .clock import Clock
 from .config import Config
-from .providers.base import ChatModel, Embedder, embed_queries
+from .providers.base import ChatModel, Embedder, embed_queries, releases_gil
 from .registry import MechanismName
 from .storage.base import Store
 
@@ -112,9 +112,3 @@ class QueryVector:
 
     def __call__(self) -> np.ndarray:
         return self._get()
-
-
-def releases_gil(embedder: Embedder) -> bool:
-    """Whether an embedder says its work runs outside the GIL (attribute ``releases_gil``;
-    absent: no, as for a pure-Python embedder, which a second thread would only slow)."""
-    return bool(getattr(embedder, "releases_gil", False))

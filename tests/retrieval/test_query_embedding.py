@@ -4,13 +4,12 @@ the GIL; and queries recalled together, in one batch."""
 from __future__ import annotations
 
 import os
-import signal
 import threading
-import time
 from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from forking import child_exit_code
 
 from zenbrain import Scope, open_memory
 from zenbrain.clock import SimulatedClock
@@ -139,17 +138,7 @@ def test_a_forked_process_embeds_on_a_thread_of_its_own(tmp_path):
                 os._exit(0 if v.shape == (384,) else 1)
             finally:  # never back into the parent's pytest
                 os._exit(2)
-        deadline = time.monotonic() + 30
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                pytest.fail("the child waited forever for a thread it does not have")
-            time.sleep(0.05)
-        assert os.waitstatus_to_exitcode(status) == 0
+        assert child_exit_code(pid, "the child waited forever for a thread it does not have") == 0
     finally:
         mem.close()
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import sqlite3
 import time
 from pathlib import Path
 
 import pytest
+from forking import child_exit_code
 
 from zenbrain.storage.sqlite import SQLiteStore
 from zenbrain.storage.sqlite.checkpoints import (
@@ -117,17 +117,7 @@ def test_a_forked_process_checkpoints_on_a_thread_of_its_own(tmp_path):
             os._exit(0 if _wait(lambda: cp.done == 2, 20.0) and cp.failed is None else 1)
         finally:
             os._exit(2)
-    deadline = time.monotonic() + 30
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("the child's checkpoint never ran")
-        time.sleep(0.05)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert child_exit_code(pid, "the child's checkpoint never ran") == 0
     cp.close()
     setup.close()
 

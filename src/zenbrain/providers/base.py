@@ -116,6 +116,12 @@ class StructuredChatModel(ChatModel, Protocol):
     ) -> StructuredReply: ...
 
 
+def releases_gil(embedder: Embedder) -> bool:
+    """Whether an embedder says its work runs outside the GIL (attribute ``releases_gil``;
+    absent: no, as for a pure-Python embedder, which a second thread would only slow)."""
+    return bool(getattr(embedder, "releases_gil", False))
+
+
 def normalize_rows(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     if x.ndim == 1:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._sqlite import enable_wal
 from ..errors import ProviderError, StorageError
-from .base import Embedder
+from .base import Embedder, releases_gil
 
 SCHEMA_VERSION = 1
 QUERY_SUFFIX = "#query"  # cache namespace of query vectors, for embedders that tell queries apart
@@ -272,7 +272,7 @@ class CachedEmbedder:
     @property
     def releases_gil(self) -> bool:
         """The inner embedder's (a cache hit is a dictionary or SQLite read)."""
-        return bool(getattr(self.inner, "releases_gil", False))
+        return releases_gil(self.inner)
 
     def close(self) -> None:
         if self.store is not None:

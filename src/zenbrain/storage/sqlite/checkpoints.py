@@ -8,7 +8,7 @@ request now and then paid for the writes of the twenty before it. ``Checkpointer
 connection and a thread of its own after every ``every_commits`` commits, or at once after
 a large one; the writer's own auto-checkpoint stays, at ``FALLBACK_PAGES``, for a log the
 thread does not keep up with. Mixed recalls and stores on the load test's store: p95 of an
-operation 11.1-11.9 -> 7.0-7.9 ms, the mean 5.6-5.8 -> 5.3-5.6 ms (docs/reliability.md).
+operation 11.6-12.3 -> 7.4-8.8 ms, the same CPU (docs/reliability.md).
 
 A checkpoint is only an optimisation: the log is durable either way, and a checkpoint cut
 short by a crash is taken up by the next one.
@@ -50,8 +50,7 @@ class Checkpointer:
         if self._stop:
             return
         if self._pid != os.getpid():  # a forked child: the parent's thread is not here
-            self._thread, self._wake, self._pid = None, threading.Event(), os.getpid()
-            self._lock = threading.Lock()
+            self._thread, self._wake, self._lock, self._pid = None, threading.Event(), threading.Lock(), os.getpid()
         self._commits += 1
         if self._commits < self.every_commits and rows < LARGE_COMMIT_ROWS:
             return

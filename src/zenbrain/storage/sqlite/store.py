@@ -25,7 +25,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -384,9 +384,8 @@ class SQLiteStore:
                 raise self._c.fail(exc, "scrubbing erased text") from exc
 
     def _scrub(self, wait_s: float) -> bool:
-        if self._checkpoints is None:
-            return health.scrub(self._db, wait_s, self._c.busy_ms)
-        with self._checkpoints.paused():  # our own checkpoint would leave the log busy
+        # Our own checkpoint thread paused: its checkpoint would leave the log busy.
+        with self._checkpoints.paused() if self._checkpoints is not None else nullcontext():
             return health.scrub(self._db, wait_s, self._c.busy_ms)
 
     @property
