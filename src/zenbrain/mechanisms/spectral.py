@@ -472,6 +472,9 @@ def propose_bridges(
     return propose_bridges_by_rows(report=report, rows=lambda idx: v[idx], params=params)
 
 
+_SIMILARITY_DECIMALS = 12
+
+
 def propose_bridges_by_rows(
     *, report: SpectralHealth, rows: Callable[[np.ndarray], Any], params: SpectralParams = SpectralParams(),
     block: int = 4096, max_cells: int = 1 << 22,
@@ -506,7 +509,10 @@ def propose_bridges_by_rows(
         stop = starts[k + 1] if k + 1 < len(starts) else base.size
         u = unit(base[start:stop])
         for c in comps:
-            sims = u @ other_t[c]
+            # BLAS sums a product in an order that depends on the block's shape and the CPU,
+            # so equal cosines (duplicate vectors) differ in their last bits from one block
+            # size to another; rounded, ties stay ties and the first maximum is the same.
+            sims = np.round(u @ other_t[c], _SIMILARITY_DECIMALS)
             flat = int(np.argmax(sims))  # first maximum: deterministic
             i, j = divmod(flat, sims.shape[1])
             if c not in best or sims[i, j] > best[c][0]:
