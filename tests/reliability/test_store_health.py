@@ -109,12 +109,23 @@ def test_a_damaged_file_is_refused_even_after_a_clean_close(tmp_path: Path) -> N
         open_memory(path, embedder=EMB)
 
 
+def _truncate_wal(mem) -> None:
+    """Every page into the file and the log emptied; retried while the store's own checkpoint
+    thread (started by the commit above) holds the log, which makes a checkpoint report busy."""
+    for _ in range(500):
+        busy, _log, _done = mem.storage.raw_connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the log stayed busy")
+
+
 def test_damage_found_while_reading_stops_every_later_write(tmp_path: Path) -> None:
     path = tmp_path / "rot.db"
     mem = open_memory(path, embedder=EMB)
     try:
         mem.store_many([{"content": f"memory {i} about the garden"} for i in range(300)], SCOPE)
-        mem.storage.raw_connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        _truncate_wal(mem)
         _damage(path)  # under an open store: the damage shows when the pages are read from the file
         # ...which pages the writer still holds in its cache are not (reads run on it while
         # nothing writes): dropped here, as a long-running process's are over time.
