@@ -35,6 +35,7 @@ class MemoryState(TypedDict, total=False):
     rescued_at: float  # time of the last STC rescue (epoch seconds)
     archived_by: str  # which stage archived the memory: "decay" or "ib_budget"
     consolidated_into: str  # id of the schema that carries this episode's gist
+    consolidated_uses: int  # the episode's access_count when it was folded into that schema
     conf_local: list[float]  # [alpha, beta]: local Beta evidence, the unary factor of propagation
     conf_written: list[float]  # [alpha, beta]: what propagation last wrote to conf_alpha / conf_beta
     conf_history: list[list[float]]  # [[t, confidence], ...]: recent confidence points (curiosity's slope)
@@ -55,6 +56,7 @@ RESCUED: Final = "rescued"
 RESCUED_AT: Final = "rescued_at"
 ARCHIVED_BY: Final = "archived_by"
 CONSOLIDATED_INTO: Final = "consolidated_into"
+CONSOLIDATED_USES: Final = "consolidated_uses"
 CONF_LOCAL: Final = "conf_local"
 CONF_WRITTEN: Final = "conf_written"
 CONF_HISTORY: Final = "conf_history"

@@ -138,8 +138,9 @@ def test_forgetting_archives_unused_small_talk_and_stops_when_switched_off(emb):
     sessions = [TimedSession(f"S{n}", T0 + d * DAY, tuple(_doc(f"D{n}:{j}", t) for j, t in enumerate(texts[n])))
                 for n, d in enumerate((0, 1, 90))]
     talk = {f"D{n}:{j}" for n, ts in enumerate(texts) for j, t in enumerate(ts) if t in SMALL_TALK}
-    on = LifeStore(emb, protocol=Protocol(context_k=0))
-    off = LifeStore(emb, protocol=Protocol(context_k=0),
+    # Decay alone: sleep would fold the turns into a schema and its budget archive them first.
+    on = LifeStore(emb, protocol=Protocol(context_k=0, nightly=("decay",)))
+    off = LifeStore(emb, protocol=Protocol(context_k=0, nightly=("decay",)),
                     config=Config(mechanisms=Mechanisms(disabled=frozenset({"ebbinghaus_decay", "triple_copy"}))))
     try:
         life_on = run_unit(on, sessions, [], k=5)["lifecycle"]

@@ -9,7 +9,7 @@ from dataclasses import replace
 from zenbrain.config import LifecycleLimits
 from zenbrain.model import Kind, Layer
 from zenbrain.pipeline.lifecycle import run_consolidate
-from zenbrain.state import ARCHIVED_BY, CONSOLIDATED_INTO
+from zenbrain.state import ARCHIVED_BY, CONSOLIDATED_INTO, CONSOLIDATED_USES
 from zenbrain.state import RELATION_EVIDENCE_OF as EVIDENCE_OF
 
 RUNS = [
@@ -154,8 +154,12 @@ def test_a_recall_that_reaches_a_schema_brings_back_the_episodes_it_archived(wor
     # No decay has run, so no word of the query cues the archive: the schema is what the
     # recall reaches, and its archived episodes compete beside it.
     hits = w.mem.recall("a walk along the river path past the old mill", w.scope, k=10, touch=False)
-    assert archived & {h.item.id for h in hits}
-    assert any(h.item.kind is Kind.SCHEMA for h in hits)
+    ids = [h.item.id for h in hits]
+    assert archived & set(ids)
+    # The extractive schema quotes its representative episode: it gave that episode its
+    # place instead of showing the same words twice.
+    (schema,) = _schemas(w)
+    assert schema.metadata["representative_id"] in ids and schema.id not in ids
     # A recall that cannot reach the schema (it searches the episodic layer only) leaves
     # them out of reach.
     hits = w.mem.recall("a walk along the river path past the old mill", w.scope, k=10, layers="episodic",
@@ -163,16 +167,50 @@ def test_a_recall_that_reaches_a_schema_brings_back_the_episodes_it_archived(wor
     assert hits and not archived & {h.item.id for h in hits}
 
 
-def test_ib_budget_keeps_short_episodes_that_were_used_and_archives_the_others(world):
+def test_a_schema_in_its_own_words_keeps_its_place_beside_its_episodes(world):
+    def top(chat):
+        w = world()
+        if chat:
+            w.mem.chat = EchoChat()
+        eps = _episodes(w, RUNS)
+        w.mem.consolidate(w.scope)
+        (schema,) = _schemas(w)
+        hits = w.mem.recall("running in the park with Sam", w.scope, k=10, touch=False)
+        return schema, {e.id for e in eps}, [h.item.id for h in hits]
+
+    schema, eps, ids = top(chat=True)
+    assert schema.metadata["method"] == "llm" and schema.id in ids and eps & set(ids)
+    schema, eps, ids = top(chat=False)  # extractive: the same words as its representative
+    assert schema.id not in ids and schema.metadata["representative_id"] in ids
+
+
+def test_ib_budget_counts_the_uses_since_the_schema_took_an_episode_in(world):
+    # Used before consolidation: those uses are what the schema now answers for (a recall
+    # that reaches it brings the episodes back), so they do not keep the episodes active.
     w = world()
     eps = _episodes(w, RUNS)
     w.mem.recall("running in the park with Sam", w.scope, k=10)  # a use of each of them
     assert all(w.get(e.id).access_count > 0 for e in eps)
     rep = w.mem.consolidate(w.scope)
-    assert rep.stages["ib_budget"]["evaluated"] >= 3 and rep.stages["ib_budget"]["archived"] == {}
+    covered = {e.id for e in eps if CONSOLIDATED_INTO in w.get(e.id).state}
+    assert len(covered) >= 3 and set(rep.stages["ib_budget"]["archived"]) == covered
+    assert all(w.get(m).state[CONSOLIDATED_USES] == w.get(m).access_count > 0 for m in covered)
 
-    # Never used and never confirmed: the schema carries their gist, nothing shows they are
-    # worth more, so they leave the active store (reachable through the schema).
+    # Brought back by hand and used since: the episodes used after the schema took them in
+    # earn their keep; the one left unused leaves the active store again.
+    for m in covered:
+        w.mem.restore(m, w.scope)
+    used = sorted(covered)[:2]
+    for m in used:
+        w.mem.recall(w.get(m).content, w.scope, k=1)
+    assert all(w.get(m).access_count > w.get(m).state[CONSOLIDATED_USES] for m in used)
+    w.clock.advance(86400.0)
+    rep = w.mem.consolidate(w.scope)
+    stage = rep.stages["ib_budget"]
+    assert stage["evaluated"] == len(covered) and set(stage["archived"]) == covered - set(used)
+    assert not any(w.get(m).archived for m in used)
+
+    # Never used and never confirmed: nothing shows they are worth more than the gist.
     w = world()
     eps = _episodes(w, RUNS)
     rep = w.mem.consolidate(w.scope)

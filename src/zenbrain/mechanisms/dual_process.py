@@ -31,7 +31,7 @@ from ..params import Params, bounded
 
 @dataclass(frozen=True)
 class DualProcessParams(Params):
-    similarity_threshold: float = bounded(0.7, 0.0, 1.0, "minimum mean pairwise cosine similarity inside a cluster")
+    similarity_threshold: float = bounded(0.6, 0.0, 1.0, "minimum mean pairwise cosine similarity inside a cluster")
     min_cluster_size: int = bounded(3, 2, 1000, "fewest episodes that make a schema")
     max_cluster_size: int = bounded(20, 2, 10_000, "largest cluster; bigger ones are split along their dendrogram")
     term_share: float = bounded(0.6, 0.0, 1.0, "share of members a term must occur in to count as salient")

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..engine import Engine
 from ..mechanisms import compositional, imad, two_factor
-from ..model import Layer, MemoryItem, RecallHit
+from ..model import Kind, Layer, MemoryItem, RecallHit
 from ..retrieval import fusion
 from ..retrieval.query import QueryInfo
 from ..state import (
@@ -56,6 +56,47 @@ def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, w
                 rel = 1.0 - rel
             for h, r in zip(hits, rel):
                 h.why.temporal *= 1.0 + rp.recency_boost * float(r)
+
+
+def representative_of(item: MemoryItem) -> str | None:
+    """The episode an extractive schema quotes, or None (not a schema, or one a chat model
+    wrote in its own words)."""
+    if item.kind is not Kind.SCHEMA or item.metadata.get("method") not in EXTRACTIVE_METHODS:
+        return None
+    rep = item.metadata.get("representative_id")
+    return rep if isinstance(rep, str) else None
+
+
+EXTRACTIVE_METHODS = ("extractive", "extractive_fallback")
+
+
+def schemas_yield(hits: list[RecallHit]) -> list[RecallHit]:
+    """An extractive schema's text is its representative episode's words and the terms its
+    cluster shares, so beside that episode it is the same text twice, and it took a place
+    of the results a second episode could hold. Where both are candidates the schema gives
+    its place to the episode (unless the episode ranks above it already) and leaves the
+    results; having reached the recall, it has already brought back its archived episodes
+    (``recall.brought_back``). A schema whose episode is not a candidate stays."""
+    if not any(h.item.kind is Kind.SCHEMA for h in hits):
+        return hits
+    at = {h.item.id: h for h in hits}
+    out: list[RecallHit] = []
+    placed: set[str] = set()
+    for h in hits:
+        if h.item.id in placed:
+            continue
+        rep = representative_of(h.item)
+        episode = at.get(rep) if rep is not None else None
+        if episode is None:
+            out.append(h)
+            placed.add(h.item.id)
+        elif episode.item.id not in placed:
+            if h.score > episode.score:
+                episode.why.other["schema_place"] = h.score
+                episode.score = h.score
+            out.append(episode)
+            placed.add(episode.item.id)
+    return out
 
 
 def spread_exchanges(engine: Engine, hits: list[RecallHit], info: QueryInfo, radius: int, places: int) -> list[RecallHit]:

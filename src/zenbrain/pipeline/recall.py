@@ -305,6 +305,7 @@ def recall(
     hits = ranking.answer_focus(engine, hits, query, k)
     # Room for the de-duplication below to drop some.
     hits = ranking.spread_exchanges(engine, hits, info, recipe.neighbour_radius, places=2 * k)
+    hits = ranking.schemas_yield(hits)
 
     # 4. De-duplicate near-identical content, keep the better one.
     out: list[RecallHit] = []

@@ -43,6 +43,7 @@ from ...model import Edge, HistoryEvent, Kind, Layer, MemoryItem, Scope
 from ...state import (
     ARCHIVED_BY,
     CONSOLIDATED_INTO,
+    CONSOLIDATED_USES,
     META_EVIDENCE_IDS,
     META_STEPS,
     OUTCOMES,
@@ -203,6 +204,7 @@ def _dual_process(
             for m, w in zip(p["members"], p["weights"]):
                 edges.append(Edge(m.id, schema.id, RELATION_EVIDENCE_OF, float(max(w, 0.05)), 1.0, 0, now))
                 m.state[CONSOLIDATED_INTO] = schema.id
+                m.state[CONSOLIDATED_USES] = int(m.access_count)
                 states[m.id] = m.state
                 events.append(HistoryEvent(m.id, now, "consolidated", {"schema": schema.id}))
             if p.get("created"):
@@ -227,6 +229,13 @@ def _dual_process(
 
 
 # ---------------------------------------------------------------------------- IB budget
+def _uses_since_consolidation(item: MemoryItem) -> int:
+    base = item.state.get(CONSOLIDATED_USES, 0)  # absent on episodes consolidated before it was kept
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base >= 0:
+        base = 0
+    return max(0, item.access_count - int(min(base, item.access_count)))
+
+
 def _ib_budget(engine: Engine, snap: Snapshot, now: float) -> dict[str, Any]:
     params = engine.config.params.ib_budget
     part = snap.part
@@ -236,17 +245,19 @@ def _ib_budget(engine: Engine, snap: Snapshot, now: float) -> dict[str, Any]:
     if not covered:
         return report
     n = len(covered)
-    # The schema carries an episode's gist; the gain of keeping the episode itself active
-    # counts evidence of its own value only: its uses (how many, and how recent the last
-    # one was: an episode never used has no recency of use, however new) and its
-    # confidence above the uninformed prior (Beta(1, 1), mean 0.5). The prior alone was
-    # 0.15 of gain and kept every episode shorter than a few hundred words.
-    used = np.fromiter((i.access_count > 0 for i in covered), bool, n)
+    # The schema carries an episode's gist, and a recall that reaches the schema brings the
+    # episode back (``recall.brought_back``). So the gain of keeping the episode itself
+    # active counts evidence of its own value gathered since the schema took it in: its
+    # uses since then (how many, and how recent the last one was: none, no recency) and
+    # its confidence above the uninformed prior (Beta(1, 1), mean 0.5). Uses from before
+    # are what made the episode part of the gist, and the schema now answers for them;
+    # counted, they kept nearly every episode the agent's own recalls had once carried.
+    uses = np.fromiter((_uses_since_consolidation(i) for i in covered), float, n)
     since_use = np.fromiter((max(0.0, now - i.last_access) / 86400.0 for i in covered), float, n)
     decision = ib_budget.evaluate(
-        retrievals=np.fromiter((i.access_count for i in covered), float, n),
+        retrievals=uses,
         confidence=np.maximum(0.0, 2.0 * np.fromiter((i.confidence for i in covered), float, n) - 1.0),
-        days_since_access=np.where(used, since_use, np.inf),
+        days_since_access=np.where(uses > 0, since_use, np.inf),
         chars=np.fromiter((len(i.content) for i in covered), float, n),
         entities=np.fromiter((len(entities(i.content)) for i in covered), float, n),
         contexts=[i.context for i in covered],
