@@ -28,6 +28,14 @@ import numpy as np
 from ..errors import ConfigError, ValidationError
 from ..params import Params, bounded
 
+# How a schema was written: ``Schema.method``. An extractive schema quotes its cluster's
+# representative episode (plus the terms the members share); an "llm" one is the chat
+# model's own sentence.
+EXTRACTIVE = "extractive"
+EXTRACTIVE_FALLBACK = "extractive_fallback"  # the chat model's reply was unusable
+LLM = "llm"
+EXTRACTIVE_METHODS = (EXTRACTIVE, EXTRACTIVE_FALLBACK)
+
 
 @dataclass(frozen=True)
 class DualProcessParams(Params):
@@ -335,7 +343,7 @@ def abstract_schema(
 ) -> Schema:
     """System 2 without a chat model: the extractive schema of one cluster."""
     _, common, extractive = _cluster_view(ids, texts, vectors, params)
-    return Schema(text=extractive, method="extractive", **common)
+    return Schema(text=extractive, method=EXTRACTIVE, **common)
 
 
 SchemaDialogue = Generator[list[dict[str, str]], "str | BaseException", Schema]
@@ -365,11 +373,11 @@ def _schema_dialogue(ordered: list[str], common: dict[str, Any], extractive: str
     else:
         transcript.append({"role": "assistant", "content": str(reply)})
         try:
-            return Schema(text=parse_schema_reply(reply, ordered, params=params), method="llm",
+            return Schema(text=parse_schema_reply(reply, ordered, params=params), method=LLM,
                           transcript=transcript, **common)
         except ValidationError as exc:
             note = f"ValidationError: {exc}"
-    return Schema(text=extractive, method="extractive_fallback", note=note, transcript=transcript, **common)
+    return Schema(text=extractive, method=EXTRACTIVE_FALLBACK, note=note, transcript=transcript, **common)
 
 
 # --------------------------------------------------------------------------- procedures
@@ -409,6 +417,10 @@ def promote_procedure(
 
 
 __all__ = [
+    "EXTRACTIVE",
+    "EXTRACTIVE_FALLBACK",
+    "EXTRACTIVE_METHODS",
+    "LLM",
     "Clustering",
     "DualProcessParams",
     "Procedure",

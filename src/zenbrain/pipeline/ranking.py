@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..engine import Engine
-from ..mechanisms import compositional, imad, two_factor
+from ..mechanisms import compositional, dual_process, imad, two_factor
 from ..model import Kind, Layer, MemoryItem, RecallHit
 from ..retrieval import fusion
 from ..retrieval.query import QueryInfo
@@ -23,6 +23,8 @@ from ..state import (
     MECHANISM_RELATIONS,
     META_DISPUTED,
     META_ENTITIES,
+    META_REPRESENTATIVE_ID,
+    META_SCHEMA_METHOD,
     PRIORITY,
     RELATION_CONTRADICTS,
 )
@@ -61,13 +63,10 @@ def temporal_adjust(engine: Engine, hits: list[RecallHit], info: QueryInfo, *, w
 def representative_of(item: MemoryItem) -> str | None:
     """The episode an extractive schema quotes, or None (not a schema, or one a chat model
     wrote in its own words)."""
-    if item.kind is not Kind.SCHEMA or item.metadata.get("method") not in EXTRACTIVE_METHODS:
+    if item.kind is not Kind.SCHEMA or item.metadata.get(META_SCHEMA_METHOD) not in dual_process.EXTRACTIVE_METHODS:
         return None
-    rep = item.metadata.get("representative_id")
+    rep = item.metadata.get(META_REPRESENTATIVE_ID)
     return rep if isinstance(rep, str) else None
-
-
-EXTRACTIVE_METHODS = ("extractive", "extractive_fallback")
 
 
 def schemas_yield(hits: list[RecallHit]) -> list[RecallHit]:

@@ -45,6 +45,8 @@ from ...state import (
     CONSOLIDATED_INTO,
     CONSOLIDATED_USES,
     META_EVIDENCE_IDS,
+    META_REPRESENTATIVE_ID,
+    META_SCHEMA_METHOD,
     META_STEPS,
     OUTCOMES,
     RELATION_EVIDENCE_OF,
@@ -172,11 +174,11 @@ def _dual_process(
             sch: dual_process.Schema = p["abstract"]
             meta: dict[str, Any] = {
                 META_EVIDENCE_IDS: list(sch.evidence_ids),
-                "method": sch.method,
+                META_SCHEMA_METHOD: sch.method,
                 "support": int(sch.support),
                 "cohesion": num(sch.cohesion),
                 "terms": list(sch.terms),
-                "representative_id": sch.representative_id,
+                META_REPRESENTATIVE_ID: sch.representative_id,
             }
             if sch.note:
                 meta["note"] = sch.note[:500]
@@ -233,7 +235,7 @@ def _uses_since_consolidation(item: MemoryItem) -> int:
     base = item.state.get(CONSOLIDATED_USES, 0)  # absent on episodes consolidated before it was kept
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not base >= 0:
         base = 0
-    return max(0, item.access_count - int(min(base, item.access_count)))
+    return item.access_count - int(min(base, item.access_count))
 
 
 def _ib_budget(engine: Engine, snap: Snapshot, now: float) -> dict[str, Any]:
